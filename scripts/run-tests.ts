@@ -1,0 +1,126 @@
+// Runs tap against a migrated template database (crm_template) on a throwaway PostgreSQL, or on TEST_DATABASE_URL's server.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { startEmbeddedPostgres } from '../src/db/embedded-postgres.js';
+import { applyMigrations } from '../src/db/migrate.js';
+import { projectRoot } from '../src/lib/project-root.js';
+
+const SIGNAL_EXIT_CODES: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
+
+function databaseUrl(serverUrl: string, database: string): string {
+  const url = new URL(serverUrl);
+  url.pathname = `/${database}`;
+  return url.href;
+}
+
+async function adminQuery(serverUrl: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl(serverUrl, 'postgres') });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+const KILL_GRACE_MS = 5_000;
+
+/**
+ * Runs tap with the given arguments; a signal received meanwhile is passed on and turns into the exit code. tap
+ * runs in its own process group: on a signal it would otherwise wait for the running test files to finish, so the
+ * whole group (tap and its test processes) gets the signal, then SIGKILL after a grace period or a second signal.
+ */
+function runTap(args: string[], templateUrl: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const tap = spawn(path.join(projectRoot, 'node_modules', '.bin', 'tap'), args, {
+      cwd: projectRoot,
+      stdio: 'inherit',
+      detached: true,
+      env: { ...process.env, TEST_DATABASE_URL: templateUrl },
+    });
+    const signalGroup = (signal: NodeJS.Signals): void => {
+      try {
+        if (tap.pid !== undefined) process.kill(-tap.pid, signal);
+      } catch {
+        // the group is already gone
+      }
+    };
+    let signalled: NodeJS.Signals | undefined;
+    let killTimer: NodeJS.Timeout | undefined;
+    const forward = (signal: NodeJS.Signals): void => {
+      if (signalled !== undefined) return signalGroup('SIGKILL');
+      signalled = signal;
+      signalGroup(signal);
+      killTimer = setTimeout(() => signalGroup('SIGKILL'), KILL_GRACE_MS);
+    };
+    process.on('SIGINT', forward);
+    process.on('SIGTERM', forward);
+    tap.once('error', reject);
+    tap.once('exit', (code, signal) => {
+      clearTimeout(killTimer);
+      process.removeListener('SIGINT', forward);
+      process.removeListener('SIGTERM', forward);
+      if (signalled !== undefined) signalGroup('SIGKILL'); // test processes tap left behind
+      const interruptedBy = signalled ?? signal ?? undefined;
+      resolve(interruptedBy !== undefined ? (SIGNAL_EXIT_CODES[interruptedBy] ?? 1) : (code ?? 1));
+    });
+  });
+}
+
+async function main(): Promise<number> {
+  const cleanups: Array<() => Promise<unknown>> = [];
+  // A signal during the setup (about a second) lets it finish or fail, then skips tap; the cleanups run either way.
+  let interrupted: NodeJS.Signals | undefined;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    interrupted ??= signal;
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const externalUrl = process.env.TEST_DATABASE_URL || undefined;
+    // A shared server may host several runs at once: each gets its own template there, dropped afterwards.
+    const template = externalUrl ? `crm_template_${randomBytes(4).toString('hex')}` : 'crm_template';
+    let server: string;
+    if (externalUrl) {
+      server = externalUrl;
+    } else {
+      const dataDir = await mkdtemp(path.join(tmpdir(), 'crm-test-'));
+      cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+      const embedded = await startEmbeddedPostgres({ dataDir });
+      cleanups.push(embedded.stop);
+      server = embedded.url;
+    }
+    const templateUrl = databaseUrl(server, template);
+    await adminQuery(server, `CREATE DATABASE "${template}"`);
+    if (externalUrl) {
+      cleanups.push(async () => {
+        await adminQuery(server, `ALTER DATABASE "${template}" WITH IS_TEMPLATE false`);
+        await adminQuery(server, `DROP DATABASE IF EXISTS "${template}" WITH (FORCE)`);
+      });
+    }
+    const applied = await applyMigrations(templateUrl);
+    // No session may stay on a template while it is copied; refusing connections makes a stray one fail loudly.
+    await adminQuery(server, `ALTER DATABASE "${template}" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false`);
+    const { hostname, port } = new URL(server);
+    console.error(`test database: template ${template} (${applied.length} migrations) on ${hostname}:${port}`);
+
+    if (interrupted !== undefined) return SIGNAL_EXIT_CODES[interrupted] ?? 1;
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+    return await runTap(process.argv.slice(2), templateUrl);
+  } catch (error) {
+    if (interrupted !== undefined) return SIGNAL_EXIT_CODES[interrupted] ?? 1;
+    console.error(error instanceof Error ? error.message : error);
+    return 1;
+  } finally {
+    for (const cleanup of cleanups.reverse()) {
+      await cleanup().catch((error: unknown) => console.error(`cleanup failed: ${(error as Error).message}`));
+    }
+  }
+}
+
+process.exit(await main());
