@@ -1,0 +1,111 @@
+// Builds the Fastify application from a validated config: plugins first, then the route modules. No I/O of its own.
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import helmet from '@fastify/helmet';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Config } from './config.js';
+import { redactUrl } from './lib/log-redaction.js';
+import errorsPlugin from './plugins/errors.js';
+import dbPlugin from './plugins/db.js';
+import authPlugin from './plugins/auth.js';
+import rateLimitPlugin from './plugins/rate-limit.js';
+import openapiPlugin from './plugins/openapi.js';
+import outboxPlugin from './plugins/outbox.js';
+import tenancyPlugin from './plugins/tenancy.js';
+import automationWorkerPlugin from './plugins/automation-worker.js';
+import healthRoutes from './modules/health/routes.js';
+import authRoutes from './modules/auth/routes.js';
+import accountRoutes from './modules/account/routes.js';
+import setupRoutes from './modules/setup/routes.js';
+import organizationRoutes from './modules/organizations/routes.js';
+import invitationRoutes from './modules/invitations/routes.js';
+import installationAdminRoutes from './modules/installation-admins/routes.js';
+import memberRoutes from './modules/members/routes.js';
+import emailAccountRoutes from './modules/email-accounts/routes.js';
+import companyRoutes from './modules/companies/routes.js';
+import contactRoutes from './modules/contacts/routes.js';
+import automationRoutes from './modules/automations/routes.js';
+
+export type App = FastifyInstance;
+
+/** Two validators: query/path values are strings on the wire and get coerced; JSON bodies must have exact types. */
+function validatorCompiler() {
+  const base = { allErrors: true, strict: false, removeAdditional: false as const, useDefaults: true };
+  // `discriminator`: a oneOf body told apart by one property is checked against that branch only (clear errors).
+  const bodyAjv = addFormats.default(new Ajv({ ...base, coerceTypes: false, discriminator: true }));
+  const textAjv = addFormats.default(new Ajv({ ...base, coerceTypes: 'array' }));
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
+    (httpPart === 'body' ? bodyAjv : textAjv).compile(schema);
+}
+
+export interface BuildOptions {
+  /** Where log lines go (default stdout); tests capture them to prove no secret is logged. */
+  logStream?: { write(line: string): void };
+  /**
+   * Run the background workers (email outbox, automation runs); default true. Tools that only read the routes, such as
+   * the OpenAPI generator, turn them off so that `ready()` never touches the database.
+   */
+  backgroundWorkers?: boolean;
+}
+
+function loggerOptions(config: Config, stream: BuildOptions['logStream']): FastifyServerOptions['logger'] {
+  return {
+    level: config.logLevel,
+    ...(stream ? { stream } : {}),
+    redact: { paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.token', '*.refresh', '*.access'], censor: '[REDACTED]' },
+    serializers: {
+      req: (req: { method: string; url: string; ip?: string; id?: string }) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
+    },
+  };
+}
+
+export async function buildApp(config: Config, options: BuildOptions = {}): Promise<App> {
+  const app = Fastify({
+    logger: loggerOptions(config, options.logStream),
+    bodyLimit: 1024 * 1024,
+    // A hop count is valid at run time although Fastify's types omit it.
+    trustProxy: config.trustProxy as boolean | string,
+    genReqId: () => randomUUID(),
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    return503OnClosing: true,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler());
+  // Only JSON bodies are accepted (415 otherwise).
+  app.removeContentTypeParser(['text/plain']);
+  app.decorate('config', config);
+  for (const warning of config.warnings) app.log.warn(warning);
+
+  await app.register(errorsPlugin);
+  await app.register(helmet, { global: true });
+  await app.register(dbPlugin);
+  await app.register(authPlugin);
+  await app.register(rateLimitPlugin);
+  await app.register(openapiPlugin);
+  await app.register(tenancyPlugin);
+  if (options.backgroundWorkers !== false) {
+    await app.register(outboxPlugin);
+    await app.register(automationWorkerPlugin);
+  }
+
+  await app.register(healthRoutes);
+  await app.register(
+    async (api) => {
+      await api.register(authRoutes);
+      await api.register(accountRoutes);
+      await api.register(setupRoutes);
+      await api.register(organizationRoutes);
+      await api.register(invitationRoutes);
+      await api.register(installationAdminRoutes);
+      await api.register(memberRoutes);
+      await api.register(emailAccountRoutes);
+      await api.register(companyRoutes);
+      await api.register(contactRoutes);
+      await api.register(automationRoutes);
+    },
+    { prefix: '/api/v1' },
+  );
+  return app;
+}

@@ -1,0 +1,163 @@
+// A Prisma client bound to one organization: every query and write on a tenant table gets its organizationId.
+import type { RuntimeDataModel } from '@prisma/client/runtime/client';
+import type { Db } from '../plugins/db.js';
+
+/** Tenant tables (model names as in the Prisma schema): every row belongs to one organization. */
+const TENANT_MODELS: ReadonlySet<string> = new Set([
+  'Company', 'Contact', 'Automation', 'AutomationRun', 'Invitation', 'Membership', 'EmailAccount',
+]);
+const ORGANIZATION = 'Organization';
+
+type Args = Record<string, any>;
+
+const FILTERED_OPERATIONS = new Set([
+  'findUnique', 'findUniqueOrThrow', 'findFirst', 'findFirstOrThrow', 'findMany', 'count', 'aggregate', 'groupBy',
+  'update', 'updateMany', 'updateManyAndReturn', 'delete', 'deleteMany', 'upsert',
+]);
+const CREATE_OPERATIONS = new Set(['create', 'createMany', 'createManyAndReturn']);
+/** Argument keys holding data to write; every other key (where, include, select, orderBy, ...) reads. */
+const WRITE_KEYS = ['data', 'create', 'update'];
+
+/** Thrown for a query shape the scope cannot make safe; a programming error, never a client's fault. */
+export class TenantScopeError extends Error {
+  override name = 'TenantScopeError';
+}
+
+/** Per model: its relation fields (with the model each points to) and its scalar fields. */
+interface ModelShape {
+  relations: ReadonlyMap<string, string>;
+  scalars: ReadonlySet<string>;
+}
+type Shapes = ReadonlyMap<string, ModelShape>;
+
+const shapesByClient = new WeakMap<Db, Shapes>();
+
+/**
+ * Reads the schema the generated client carries. `_runtimeDataModel` is not part of Prisma's typed API, so its
+ * absence (a Prisma upgrade) fails every tenant query loudly instead of silently skipping the nested checks.
+ */
+function shapesOf(db: Db): Shapes {
+  let shapes = shapesByClient.get(db);
+  if (!shapes) {
+    const datamodel = (db as unknown as { _runtimeDataModel?: RuntimeDataModel })._runtimeDataModel;
+    if (!datamodel?.models?.[ORGANIZATION]) throw new TenantScopeError('the Prisma client does not expose its data model');
+    shapes = new Map(
+      Object.entries(datamodel.models).map(([model, { fields }]) => [
+        model,
+        {
+          relations: new Map(fields.filter((field) => field.kind === 'object').map((field) => [field.name, field.type])),
+          scalars: new Set(fields.filter((field) => field.kind !== 'object').map((field) => field.name)),
+        },
+      ]),
+    );
+    shapesByClient.set(db, shapes);
+  }
+  return shapes;
+}
+
+const isGuarded = (model: string) => TENANT_MODELS.has(model) || model === ORGANIZATION;
+
+const isPlainObject = (value: unknown): value is Args =>
+  typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
+
+/**
+ * Rejects nested relation traversals the top-level filter cannot cover. A row of a tenant table (or the own
+ * organization) is "trusted": its tenant relations are same-organization by their composite foreign keys. A row
+ * reached through a non-tenant model (a user) is not: from it, reading into tenant tables or organizations would
+ * cross tenants. Nested writes into tenant tables are refused everywhere: a `connect` can move a row to another
+ * organization, so each tenant table is written by its own top-level query.
+ */
+function checkNested(shapes: Shapes, model: string, value: unknown, writing: boolean, trusted: boolean): void {
+  if (Array.isArray(value)) {
+    for (const item of value) checkNested(shapes, model, item, writing, trusted);
+    return;
+  }
+  if (!isPlainObject(value)) return;
+  const shape = shapes.get(model);
+  for (const [key, nested] of Object.entries(value)) {
+    const target = shape?.relations.get(key);
+    if (target === undefined) {
+      // `_count: true` counts every relation of the row, tenant ones included.
+      if (key === '_count' && nested === true && !trusted && [...(shape?.relations.values() ?? [])].some(isGuarded)) {
+        throw new TenantScopeError(`_count of ${model} would count rows of other organizations`);
+      }
+      // Scalar values and filters (JSON included) hold no relation; operators (AND, some, where, select, ...)
+      // stay on this model.
+      if (!shape?.scalars.has(key)) checkNested(shapes, model, nested, writing, trusted);
+      continue;
+    }
+    if (isGuarded(target) && (writing || !trusted)) {
+      throw new TenantScopeError(
+        writing
+          ? `nested write to ${model}.${key} is not allowed through the tenant-scoped client; write ${target} with its own query`
+          : `${model}.${key} reaches ${target} rows of other organizations; query ${target} directly`,
+      );
+    }
+    checkNested(shapes, target, nested, writing, trusted && isGuarded(target));
+  }
+}
+
+/** `where` AND the scope condition: a caller's own organizationId/id filter can narrow the result, never widen it. */
+function andWhere(where: Args | undefined, condition: Args): Args {
+  const existing = where?.AND === undefined ? [] : Array.isArray(where.AND) ? where.AND : [where.AND];
+  return { ...(where ?? {}), AND: [...existing, condition] };
+}
+
+function scopeArgs(model: string, operation: string, args: Args | undefined, organizationId: string): Args {
+  const scoped: Args = { ...(args ?? {}) };
+  if (model === ORGANIZATION) {
+    if (CREATE_OPERATIONS.has(operation) || operation === 'upsert') {
+      throw new TenantScopeError('organizations cannot be created through the tenant-scoped client');
+    }
+    scoped.where = andWhere(scoped.where, { id: organizationId });
+    return scoped;
+  }
+  if (FILTERED_OPERATIONS.has(operation)) scoped.where = andWhere(scoped.where, { organizationId });
+  if (operation === 'create') scoped.data = { ...scoped.data, organizationId };
+  if (operation === 'createMany' || operation === 'createManyAndReturn') {
+    const rows: Args[] = Array.isArray(scoped.data) ? scoped.data : [scoped.data];
+    scoped.data = rows.map((row) => ({ ...row, organizationId }));
+  }
+  if (operation === 'upsert') {
+    scoped.create = { ...scoped.create, organizationId };
+    scoped.update = withoutOrganizationId(scoped.update);
+  }
+  if (operation.startsWith('update')) scoped.data = withoutOrganizationId(scoped.data);
+  return scoped;
+}
+
+/** Moving a row to another tenant is never allowed. */
+function withoutOrganizationId(data: Args | undefined): Args | undefined {
+  if (!data || !('organizationId' in data)) return data;
+  const { organizationId: _ignored, ...rest } = data;
+  return rest;
+}
+
+/**
+ * The client a tenant-scoped service receives. On tenant tables every read, update and delete is filtered by the
+ * organization and every create gets it; the organization itself is the only one readable; nested reads and
+ * writes that could reach another tenant throw. Interactive transactions (`$transaction(async (tx) => ...)`)
+ * keep the scope. Raw SQL (`$queryRaw`) is not scoped: it must filter by organization explicitly.
+ */
+export function scopeToOrganization(db: Db, organizationId: string) {
+  const shapes = shapesOf(db);
+  return db.$extends({
+    name: 'tenant-scope',
+    query: {
+      $allModels: {
+        $allOperations({ model, operation, args, query }) {
+          const trusted = isGuarded(model);
+          for (const [key, value] of Object.entries((args ?? {}) as Args)) {
+            checkNested(shapes, model, value, WRITE_KEYS.includes(key), trusted);
+          }
+          if (!trusted) return query(args);
+          return query(scopeArgs(model, operation, args as Args, organizationId) as typeof args);
+        },
+      },
+    },
+  });
+}
+
+export type TenantDb = ReturnType<typeof scopeToOrganization>;
+/** The client inside `TenantDb.$transaction(async (tx) => ...)`: scoped the same way. */
+export type TenantTx = Parameters<Parameters<TenantDb['$transaction']>[0]>[0];

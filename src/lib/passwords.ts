@@ -1,0 +1,36 @@
+// Password hashing (argon2id) and the password rules every endpoint that sets a password applies.
+import argon2 from 'argon2';
+
+export const MAX_PASSWORD_BYTES = 1024;
+
+export const hashPassword = (password: string): Promise<string> => argon2.hash(password, { type: argon2.argon2id });
+
+export async function verifyPassword(hash: string, password: string): Promise<boolean> {
+  if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) return false;
+  try {
+    return await argon2.verify(hash, password);
+  } catch {
+    return false;
+  }
+}
+
+/** A hash of a random password, verified against when a user is unknown so both paths take similar time. */
+let dummyHash: Promise<string> | undefined;
+export async function burnPasswordCheck(password: string): Promise<void> {
+  dummyHash ??= hashPassword('timing-equaliser-password');
+  await verifyPassword(await dummyHash, password);
+}
+
+/** Returns the rule violations of a new password (empty when acceptable). */
+export function passwordProblems(password: string, context: { username?: string | null; email?: string | null }): string[] {
+  const problems: string[] = [];
+  if ([...password].length < 8) problems.push('This password is too short. It must contain at least 8 characters.');
+  if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) problems.push(`This password is too long. It must be at most ${MAX_PASSWORD_BYTES} bytes.`);
+  if (/^[0-9]+$/.test(password)) problems.push('This password is entirely numeric.');
+  const lowered = password.toLowerCase();
+  const similar = [context.username, context.email, context.email?.split('@')[0]]
+    .filter((v): v is string => typeof v === 'string' && v.length > 0)
+    .some((v) => v.toLowerCase() === lowered);
+  if (similar) problems.push('The password is too similar to the username or email.');
+  return problems;
+}

@@ -1,0 +1,57 @@
+// Typed HTTP errors (RFC 9457 problem details) that services throw and the error plugin renders.
+
+export type FieldErrors = Record<string, string[]>;
+
+export interface ProblemInit {
+  status: number;
+  code: string;
+  title: string;
+  detail: string;
+  errors?: FieldErrors;
+  headers?: Record<string, string>;
+}
+
+export class ProblemError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly title: string;
+  readonly detail: string;
+  readonly errors: FieldErrors | undefined;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(init: ProblemInit) {
+    super(init.detail);
+    this.name = 'ProblemError';
+    this.status = init.status;
+    this.code = init.code;
+    this.title = init.title;
+    this.detail = init.detail;
+    this.errors = init.errors;
+    this.headers = init.headers;
+  }
+}
+
+/** 400 for a request whose fields are wrong; `errors` maps field names (dotted paths) to messages. */
+export const validationFailed = (errors: FieldErrors, detail = 'Request body is invalid.') =>
+  new ProblemError({ status: 400, code: 'validation_failed', title: 'Validation failed', detail, errors });
+
+export const badRequest = (code: string, detail: string, errors?: FieldErrors) =>
+  new ProblemError({ status: 400, code, title: 'Bad request', detail, errors });
+
+export const unauthorized = (code = 'not_authenticated', detail = 'Authentication credentials were not provided or are invalid.') =>
+  new ProblemError({ status: 401, code, title: 'Unauthorized', detail, headers: { 'www-authenticate': 'Bearer' } });
+
+export const forbidden = (code = 'permission_denied', detail = 'You do not have permission to perform this action.') =>
+  new ProblemError({ status: 403, code, title: 'Forbidden', detail });
+
+export const notFound = (detail = 'Not found.', code = 'not_found') =>
+  new ProblemError({ status: 404, code, title: 'Not found', detail });
+
+export const conflict = (code: string, detail: string, errors?: FieldErrors) =>
+  new ProblemError({ status: 409, code, title: 'Conflict', detail, errors });
+
+export const badGateway = (code: string, detail: string) =>
+  new ProblemError({ status: 502, code, title: 'Bad gateway', detail });
+
+export const serviceUnavailable = (code: string, detail: string) =>
+  new ProblemError({ status: 503, code, title: 'Service unavailable', detail });

@@ -1,0 +1,36 @@
+// The Organization body every endpoint returns, and its mapping from the database row and the caller's role.
+import { Type, type Static } from '@sinclair/typebox';
+import type { MembershipRole, Organization } from '../../generated/prisma/client.js';
+import { Timestamp, Uuid } from '../../lib/http-schemas.js';
+
+export const RoleSchema = Type.Union([Type.Literal('owner'), Type.Literal('admin'), Type.Literal('member'), Type.Literal('viewer')], {
+  $id: 'MembershipRole',
+  title: 'MembershipRole',
+  description: 'Role in one organization.',
+});
+
+export const OrganizationSchema = Type.Object(
+  {
+    id: Uuid(),
+    name: Type.String(),
+    slug: Type.String(),
+    is_personal: Type.Boolean(),
+    current_user_role: Type.Ref(RoleSchema),
+    created_at: Timestamp(),
+    updated_at: Timestamp(),
+  },
+  { $id: 'Organization', title: 'Organization' },
+);
+export type OrganizationDto = Static<typeof OrganizationSchema>;
+
+export function toOrganizationDto(organization: Organization, role: MembershipRole): OrganizationDto {
+  return {
+    id: organization.id,
+    name: organization.name,
+    slug: organization.slug,
+    is_personal: organization.isPersonal,
+    current_user_role: role,
+    created_at: organization.createdAt.toISOString(),
+    updated_at: organization.updatedAt.toISOString(),
+  };
+}

@@ -1,0 +1,129 @@
+// Renders every error, Fastify's own included, as RFC 9457 problem+json; 5xx details go to the log only.
+import fp from 'fastify-plugin';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { ProblemError, type FieldErrors } from '../lib/problem.js';
+
+const PROBLEM_TYPE_BASE = 'https://docs.example/errors/';
+
+interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: string;
+  errors?: FieldErrors;
+}
+
+function problem(status: number, code: string, title: string, detail: string, errors?: FieldErrors): ProblemBody {
+  return { type: PROBLEM_TYPE_BASE + code.replace(/_/g, '-'), title, status, detail, code, ...(errors ? { errors } : {}) };
+}
+
+interface AjvIssue {
+  instancePath?: string;
+  keyword?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+/** Turns Ajv's validation issues into `{ field: [messages] }` with dotted paths. */
+function fieldErrors(issues: AjvIssue[], context: string | undefined): FieldErrors {
+  const errors: FieldErrors = {};
+  const add = (field: string, message: string) => {
+    const list = (errors[field || context || 'body'] ??= []);
+    if (!list.includes(message)) list.push(message);
+  };
+  for (const issue of issues) {
+    const base = (issue.instancePath ?? '').split('/').filter(Boolean).join('.');
+    const join = (name: string) => (base ? `${base}.${name}` : name);
+    const params = issue.params ?? {};
+    switch (issue.keyword) {
+      case 'required':
+        add(join(String(params.missingProperty)), 'This field is required.');
+        break;
+      case 'additionalProperties':
+        add(join(String(params.additionalProperty)), 'Unknown field.');
+        break;
+      case 'format':
+        add(base, params.format === 'email' ? 'Enter a valid email address.' : `Must be a valid ${String(params.format)}.`);
+        break;
+      case 'maxLength':
+        add(base, `Ensure this field has no more than ${String(params.limit)} characters.`);
+        break;
+      case 'minLength':
+        add(base, Number(params.limit) <= 1 ? 'This field may not be blank.' : `Ensure this field has at least ${String(params.limit)} characters.`);
+        break;
+      case 'discriminator':
+        // The tag of a discriminated body (e.g. `action_type`) is missing, not a string, or names no branch.
+        add(join(String(params.tag)), params.tagValue === undefined ? 'This field is required.' : params.error === 'mapping' ? `"${String(params.tagValue)}" is not a valid choice.` : 'Must be a string.');
+        break;
+      case 'anyOf':
+      case 'oneOf':
+        // The branches' own messages are already listed; only say something when none is.
+        if (!issues.some((other) => other !== issue && (other.instancePath ?? '').startsWith(issue.instancePath ?? ''))) {
+          add(base, 'Invalid value.');
+        }
+        break;
+      default:
+        add(base, issue.message ? issue.message.charAt(0).toUpperCase() + issue.message.slice(1) + '.' : 'Invalid value.');
+    }
+  }
+  return errors;
+}
+
+/** Maps any thrown error to a problem body; unknown errors become an opaque 500. */
+function toProblem(error: unknown, request: FastifyRequest): { body: ProblemBody; headers?: Record<string, string> } {
+  if (error instanceof ProblemError) {
+    return { body: problem(error.status, error.code, error.title, error.detail, error.errors), headers: error.headers };
+  }
+  const fe = error as FastifyError & { validation?: AjvIssue[]; validationContext?: string };
+  if (fe.validation) {
+    const where = fe.validationContext === 'querystring' ? 'query parameters' : fe.validationContext === 'params' ? 'path parameters' : 'request body';
+    return {
+      body: problem(400, 'validation_failed', 'Validation failed', `The ${where} are invalid.`.replace('request body are', 'request body is'), fieldErrors(fe.validation, fe.validationContext)),
+    };
+  }
+  switch (fe.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { body: problem(413, 'payload_too_large', 'Payload too large', 'The request body exceeds 1 MiB.') };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { body: problem(415, 'unsupported_media_type', 'Unsupported media type', 'Send the request body as application/json.') };
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return { body: problem(400, 'malformed_json', 'Malformed JSON', 'The request body is not valid JSON.') };
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return { body: problem(400, 'bad_request', 'Bad request', 'Content-Length does not match the body.') };
+    case 'FST_ERR_BAD_URL':
+    case 'FST_ERR_ASYNC_CONSTRAINT':
+      return { body: problem(400, 'bad_request', 'Bad request', 'The request URL is malformed.') };
+  }
+  if (fe.statusCode === 429) {
+    return { body: problem(429, 'rate_limited', 'Too many requests', 'Request was throttled. Try again later.') };
+  }
+  if (error instanceof SyntaxError && fe.statusCode === 400) {
+    return { body: problem(400, 'malformed_json', 'Malformed JSON', 'The request body is not valid JSON.') };
+  }
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return { body: problem(fe.statusCode, 'bad_request', 'Bad request', 'The request could not be processed.') };
+  }
+  request.log.error({ err: error }, 'unhandled error');
+  return { body: problem(500, 'internal_error', 'Internal server error', 'An unexpected error occurred.') };
+}
+
+export function sendProblem(reply: FastifyReply, body: ProblemBody, headers?: Record<string, string>) {
+  if (headers) reply.headers(headers);
+  return reply.code(body.status).type('application/problem+json').send(body);
+}
+
+export default fp(
+  async (app) => {
+    app.setErrorHandler((error, request, reply) => {
+      const { body, headers } = toProblem(error, request);
+      if (body.status >= 400 && body.status < 500) request.log.info({ code: body.code, status: body.status }, 'request rejected');
+      return sendProblem(reply, body, headers);
+    });
+    app.setNotFoundHandler((request, reply) =>
+      sendProblem(reply, problem(404, 'not_found', 'Not found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
+    );
+  },
+  { name: 'errors' },
+);

@@ -1,0 +1,56 @@
+// Named rate-limit presets (`app.rateLimitPreset(name)` → preHandler), keyed by actor, shared through Redis if set.
+import fp from 'fastify-plugin';
+import rateLimit from '@fastify/rate-limit';
+import { Redis } from 'ioredis';
+import type { FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+import type { Config } from '../config.js';
+
+export type RateLimitPresetName = keyof Config['rateLimits'];
+
+const byIp = (request: FastifyRequest) => `ip:${request.ip}`;
+const byActor = (request: FastifyRequest) => (request.currentUser ? `user:${request.currentUser.id}` : byIp(request));
+
+const keyGenerators: Record<RateLimitPresetName, (request: FastifyRequest) => string> = {
+  setup: byIp,
+  // Per IP and username, so one attacker cannot lock every account and one account cannot be brute-forced.
+  token: (request) => {
+    const body = request.body as { username?: unknown } | undefined;
+    const username = typeof body?.username === 'string' ? body.username.toLowerCase() : '';
+    return `${byIp(request)}|${username}`;
+  },
+  passwordReset: byIp,
+  invitations: byActor,
+  provisioning: byActor,
+  adminInvitations: byActor,
+};
+
+export default fp(
+  async (app) => {
+    const redis = app.config.redisUrl
+      ? new Redis(app.config.redisUrl, { connectTimeout: 1000, maxRetriesPerRequest: 1, lazyConnect: false })
+      : undefined;
+    if (redis) app.addHook('onClose', async () => void (await redis.quit()));
+    await app.register(rateLimit, {
+      global: false,
+      ...(redis ? { redis, nameSpace: 'crm-rate-limit:' } : {}),
+      errorResponseBuilder: (_request, context) =>
+        Object.assign(new Error(`Rate limit exceeded, retry in ${context.after}.`), { statusCode: 429 }),
+    });
+    const presets = new Map<RateLimitPresetName, preHandlerAsyncHookHandler>();
+    for (const name of Object.keys(keyGenerators) as RateLimitPresetName[]) {
+      const setting = app.config.rateLimits[name];
+      presets.set(
+        name,
+        app.rateLimit({ max: setting.max, timeWindow: setting.timeWindowMs, keyGenerator: keyGenerators[name], groupId: name }) as preHandlerAsyncHookHandler,
+      );
+    }
+    app.decorate('rateLimitPreset', (name: RateLimitPresetName) => presets.get(name)!);
+  },
+  { name: 'rate-limit', dependencies: ['auth'] },
+);
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    rateLimitPreset: (name: RateLimitPresetName) => preHandlerAsyncHookHandler;
+  }
+}

@@ -1,0 +1,47 @@
+// Builds the app for one test file against its own fresh database, and closes both when the test ends.
+import type { Test } from 'tap';
+import type { LightMyRequestResponse } from 'fastify';
+import { buildApp, type App } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { createTestDatabase } from './database.js';
+
+export const TEST_SETUP_TOKEN = 'test-setup-token-0123456789-abcdefghijklmnop';
+export const TEST_EMAIL_KEY = Buffer.alloc(32, 7).toString('base64');
+
+export interface TestApp {
+  app: App;
+  databaseUrl: string;
+  /** Log lines the app wrote (JSON strings), to assert that no secret reaches the log. */
+  logs: string[];
+}
+
+/** Starts an app on a fresh database. `env` overrides the test defaults (same names as the real env vars). */
+export async function buildTestApp(t: Test, env: Record<string, string | undefined> = {}): Promise<TestApp> {
+  const database = await createTestDatabase();
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    DATABASE_URL: database.url,
+    DATA_DIR: '/nonexistent-data-dir-not-used-by-tests',
+    JWT_SECRET: 'test-jwt-secret-0123456789-0123456789-abcdef',
+    SERVICE_SETUP_TOKEN: TEST_SETUP_TOKEN,
+    SERVICE_APP_URL: 'http://app.example.test',
+    EMAIL_ENCRYPTION_KEY: TEST_EMAIL_KEY,
+    LOG_LEVEL: 'info',
+    OUTBOX_POLL_INTERVAL_MS: '200',
+    ...env,
+  });
+  const logs: string[] = [];
+  const app = await buildApp(config, { logStream: { write: (line: string) => void logs.push(line) } });
+  await app.ready();
+  t.teardown(async () => {
+    await app.close();
+    await database.drop();
+  });
+  return { app, databaseUrl: database.url, logs };
+}
+
+/** Parses a JSON response body. */
+export const json = <T = any>(res: LightMyRequestResponse): T => JSON.parse(res.body) as T;
+
+/** Authorization header for an access token. */
+export const bearer = (access: string) => ({ authorization: `Bearer ${access}` });

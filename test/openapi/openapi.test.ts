@@ -1,0 +1,117 @@
+// The OpenAPI document is a product: committed up to date, well-formed, and turned into strict-compiling TypeScript.
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import t from 'tap';
+import openapiTS, { astToString } from 'openapi-typescript';
+import { generateOpenApiDocument, OPENAPI_FILE, openapiCli } from '../../scripts/generate-openapi.js';
+
+const run = promisify(execFile);
+const require = createRequire(import.meta.url);
+const generated = await generateOpenApiDocument();
+const document = JSON.parse(generated) as {
+  openapi: string;
+  tags: Array<{ name: string }>;
+  components: { schemas: Record<string, unknown>; securitySchemes: Record<string, unknown> };
+  paths: Record<string, Record<string, Operation>>;
+};
+
+interface Operation {
+  operationId?: string;
+  tags?: string[];
+  summary?: string;
+  security?: Array<Record<string, string[]>>;
+  responses?: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>;
+}
+
+const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options']);
+const operations = Object.entries(document.paths).flatMap(([url, item]) =>
+  Object.entries(item)
+    .filter(([method]) => METHODS.has(method))
+    .map(([method, operation]) => ({ name: `${method.toUpperCase()} ${url}`, operation })),
+);
+
+t.test('the committed openapi/openapi.json is what the app generates now (run `npm run openapi` when this fails)', async (t) => {
+  const committed = await readFile(OPENAPI_FILE, 'utf8').catch(() => '');
+  t.ok(committed === generated, 'openapi/openapi.json is up to date');
+  const said: unknown[] = [];
+  const code = await openapiCli(['--check'], { log: (line) => said.push(line), error: (line) => said.push(line) });
+  t.equal(code, committed === generated ? 0 : 1, `--check agrees: ${said.join(' ')}`);
+});
+
+t.test('OpenAPI 3.1.0; every operation has a unique camelCase operationId, a summary, declared tags and responses', async (t) => {
+  t.equal(document.openapi, '3.1.0');
+  t.ok(operations.length > 0);
+  const declaredTags = new Set(document.tags.map((tag) => tag.name));
+  const seen = new Map<string, string>();
+  for (const { name, operation } of operations) {
+    const id = operation.operationId ?? '';
+    t.match(id, /^[a-z][A-Za-z0-9]*$/, `${name}: camelCase operationId`);
+    t.notOk(seen.has(id), `${name}: operationId ${id} also used by ${seen.get(id)}`);
+    seen.set(id, name);
+    t.ok(operation.summary, `${name}: summary`);
+    t.ok(operation.tags && operation.tags.length > 0, `${name}: tags`);
+    for (const tag of operation.tags ?? []) t.ok(declaredTags.has(tag), `${name}: tag ${tag} is declared`);
+    t.ok(operation.responses && Object.keys(operation.responses).some((s) => /^2\d\d$/.test(s)), `${name}: a success response`);
+    for (const requirement of operation.security ?? []) {
+      for (const scheme of Object.keys(requirement)) t.ok(document.components.securitySchemes[scheme], `${name}: scheme ${scheme}`);
+    }
+  }
+});
+
+t.test('every 4xx/5xx response is the Problem schema as application/problem+json', async (t) => {
+  t.ok(document.components.schemas.Problem, 'Problem is a component');
+  for (const { name, operation } of operations) {
+    for (const [status, response] of Object.entries(operation.responses ?? {})) {
+      if (!/^[45]\d\d$/.test(status)) continue;
+      t.same(Object.keys(response.content ?? {}), ['application/problem+json'], `${name} ${status}: content type`);
+      t.equal(response.content?.['application/problem+json']?.schema?.$ref, '#/components/schemas/Problem', `${name} ${status}: Problem`);
+    }
+  }
+});
+
+t.test('openapi-typescript turns the document into TypeScript that compiles with --strict, without warnings', async (t) => {
+  const warnings: unknown[] = [];
+  const { warn, error } = console;
+  console.warn = (...args: unknown[]) => void warnings.push(args);
+  console.error = (...args: unknown[]) => void warnings.push(args);
+  let source: string;
+  try {
+    source = astToString(await openapiTS(generated));
+  } finally {
+    console.warn = warn;
+    console.error = error;
+  }
+  t.same(warnings, [], 'openapi-typescript printed no warning');
+
+  const dir = await mkdtemp(path.join(tmpdir(), 'openapi-types-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(path.join(dir, 'api.d.ts'), source);
+  // A client module using the generated types, so that they are checked in use and not only declared.
+  await writeFile(
+    path.join(dir, 'client.ts'),
+    [
+      "import type { components, operations, paths } from './api.js';",
+      "type Problem = components['schemas']['Problem'];",
+      "type Availability = paths['/api/v1/setup/']['get']['responses'][200]['content']['application/json'];",
+      "type SetupBody = operations['completeSetup']['requestBody'];",
+      "export const problem: Problem = { type: 't', title: 't', status: 400, detail: 'd', code: 'c' };",
+      'export const availability: Availability = { available: true };',
+      'export type { SetupBody };',
+      '',
+    ].join('\n'),
+  );
+  const tsc = require.resolve('typescript/bin/tsc');
+  const result = await run(
+    process.execPath,
+    [tsc, '--noEmit', '--strict', '--target', 'ES2022', '--module', 'NodeNext', '--moduleResolution', 'NodeNext', path.join(dir, 'client.ts')],
+    { cwd: dir },
+  ).then(
+    () => ({ code: 0, output: '' }),
+    (failure: { code: number; stdout: string }) => ({ code: failure.code, output: failure.stdout }),
+  );
+  t.equal(result.code, 0, result.output);
+});
