@@ -1,0 +1,101 @@
+// Password change and reset by emailed link; either one ends every session and reset link the old password allowed.
+import type { Prisma } from '../../generated/prisma/client.js';
+import type { Db } from '../../plugins/db.js';
+import { badRequest, notFound, unauthorized, validationFailed } from '../../lib/problem.js';
+import { hashPassword, passwordProblems, verifyPassword } from '../../lib/passwords.js';
+import { randomToken, sha256Hex } from '../../lib/crypto.js';
+import { enqueueEmail } from '../email/outbox.js';
+import { renderEmail } from '../email/templates.js';
+import type { TokenService } from '../auth/token-service.js';
+
+const RESET_LINK_TTL_MS = 60 * 60 * 1000;
+
+interface Deps {
+  db: Db;
+  tokens: TokenService;
+}
+
+/** Applies the password rules to a new password (400 under `new_password`) and hashes it. */
+async function hashNewPassword(password: string, user: { username: string; email: string }): Promise<string> {
+  const problems = passwordProblems(password, user);
+  if (problems.length > 0) throw validationFailed({ new_password: problems });
+  return hashPassword(password);
+}
+
+/**
+ * Stores the new hash and ends what the old password opened: refresh tokens are revoked, the token version bump kills
+ * older access tokens, and unused reset links die.
+ */
+async function storePassword(tx: Prisma.TransactionClient, tokens: TokenService, userId: string, passwordHash: string): Promise<void> {
+  await tx.user.update({ where: { id: userId }, data: { passwordHash, tokenVersion: { increment: 1 } } });
+  await tokens.revokeAllForUser(userId, tx);
+  await tx.passwordResetToken.updateMany({ where: { userId, usedAt: null }, data: { usedAt: new Date() } });
+}
+
+/** Changes the caller's password. No new tokens are issued: the caller signs in again like every other session. */
+export async function changePassword(deps: Deps, userId: string, input: { current_password: string; new_password: string }): Promise<void> {
+  const user = await deps.db.user.findUnique({ where: { id: userId }, select: { username: true, email: true, passwordHash: true } });
+  if (!user) throw unauthorized();
+  if (!(await verifyPassword(user.passwordHash, input.current_password))) {
+    throw badRequest('wrong_password', 'The current password is incorrect.', { current_password: ['The current password is incorrect.'] });
+  }
+  const passwordHash = await hashNewPassword(input.new_password, user);
+  await deps.db.$transaction((tx) => storePassword(tx, deps.tokens, userId, passwordHash));
+}
+
+/** `<uidb64>` of a reset link: base64url of the user id. */
+const encodeUid = (userId: string): string => Buffer.from(userId, 'utf8').toString('base64url');
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function decodeUid(uidb64: string): string | null {
+  const decoded = Buffer.from(uidb64, 'base64url').toString('utf8');
+  return UUID.test(decoded) ? decoded : null;
+}
+
+/**
+ * Emails a single-use reset link valid for one hour when the address belongs to an account; does nothing visible
+ * otherwise. Both paths generate and hash a token and run a transaction with a lookup, so the answer's timing does
+ * not tell whether the address is known.
+ */
+export async function requestPasswordReset(deps: { db: Db; appUrl: string }, email: string): Promise<void> {
+  const token = randomToken();
+  const tokenHash = sha256Hex(token);
+  await deps.db.$transaction(async (tx) => {
+    const user = await tx.user.findUnique({ where: { email: email.toLowerCase() }, select: { id: true, username: true, email: true } });
+    if (!user) return;
+    await tx.passwordResetToken.create({ data: { userId: user.id, tokenHash, expiresAt: new Date(Date.now() + RESET_LINK_TTL_MS) } });
+    const message = renderEmail({
+      subject: 'Reset your password',
+      paragraphs: [`Someone asked to reset the password of the account "${user.username}". If it was you, choose a new password.`],
+      action: { label: 'Choose a new password', url: `${deps.appUrl}/reset-password/${encodeUid(user.id)}/${token}` },
+      footer: 'This link works once and expires in one hour. If you did not ask for it, ignore this email: your password stays the same.',
+    });
+    // Queued even without a usable SMTP account: refusing would reveal that the address has an account.
+    await enqueueEmail(tx, { to: user.email, ...message }, { organizationId: null, requireAccount: false });
+  });
+}
+
+const resetLinkInvalid = () => notFound('This password reset link is invalid, has expired or was already used.', 'reset_link_invalid');
+
+/** Sets a new password through a reset link; the link is consumed, and every other link and session ends. */
+export async function confirmPasswordReset(deps: Deps, link: { uidb64: string; token: string }, newPassword: string): Promise<void> {
+  const userId = decodeUid(link.uidb64);
+  const row = userId
+    ? await deps.db.passwordResetToken.findUnique({
+        where: { tokenHash: sha256Hex(link.token) },
+        include: { user: { select: { username: true, email: true } } },
+      })
+    : null;
+  if (!row || row.userId !== userId || row.usedAt || row.expiresAt <= new Date()) throw resetLinkInvalid();
+  const passwordHash = await hashNewPassword(newPassword, row.user);
+  await deps.db.$transaction(async (tx) => {
+    // Claimed again inside the transaction: of two concurrent uses of one link, only one wins.
+    const claimed = await tx.passwordResetToken.updateMany({
+      where: { id: row.id, usedAt: null, expiresAt: { gt: new Date() } },
+      data: { usedAt: new Date() },
+    });
+    if (claimed.count === 0) throw resetLinkInvalid();
+    await storePassword(tx, deps.tokens, row.userId, passwordHash);
+  });
+}

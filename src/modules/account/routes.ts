@@ -1,0 +1,211 @@
+// Routes of the signed-in user's account (me, profile, settings, export, deletion, password) and of password reset.
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { DetailSchema, NoContent, responses } from '../../lib/http-schemas.js';
+import { requireUser } from '../../plugins/auth.js';
+import {
+  AccountExportSchema,
+  DeleteAccountSchema,
+  MeSchema,
+  PasswordChangeSchema,
+  PasswordResetConfirmSchema,
+  PasswordResetParamsSchema,
+  PasswordResetRequestSchema,
+  ProfilePatchSchema,
+  ProfileSchema,
+  SettingsPatchSchema,
+  SettingsSchema,
+} from './schemas.js';
+import { deleteAccount, exportAccount, getMe } from './service.js';
+import { findAccount, toProfileDto, toSettingsDto, updateAccount } from './profile-service.js';
+import { changePassword, confirmPasswordReset, requestPasswordReset } from './password-service.js';
+
+const Detail = Type.Ref(DetailSchema);
+const security = [{ bearerAuth: [] }];
+
+const routes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post(
+    '/auth/password-reset/',
+    {
+      schema: {
+        tags: ['account'],
+        operationId: 'requestPasswordReset',
+        summary: 'Email a password reset link.',
+        description:
+          'Answers the same 200 whether or not the address has an account. When it has, a link ' +
+          '`<SERVICE_APP_URL>/reset-password/<uidb64>/<token>` valid for one hour and usable once is emailed. ' +
+          'Limited per client IP (429 with `Retry-After`).',
+        body: PasswordResetRequestSchema,
+        response: responses({ 200: Detail }, 429),
+      },
+      preHandler: app.rateLimitPreset('passwordReset'),
+    },
+    async (request) => {
+      await requestPasswordReset({ db: app.db, appUrl: app.config.appUrl }, request.body.email);
+      return { detail: 'If an account uses this email address, a link to reset its password has been sent to it.' };
+    },
+  );
+
+  app.post(
+    '/auth/password-reset/:uidb64/:token/',
+    {
+      schema: {
+        tags: ['account'],
+        operationId: 'confirmPasswordReset',
+        summary: 'Set a new password through an emailed reset link.',
+        description:
+          'Ends every session of the account and every other reset link. A link that is unknown, expired, already used, ' +
+          'or older than the last password change answers 404.',
+        params: PasswordResetParamsSchema,
+        body: PasswordResetConfirmSchema,
+        response: responses({ 200: Detail }, 404),
+      },
+    },
+    async (request) => {
+      await confirmPasswordReset({ db: app.db, tokens: app.tokens }, request.params, request.body.new_password);
+      return { detail: 'Your password has been set. Sign in with the new password.' };
+    },
+  );
+
+  const signedIn: FastifyPluginAsyncTypebox = async (scope) => {
+    scope.addHook('onRequest', app.authenticate);
+
+    scope.get(
+      '/auth/me/',
+      {
+        schema: {
+          tags: ['account'],
+          operationId: 'getMe',
+          summary: 'The signed-in user and the workspaces they can see, each with their role in it.',
+          security,
+          response: responses({ 200: MeSchema }, 401),
+        },
+      },
+      async (request) => getMe(app.db, requireUser(request)),
+    );
+
+    scope.get(
+      '/auth/me/profile/',
+      {
+        schema: {
+          tags: ['account'],
+          operationId: 'getProfile',
+          summary: 'The signed-in user\'s profile.',
+          security,
+          response: responses({ 200: ProfileSchema }, 401),
+        },
+      },
+      async (request) => toProfileDto(await findAccount(app.db, requireUser(request).id)),
+    );
+
+    scope.patch(
+      '/auth/me/profile/',
+      {
+        schema: {
+          tags: ['account'],
+          operationId: 'updateProfile',
+          summary: 'Complete or update the profile.',
+          description: 'Any subset of the editable fields; null clears one. Setting a display name the first time sets `onboarding_completed_at`.',
+          security,
+          body: ProfilePatchSchema,
+          response: responses({ 200: ProfileSchema }, 401),
+        },
+      },
+      async (request) => toProfileDto(await updateAccount(app.db, requireUser(request).id, request.body)),
+    );
+
+    scope.get(
+      '/auth/me/settings/',
+      {
+        schema: {
+          tags: ['account'],
+          operationId: 'getSettings',
+          summary: 'The signed-in user\'s settings: the profile plus email preferences.',
+          security,
+          response: responses({ 200: SettingsSchema }, 401),
+        },
+      },
+      async (request) => toSettingsDto(await findAccount(app.db, requireUser(request).id)),
+    );
+
+    scope.patch(
+      '/auth/me/settings/',
+      {
+        schema: {
+          tags: ['account'],
+          operationId: 'updateSettings',
+          summary: 'Update the email address, the profile fields and the marketing consent.',
+          description: 'An email address another account uses answers 409 (`errors.email`).',
+          security,
+          body: SettingsPatchSchema,
+          response: responses({ 200: SettingsSchema }, 401, 409),
+        },
+      },
+      async (request) => toSettingsDto(await updateAccount(app.db, requireUser(request).id, request.body)),
+    );
+
+    scope.get(
+      '/auth/me/export/',
+      {
+        schema: {
+          tags: ['account'],
+          operationId: 'exportAccount',
+          summary: 'Download the personal data of the account.',
+          description: 'Account, profile and membership metadata as a JSON attachment; never tokens, password hashes, SMTP data or CRM records.',
+          security,
+          response: responses({ 200: AccountExportSchema }, 401),
+        },
+      },
+      async (request, reply) => {
+        const data = await exportAccount(app.db, requireUser(request).id);
+        reply.header('content-disposition', 'attachment; filename="account-export.json"');
+        return data;
+      },
+    );
+
+    scope.post(
+      '/auth/me/delete/',
+      {
+        schema: {
+          tags: ['account'],
+          operationId: 'deleteAccount',
+          summary: 'Delete the account.',
+          description:
+            'Needs the current password and `confirmation: "DELETE"`. Refused with 409 while the user owns a shared ' +
+            'workspace (`owner_of_workspace`: transfer the ownership first) or is the only installation administrator ' +
+            '(`last_installation_admin`). Deletes the personal workspace and memberships; every token stops working.',
+          security,
+          body: DeleteAccountSchema,
+          response: responses({ 204: NoContent }, 401, 409),
+        },
+      },
+      async (request, reply) => {
+        await deleteAccount(app.db, requireUser(request).id, request.body);
+        return reply.code(204).send(null);
+      },
+    );
+
+    scope.post(
+      '/auth/me/password/',
+      {
+        schema: {
+          tags: ['account'],
+          operationId: 'changePassword',
+          summary: 'Change the password.',
+          description:
+            'A wrong current password answers 400 (`wrong_password`, `errors.current_password`). On success every session ' +
+            'of the account ends, this one included: no new tokens are returned, sign in again with the new password.',
+          security,
+          body: PasswordChangeSchema,
+          response: responses({ 200: Detail }, 401),
+        },
+      },
+      async (request) => {
+        await changePassword({ db: app.db, tokens: app.tokens }, requireUser(request).id, request.body);
+        return { detail: 'Your password has been changed. Sign in again with the new password.' };
+      },
+    );
+  };
+  await app.register(signedIn);
+};
+export default routes;

@@ -1,0 +1,107 @@
+// Request and response bodies of the signed-in user's account: me, profile, settings, export, deletion, passwords.
+import { Type, type Static } from '@sinclair/typebox';
+import { Email, Nullable, NullableTimestamp, StrictObject, Timestamp, Uuid } from '../../lib/http-schemas.js';
+import { OrganizationSchema, RoleSchema } from '../organizations/organization-dto.js';
+import { Password } from '../auth/schemas.js';
+
+export const MeSchema = Type.Object(
+  {
+    id: Uuid(),
+    username: Type.String(),
+    email: Type.String({ format: 'email' }),
+    is_superuser: Type.Boolean({ description: 'Installation administrator.' }),
+    can_create_workspaces: Type.Boolean({ description: 'Whether POST /organizations/ is open to the caller (installation administrators only).' }),
+    organizations: Type.Array(Type.Ref(OrganizationSchema), { description: 'Active workspaces the caller is a member of, newest membership first.' }),
+  },
+  { title: 'Me' },
+);
+
+/** The editable profile fields, as returned; PATCH bodies take any subset of them (null clears a field). */
+export const editableProfileProperties = {
+  display_name: Nullable(Type.String({ maxLength: 150 }), { description: 'Setting it (non-blank) the first time completes onboarding.' }),
+  first_name: Nullable(Type.String({ maxLength: 150 })),
+  last_name: Nullable(Type.String({ maxLength: 150 })),
+  date_of_birth: Nullable(Type.String({ format: 'date', maxLength: 10 }), { description: 'YYYY-MM-DD, not in the future.' }),
+  timezone: Nullable(Type.String({ maxLength: 64 }), { description: 'IANA time zone name, exactly as in the tz database (e.g. `Europe/Berlin`, `UTC`).' }),
+  locale: Nullable(Type.String({ maxLength: 35 }), { description: 'BCP 47 language tag (e.g. `en-US`); stored in canonical form.' }),
+};
+
+const profileProperties = {
+  username: Type.String(),
+  email: Type.String({ format: 'email' }),
+  ...editableProfileProperties,
+  onboarding_completed_at: NullableTimestamp(),
+};
+
+export const ProfileSchema = Type.Object(profileProperties, { title: 'Profile' });
+export type ProfileDto = Static<typeof ProfileSchema>;
+
+const marketingConsent = Type.Boolean({ description: 'Consent to product and marketing emails.' });
+
+export const SettingsSchema = Type.Object({ ...profileProperties, marketing_consent: marketingConsent }, { title: 'Settings' });
+export type SettingsDto = Static<typeof SettingsSchema>;
+
+export const ProfilePatchSchema = Type.Partial(StrictObject(editableProfileProperties), {
+  title: 'ProfilePatch',
+  description: 'Names are trimmed; a blank one is stored as null.',
+});
+
+export const SettingsPatchSchema = Type.Partial(
+  StrictObject({
+    ...editableProfileProperties,
+    email: Email({ description: 'New email address (stored lower-cased; must not belong to another account).' }),
+    marketing_consent: marketingConsent,
+  }),
+  { title: 'SettingsPatch', description: 'Names are trimmed; a blank one is stored as null.' },
+);
+export type SettingsPatch = Static<typeof SettingsPatchSchema>;
+
+const ExportProfileSchema = Type.Object(
+  { ...editableProfileProperties, marketing_consent: marketingConsent, onboarding_completed_at: NullableTimestamp() },
+  { title: 'ExportProfile' },
+);
+
+export const AccountExportSchema = Type.Object(
+  {
+    account: Type.Object({ username: Type.String(), email: Type.String({ format: 'email' }), date_joined: Timestamp() }, { title: 'ExportAccount' }),
+    profile: ExportProfileSchema,
+    memberships: Type.Array(
+      Type.Object(
+        { organization_id: Uuid(), organization_name: Type.String(), role: Type.Ref(RoleSchema), created_at: Timestamp() },
+        { title: 'ExportMembership' },
+      ),
+    ),
+  },
+  {
+    title: 'AccountExport',
+    description: 'Personal data only: never tokens, password hashes, SMTP data or workspace CRM records.',
+    headers: { 'content-disposition': Type.String({ description: '`attachment; filename="account-export.json"`' }) },
+  },
+);
+export type AccountExportDto = Static<typeof AccountExportSchema>;
+
+export const DeleteAccountSchema = StrictObject(
+  {
+    password: Password({ description: 'The current password.' }),
+    confirmation: Type.String({ maxLength: 100, description: 'Exactly `DELETE`.' }),
+  },
+  { title: 'DeleteAccount' },
+);
+
+const newPassword = Password({
+  description: 'At least 8 characters, at most 1,024 bytes, not entirely numeric, not the username or email.',
+});
+
+export const PasswordChangeSchema = StrictObject(
+  { current_password: Password(), new_password: newPassword },
+  { title: 'PasswordChange' },
+);
+
+export const PasswordResetRequestSchema = StrictObject({ email: Email() }, { title: 'PasswordResetRequest' });
+
+export const PasswordResetConfirmSchema = StrictObject({ new_password: newPassword }, { title: 'PasswordResetConfirm' });
+
+export const PasswordResetParamsSchema = Type.Object({
+  uidb64: Type.String({ maxLength: 200, description: 'base64url of the user id, from the emailed link.' }),
+  token: Type.String({ maxLength: 200, description: 'Token from the emailed link.' }),
+});

@@ -1,0 +1,79 @@
+// The signed-in user's account as a whole: who am I, the personal data export, and deleting the account.
+import type { Db } from '../../plugins/db.js';
+import type { CurrentUser } from '../../plugins/auth.js';
+import { badRequest, conflict, unauthorized, validationFailed } from '../../lib/problem.js';
+import { verifyPassword } from '../../lib/passwords.js';
+import { newestFirst } from '../../lib/pagination.js';
+import { toOrganizationDto } from '../organizations/organization-dto.js';
+import { profileFields } from './profile-service.js';
+import type { AccountExportDto } from './schemas.js';
+
+/** The caller and every active workspace they are a member of (pending and cancelled ones stay hidden). */
+export async function getMe(db: Db, user: CurrentUser) {
+  const memberships = await db.membership.findMany({
+    where: { userId: user.id, organization: { status: 'active' } },
+    include: { organization: true },
+    orderBy: newestFirst,
+  });
+  return {
+    id: user.id,
+    username: user.username,
+    email: user.email,
+    is_superuser: user.isSuperuser,
+    can_create_workspaces: user.isSuperuser,
+    organizations: memberships.map((m) => toOrganizationDto(m.organization, m.role)),
+  };
+}
+
+/** Account, profile and membership metadata: built field by field, so no secret can slip in with a new column. */
+export async function exportAccount(db: Db, userId: string): Promise<AccountExportDto> {
+  const user = await db.user.findUnique({
+    where: { id: userId },
+    include: { profile: true, memberships: { include: { organization: { select: { name: true } } }, orderBy: newestFirst } },
+  });
+  if (!user) throw unauthorized();
+  return {
+    account: { username: user.username, email: user.email, date_joined: user.dateJoined.toISOString() },
+    profile: { ...profileFields(user.profile), marketing_consent: user.profile?.marketingConsent ?? false },
+    memberships: user.memberships.map((m) => ({
+      organization_id: m.organizationId,
+      organization_name: m.organization.name,
+      role: m.role,
+      created_at: m.createdAt.toISOString(),
+    })),
+  };
+}
+
+const DELETE_CONFIRMATION = 'DELETE';
+
+/**
+ * Deletes the account after the literal confirmation and the password. Refused (409) while the user owns a shared
+ * workspace that is not cancelled, or is the last installation administrator: either would leave something nobody
+ * can manage. The database cascades to memberships, profile, refresh and reset tokens and the personal workspace,
+ * so every token of the user stops working with the row.
+ */
+export async function deleteAccount(db: Db, userId: string, input: { password: string; confirmation: string }): Promise<void> {
+  if (input.confirmation !== DELETE_CONFIRMATION) {
+    throw validationFailed({ confirmation: [`Type ${DELETE_CONFIRMATION} to confirm the deletion.`] });
+  }
+  const user = await db.user.findUnique({ where: { id: userId }, select: { passwordHash: true, isSuperuser: true } });
+  if (!user) throw unauthorized();
+  if (!(await verifyPassword(user.passwordHash, input.password))) {
+    throw badRequest('wrong_password', 'The password is incorrect.', { password: ['The password is incorrect.'] });
+  }
+  await db.$transaction(async (tx) => {
+    const owned = await tx.organization.findMany({
+      where: { isPersonal: false, status: { not: 'cancelled' }, memberships: { some: { userId, role: 'owner' } } },
+      select: { name: true },
+      orderBy: { createdAt: 'asc' },
+    });
+    if (owned.length > 0) {
+      const names = owned.map((o) => `"${o.name}"`).join(', ');
+      throw conflict('owner_of_workspace', `You own ${names}: transfer the ownership before deleting your account.`);
+    }
+    if (user.isSuperuser && (await tx.user.count({ where: { isSuperuser: true, id: { not: userId } } })) === 0) {
+      throw conflict('last_installation_admin', 'You are the only installation administrator: invite another one before deleting your account.');
+    }
+    await tx.user.delete({ where: { id: userId } });
+  });
+}

@@ -1,0 +1,70 @@
+// Routes of the token endpoints: sign in (rate-limited), refresh with rotation, and sign out.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { NoContent, responses } from '../../lib/http-schemas.js';
+import { requireUser } from '../../plugins/auth.js';
+import { RefreshTokenBodySchema, SignInSchema, TokenPairSchema } from './schemas.js';
+import { signIn } from './service.js';
+
+const routes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post(
+    '/auth/token/',
+    {
+      schema: {
+        tags: ['auth'],
+        operationId: 'createToken',
+        summary: 'Sign in with a username and password.',
+        description:
+          'Returns an access and a refresh token; the pair starts a new session. A wrong username or password answers 401 ' +
+          'without saying which. Limited per client IP and username (429 with `Retry-After`).',
+        body: SignInSchema,
+        response: responses({ 200: TokenPairSchema }, 401, 429),
+      },
+      preHandler: app.rateLimitPreset('token'),
+    },
+    async (request) => signIn({ db: app.db, tokens: app.tokens }, request.body),
+  );
+
+  app.post(
+    '/auth/token/refresh/',
+    {
+      schema: {
+        tags: ['auth'],
+        operationId: 'refreshToken',
+        summary: 'Exchange a refresh token for a new pair.',
+        description:
+          'Rotation: the refresh token sent is blacklisted and a new one is returned; store it. Sending a blacklisted ' +
+          'refresh token again answers 401 and ends its whole session (every refresh and access token of that sign-in).',
+        body: RefreshTokenBodySchema,
+        response: responses({ 200: TokenPairSchema }, 401),
+      },
+    },
+    async (request) => app.tokens.rotate(request.body.refresh),
+  );
+
+  const signedIn: FastifyPluginAsyncTypebox = async (scope) => {
+    scope.addHook('onRequest', app.authenticate);
+
+    scope.post(
+      '/auth/logout/',
+      {
+        schema: {
+          tags: ['auth'],
+          operationId: 'logout',
+          summary: 'Sign out: blacklist a refresh token of the caller.',
+          description:
+            'Ends the session of that refresh token: it can no longer be refreshed, and the access tokens of the session ' +
+            'stop working. A refresh token that is not the caller\'s, already used or already blacklisted answers 401.',
+          security: [{ bearerAuth: [] }],
+          body: RefreshTokenBodySchema,
+          response: responses({ 204: NoContent }, 401),
+        },
+      },
+      async (request, reply) => {
+        await app.tokens.revoke(request.body.refresh, requireUser(request).id);
+        return reply.code(204).send(null);
+      },
+    );
+  };
+  await app.register(signedIn);
+};
+export default routes;

@@ -1,0 +1,36 @@
+// Request and response bodies of the token endpoints: sign in, refresh, sign out.
+import { Type } from '@sinclair/typebox';
+import { StrictObject } from '../../lib/http-schemas.js';
+
+/** A password field. 4,096 characters at most in a body; the rules' byte limit (1,024) applies after that. */
+export const Password = (options: { description?: string } = {}) => Type.String({ minLength: 1, maxLength: 4096, ...options });
+
+export const TokenPairSchema = Type.Object(
+  {
+    access: Type.String({ description: 'Access JWT: send it as `Authorization: Bearer <access>`.' }),
+    refresh: Type.String({ description: 'Refresh JWT: single use; store the new one every refresh returns.' }),
+  },
+  { title: 'TokenPair' },
+);
+
+export const SignInSchema = StrictObject(
+  {
+    username: Type.String({ minLength: 1, maxLength: 150, description: 'Exact username (email addresses are not accepted).' }),
+    password: Password(),
+  },
+  { title: 'SignIn' },
+);
+
+/** Body of refresh and logout: the refresh token of one session. */
+export const RefreshTokenBodySchema = StrictObject(
+  {
+    refresh: Type.String({
+      minLength: 1,
+      maxLength: 2048,
+      // A compact JWS (three base64url segments); anything else is a malformed token (400), not an invalid one (401).
+      pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$',
+      description: 'Refresh JWT of the session.',
+    }),
+  },
+  { title: 'RefreshTokenBody' },
+);

@@ -1,0 +1,28 @@
+// Signing in with a username and password: checks the credentials and opens a session (a refresh-token family).
+import type { Db } from '../../plugins/db.js';
+import { unauthorized } from '../../lib/problem.js';
+import { burnPasswordCheck, verifyPassword } from '../../lib/passwords.js';
+import type { TokenPair, TokenService } from './token-service.js';
+
+const invalidCredentials = () => unauthorized('invalid_credentials', 'No active account found with the given credentials.');
+
+/**
+ * Exchanges credentials for a token pair and records the login time. An unknown username and a wrong password get
+ * the same answer after the same argon2 work, so the endpoint does not reveal which usernames exist.
+ */
+export async function signIn(deps: { db: Db; tokens: TokenService }, credentials: { username: string; password: string }): Promise<TokenPair> {
+  const { db, tokens } = deps;
+  const user = await db.user.findUnique({
+    where: { username: credentials.username },
+    select: { id: true, passwordHash: true, tokenVersion: true },
+  });
+  if (!user) {
+    await burnPasswordCheck(credentials.password);
+    throw invalidCredentials();
+  }
+  if (!(await verifyPassword(user.passwordHash, credentials.password))) throw invalidCredentials();
+  return db.$transaction(async (tx) => {
+    await tx.user.update({ where: { id: user.id }, data: { lastLogin: new Date() } });
+    return tokens.issuePair(user, tx);
+  });
+}

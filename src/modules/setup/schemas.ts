@@ -1,0 +1,55 @@
+// Request and response bodies of first-run setup and of its SMTP test.
+import { Type, type Static } from '@sinclair/typebox';
+import { Email, StrictObject } from '../../lib/http-schemas.js';
+import { Password } from '../auth/schemas.js';
+import { NAME_MAX_LENGTH, SLUG_MAX_LENGTH, SLUG_PATTERN } from '../organizations/schemas.js';
+import { SmtpAccountInputSchema } from '../email/smtp-account-input.js';
+
+export const SetupAvailabilitySchema = Type.Object(
+  {
+    available: Type.Boolean({
+      description: 'true while setup can run: a setup token of at least 32 characters is configured and the installation has no users and no workspaces yet.',
+    }),
+  },
+  { title: 'SetupAvailability' },
+);
+
+const SetupToken = Type.String({
+  minLength: 1,
+  maxLength: 1024,
+  description: 'The server\'s SERVICE_SETUP_TOKEN. Never returned or logged.',
+});
+
+export const SetupRequestSchema = StrictObject(
+  {
+    setup_token: SetupToken,
+    username: Type.String({
+      minLength: 1,
+      maxLength: 150,
+      pattern: '^[\\w.@+-]+$',
+      description: 'Letters, digits and @ . + - _ only.',
+    }),
+    email: Email(),
+    password: Password({ description: 'At least 8 characters, not entirely numeric, not the username or email.' }),
+    organization_name: Type.String({ minLength: 1, maxLength: NAME_MAX_LENGTH, description: 'Name of the first workspace.' }),
+    organization_slug: Type.String({
+      minLength: 1,
+      maxLength: SLUG_MAX_LENGTH,
+      pattern: SLUG_PATTERN,
+      description: 'Lower-case letters and digits in dash-separated groups.',
+    }),
+    smtp: Type.Optional(SmtpAccountInputSchema),
+  },
+  { title: 'SetupRequest' },
+);
+export type SetupRequest = Static<typeof SetupRequestSchema>;
+
+export const SmtpTestRequestSchema = StrictObject(
+  {
+    setup_token: SetupToken,
+    recipient: Email({ description: 'Address that receives the test message.' }),
+    smtp: SmtpAccountInputSchema,
+  },
+  { title: 'SmtpTestRequest' },
+);
+export type SmtpTestRequest = Static<typeof SmtpTestRequestSchema>;
