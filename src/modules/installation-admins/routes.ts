@@ -1,0 +1,113 @@
+// Routes of installation-administrator invitations: the list and sending (installation admins), preview and accept.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { requireUser } from '../../plugins/auth.js';
+import { responses } from '../../lib/http-schemas.js';
+import { defaultEmptyBody } from '../../lib/optional-body.js';
+import { AcceptBodySchema, LinkTokenParamsSchema } from '../invitations/schemas.js';
+import {
+  AdminInvitationAcceptedSchema,
+  AdminInvitationCreateSchema,
+  AdminInvitationPreviewSchema,
+  AdminInvitationSchema,
+  AdminOverviewSchema,
+} from './schemas.js';
+import {
+  acceptAdminInvitation,
+  adminOverview,
+  assertInstallationAdmin,
+  inviteAdmin,
+  previewAdminInvitation,
+} from './service.js';
+
+const security = [{ bearerAuth: [] }];
+const tags = ['installation-admins'];
+
+const requireInstallationAdmin = async (request: FastifyRequest) => assertInstallationAdmin(requireUser(request));
+
+const routes: FastifyPluginAsyncTypebox = async (app) => {
+  const deps = { db: app.db, appUrl: app.config.appUrl, tokens: app.tokens };
+
+  app.get(
+    '/organizations/installation-admin-invitations/',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'listInstallationAdmins',
+        summary: 'Installation administrators and their pending invitations (installation administrators only).',
+        response: responses({ 200: AdminOverviewSchema }, 401, 403),
+      },
+      preHandler: [app.authenticate, requireInstallationAdmin],
+    },
+    async () => adminOverview(app.db),
+  );
+
+  app.post(
+    '/organizations/installation-admin-invitations/',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'inviteInstallationAdmin',
+        summary: 'Invite another installation administrator by email (installation administrators only).',
+        description:
+          'Always sent through the installation fallback SMTP: 400 `email_not_configured` without it, even when ' +
+          'workspaces have their own accounts (nothing is created then). The link is ' +
+          '`<SERVICE_APP_URL>/installation-admin-invite/<token>`, single use, seven days. Inviting an address again ' +
+          'revokes its earlier links. 409 `already_administrator` for an administrator\'s address. Rate-limited per user.',
+        body: AdminInvitationCreateSchema,
+        response: responses({ 201: AdminInvitationSchema }, 401, 403, 409, 429),
+      },
+      preHandler: [app.authenticate, requireInstallationAdmin, app.rateLimitPreset('adminInvitations')],
+    },
+    async (request, reply) => {
+      const invitation = await inviteAdmin(deps, requireUser(request), request.body.email);
+      reply.code(201);
+      return invitation;
+    },
+  );
+
+  app.get(
+    '/installation-admin-invitations/:token/',
+    {
+      schema: {
+        tags,
+        operationId: 'previewInstallationAdminInvitation',
+        summary: 'The invited address and expiry of an installation-administrator link.',
+        description: 'Public: the token is the credential. Unknown, accepted, expired and revoked links are all 404 `invitation_invalid`.',
+        params: LinkTokenParamsSchema,
+        response: responses({ 200: AdminInvitationPreviewSchema }, 404),
+      },
+    },
+    async (request) => previewAdminInvitation(app.db, request.params.token),
+  );
+
+  app.post(
+    '/installation-admin-invitations/:token/accept/',
+    {
+      schema: {
+        tags,
+        security: [{}, { bearerAuth: [] }],
+        operationId: 'acceptInstallationAdminInvitation',
+        summary: 'Accept an installation-administrator link once and become an installation administrator.',
+        description:
+          'Grants superuser and staff status and no workspace membership. New users: no Authorization header and a ' +
+          'registration body (409 `account_exists` when the invited address has an account: sign in instead). Existing ' +
+          'users: Bearer token, no body or `{}`, and the invited address (403 `invitation_email_mismatch`). Replayed, ' +
+          'expired and revoked links are 404 `invitation_invalid`.',
+        params: LinkTokenParamsSchema,
+        body: AcceptBodySchema,
+        response: responses({ 201: AdminInvitationAcceptedSchema }, 401, 403, 404, 409),
+      },
+      preValidation: defaultEmptyBody,
+      preHandler: app.authenticateOptional,
+    },
+    async (request, reply) => {
+      const accepted = await acceptAdminInvitation(deps, request.params.token, request.currentUser, request.body);
+      reply.code(201);
+      return accepted;
+    },
+  );
+};
+export default routes;

@@ -1,0 +1,110 @@
+// Installation administrators: who they are, inviting more through the installation fallback SMTP, accepting those links.
+import type { InstallationAdminInvitation } from '../../generated/prisma/client.js';
+import type { Db } from '../../plugins/db.js';
+import type { CurrentUser } from '../../plugins/auth.js';
+import { conflict, forbidden } from '../../lib/problem.js';
+import { sha256Hex } from '../../lib/crypto.js';
+import { newestFirst } from '../../lib/pagination.js';
+import type { TokenService } from '../auth/token-service.js';
+import { enqueueEmail } from '../email/outbox.js';
+import { renderEmail } from '../email/templates.js';
+import { invalidLink, linkStatus, lockInvitee, newLinkToken, usableAt } from '../invitations/invitation-link.js';
+import { acceptingUser, identifyAcceptor } from '../invitations/acceptor.js';
+import type { AcceptBody } from '../invitations/schemas.js';
+import type { AdminInvitationAcceptedDto, AdminInvitationDto, AdminOverviewDto } from './schemas.js';
+
+export interface AdminInvitationDeps {
+  db: Db;
+  /** SERVICE_APP_URL, for the link. */
+  appUrl: string;
+  tokens: TokenService;
+}
+
+/** 403 unless the signed-in user is an installation administrator. */
+export function assertInstallationAdmin(user: CurrentUser): void {
+  if (!user.isSuperuser) {
+    throw forbidden('installation_admin_required', 'Only an installation administrator can manage installation administrators.');
+  }
+}
+
+const toAdminInvitationDto = (invitation: InstallationAdminInvitation): AdminInvitationDto => ({
+  id: invitation.id,
+  email: invitation.email,
+  expires_at: invitation.expiresAt.toISOString(),
+});
+
+export async function adminOverview(db: Db): Promise<AdminOverviewDto> {
+  const [administrators, invitations] = await Promise.all([
+    db.user.findMany({
+      where: { isSuperuser: true },
+      orderBy: [{ dateJoined: 'asc' }, { id: 'asc' }],
+      select: { id: true, username: true, email: true },
+    }),
+    db.installationAdminInvitation.findMany({ where: usableAt(new Date()), orderBy: newestFirst }),
+  ]);
+  return { administrators, invitations: invitations.map(toAdminInvitationDto) };
+}
+
+/**
+ * Invites an installation administrator, always through the installation fallback SMTP (400
+ * `email_not_configured` without it, whatever workspaces have). There is no separate resend: inviting the same
+ * address again revokes its earlier links.
+ */
+export function inviteAdmin(deps: AdminInvitationDeps, inviter: CurrentUser, rawEmail: string): Promise<AdminInvitationDto> {
+  const email = rawEmail.toLowerCase();
+  return deps.db.$transaction(async (tx) => {
+    await lockInvitee(tx, 'installation-admin', email);
+    if (await tx.user.findFirst({ where: { email, isSuperuser: true }, select: { id: true } })) {
+      throw conflict('already_administrator', 'This address belongs to an installation administrator already.');
+    }
+    const now = new Date();
+    await tx.installationAdminInvitation.updateMany({ where: { email, ...usableAt(now) }, data: { revokedAt: now } });
+    const link = newLinkToken(now.getTime());
+    const invitation = await tx.installationAdminInvitation.create({
+      data: { email, tokenHash: link.tokenHash, invitedById: inviter.id, expiresAt: link.expiresAt },
+    });
+    const message = renderEmail({
+      subject: 'You are invited to administer the Workspace CRM installation',
+      paragraphs: [
+        `${inviter.username} invited you to become an installation administrator: you will be able to create workspaces and invite other administrators.`,
+      ],
+      action: { label: 'Accept the invitation', url: `${deps.appUrl}/installation-admin-invite/${link.token}` },
+      footer: 'This link works once and expires in seven days. If you did not expect it, ignore this email.',
+    });
+    await enqueueEmail(tx, { to: email, ...message }, { organizationId: null, requireAccount: true, installationOnly: true });
+    return toAdminInvitationDto(invitation);
+  });
+}
+
+async function findUsableAdminInvitation(db: Db, token: string): Promise<InstallationAdminInvitation> {
+  const invitation = await db.installationAdminInvitation.findUnique({ where: { tokenHash: sha256Hex(token) } });
+  if (!invitation || linkStatus(invitation, new Date()) !== 'pending') throw invalidLink();
+  return invitation;
+}
+
+export async function previewAdminInvitation(db: Db, token: string) {
+  const invitation = await findUsableAdminInvitation(db, token);
+  return { email: invitation.email, expires_at: invitation.expiresAt.toISOString() };
+}
+
+/**
+ * Accepts an admin link once (conditional update, so simultaneous accepts cannot both succeed): the user becomes
+ * superuser and staff, with no workspace membership.
+ */
+export async function acceptAdminInvitation(
+  deps: AdminInvitationDeps,
+  token: string,
+  user: CurrentUser | null,
+  body: AcceptBody,
+): Promise<AdminInvitationAcceptedDto> {
+  const invitation = await findUsableAdminInvitation(deps.db, token);
+  const acceptor = await identifyAcceptor(deps.db, user, body, invitation.email);
+  return deps.db.$transaction(async (tx) => {
+    const now = new Date();
+    const consumed = await tx.installationAdminInvitation.updateMany({ where: { id: invitation.id, ...usableAt(now) }, data: { acceptedAt: now } });
+    if (consumed.count === 0) throw invalidLink();
+    const accepting = await acceptingUser(tx, acceptor);
+    await tx.user.update({ where: { id: accepting.id }, data: { isSuperuser: true, isStaff: true } });
+    return { is_superuser: true, tokens: accepting.created ? await deps.tokens.issuePair(accepting.created, tx) : null };
+  });
+}

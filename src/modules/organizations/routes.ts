@@ -1,0 +1,188 @@
+// Routes of the workspaces themselves: create, read, delete, provisioning handoffs and personal workspaces.
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { requireUser } from '../../plugins/auth.js';
+import { requireTenant } from '../../plugins/tenancy.js';
+import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
+import { defaultEmptyBody } from '../../lib/optional-body.js';
+import { PageQuerySchema, pageOf, pageResponse, paginate } from '../../lib/pagination.js';
+import { OrganizationSchema, toOrganizationDto } from './organization-dto.js';
+import {
+  OrganizationCreateSchema,
+  OrganizationCreatedSchema,
+  PersonalOrganizationCreateSchema,
+  ProvisioningItemSchema,
+  ProvisioningResendSchema,
+} from './schemas.js';
+import {
+  cancelProvisioning,
+  createOrganization,
+  createPersonalOrganization,
+  deleteOrganization,
+  listProvisioning,
+  resendOwnerInvitation,
+  toProvisioningItem,
+} from './service.js';
+
+const security = [{ bearerAuth: [] }];
+const tags = ['organizations'];
+
+const routes: FastifyPluginAsyncTypebox = async (app) => {
+  const provisioning = { db: app.db, appUrl: app.config.appUrl };
+
+  app.post(
+    '/organizations/',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'createOrganization',
+        summary: 'Create a shared workspace (installation administrators only).',
+        description:
+          'With your own address as `owner_email` you become the owner at once. With another address the workspace stays ' +
+          'hidden in a pending handoff: an Owner invitation is emailed (400 `email_not_configured` when no SMTP account can ' +
+          'send it; nothing is created then) and you hold a temporary `admin` membership that disappears when the Owner ' +
+          'accepts. A signed-in user who is not an installation administrator gets 403. A taken `slug` is a 409; an ' +
+          'omitted one is generated from the name and made unique with a numeric suffix. Rate-limited per user.',
+        body: OrganizationCreateSchema,
+        response: responses({ 201: OrganizationCreatedSchema }, 401, 403, 409, 429),
+      },
+      preHandler: [app.authenticate, app.rateLimitPreset('provisioning')],
+    },
+    async (request, reply) => {
+      reply.code(201);
+      return createOrganization(provisioning, requireUser(request), request.body);
+    },
+  );
+
+  app.post(
+    '/organizations/personal/',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'createPersonalOrganization',
+        summary: 'Create your one private personal workspace.',
+        description:
+          'The body may be omitted; without `name` the workspace is called "Personal workspace". Its slug is generated ' +
+          '(`personal-<username>`, made unique). Available once the installation is set up (409 ' +
+          '`installation_not_initialized` before). ' +
+          'A second personal workspace is a 409 `personal_workspace_exists`. A personal workspace cannot invite, receive ' +
+          'members or be deleted.',
+        body: PersonalOrganizationCreateSchema,
+        response: responses({ 201: Type.Ref(OrganizationSchema) }, 401, 409),
+      },
+      preValidation: defaultEmptyBody,
+      preHandler: app.authenticate,
+    },
+    async (request, reply) => {
+      reply.code(201);
+      return createPersonalOrganization(app.db, requireUser(request), request.body);
+    },
+  );
+
+  app.get(
+    '/organizations/provisioning/',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'listProvisioning',
+        summary: 'Workspaces awaiting their Owner: your own, or all of them for an installation administrator.',
+        querystring: PageQuerySchema,
+        response: responses({ 200: pageResponse(ProvisioningItemSchema, 'Pending handoffs, newest first.') }, 401),
+      },
+      preHandler: app.authenticate,
+    },
+    async (request, reply) => {
+      const page = pageOf(request.query);
+      return paginate(request, reply, await listProvisioning(app.db, requireUser(request), page), page.limit).map(toProvisioningItem);
+    },
+  );
+
+  app.post(
+    '/organizations/provisioning/:organization_id/',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'resendOwnerInvitation',
+        summary: 'Send the Owner invitation of a pending workspace again.',
+        description:
+          'For the workspace\'s creator or an installation administrator (404 for anyone else, and for a workspace that is ' +
+          'not pending). Earlier Owner links stop working; a fresh seven-day link is emailed (400 `email_not_configured`, ' +
+          'nothing changed, when no SMTP account can send it). No body, or `{}`. Rate-limited ' +
+          'together with workspace creation.',
+        params: OrganizationParamsSchema,
+        body: ProvisioningResendSchema,
+        response: responses({ 200: ProvisioningItemSchema }, 401, 404, 429),
+      },
+      preValidation: defaultEmptyBody,
+      preHandler: [app.authenticate, app.rateLimitPreset('provisioning')],
+    },
+    async (request) => resendOwnerInvitation(provisioning, requireUser(request), request.params.organization_id),
+  );
+
+  app.delete(
+    '/organizations/provisioning/:organization_id/',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'cancelProvisioning',
+        summary: 'Cancel a pending workspace.',
+        description:
+          'For the workspace\'s creator or an installation administrator (404 otherwise). The workspace is cancelled for ' +
+          'good: its Owner link stops working and the temporary membership is removed.',
+        params: OrganizationParamsSchema,
+        response: responses({ 204: NoContent }, 401, 404),
+      },
+      preHandler: app.authenticate,
+    },
+    async (request, reply) => {
+      await cancelProvisioning(app.db, requireUser(request), request.params.organization_id);
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.get(
+    '/organizations/:organization_id/',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'getOrganization',
+        summary: 'One workspace you are a member of.',
+        description: 'Workspaces you are not a member of, and pending or cancelled ones, answer 404.',
+        params: OrganizationParamsSchema,
+        response: responses({ 200: Type.Ref(OrganizationSchema) }, 401, 403, 404),
+      },
+      preHandler: [app.authenticate, app.resolveTenant, app.requireCapability('VIEW_CRM')],
+    },
+    async (request) => {
+      const tenant = requireTenant(request);
+      return toOrganizationDto(tenant.organization, tenant.role);
+    },
+  );
+
+  app.delete(
+    '/organizations/:organization_id/',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'deleteOrganization',
+        summary: 'Delete a workspace and everything in it (owner only).',
+        description: 'A personal workspace cannot be deleted (403 `personal_workspace`).',
+        params: OrganizationParamsSchema,
+        response: responses({ 204: NoContent }, 401, 403, 404),
+      },
+      preHandler: [app.authenticate, app.resolveTenant, app.requireCapability('DELETE_ORGANIZATION')],
+    },
+    async (request, reply) => {
+      await deleteOrganization(app.db, requireTenant(request).organization);
+      return reply.code(204).send(null);
+    },
+  );
+};
+export default routes;
