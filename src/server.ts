@@ -17,9 +17,14 @@ async function main(): Promise<void> {
     throw error;
   }
 
+  // The embedded server's own output is noise unless someone is debugging it.
+  const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
   const embedded = config.databaseUrl
     ? undefined
-    : await startEmbeddedPostgres({ dataDir: config.dataDir, log: (msg) => process.stderr.write(`[embedded-postgres] ${msg}\n`) });
+    : await startEmbeddedPostgres({
+        dataDir: config.dataDir,
+        log: (msg) => verbose && process.stderr.write(`[embedded-postgres] ${msg}\n`),
+      });
   config.databaseUrl ??= embedded?.url;
 
   let app;

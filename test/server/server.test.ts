@@ -36,6 +36,8 @@ async function startServer(env: Record<string, string>): Promise<Started> {
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // Own process group, so a failed test can kill npm and the server together.
+    detached: true,
   });
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -51,6 +53,15 @@ async function startServer(env: Record<string, string>): Promise<Started> {
   throw new Error(`server not ready within 60 s:\n${output}`);
 }
 
+/** Last resort at teardown: nothing of a failed test may keep running. */
+function killGroup(server: Started) {
+  try {
+    process.kill(-server.child.pid!, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
 async function stop(server: Started): Promise<number | null> {
   server.child.kill('SIGTERM');
   const [code] = (await once(server.child, 'exit')) as [number | null];
@@ -61,7 +72,7 @@ t.test('npm start on DATABASE_URL: ready, serves the API and the docs, exits 0 o
   const database = await createTestDatabase({ empty: true });
   t.teardown(() => database.drop());
   const server = await startServer({ DATABASE_URL: database.url, NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(40) });
-  t.teardown(() => void server.child.kill('SIGKILL'));
+  t.teardown(() => killGroup(server));
 
   t.equal((await fetch(`${server.origin}/healthz`)).status, 200);
   t.equal((await fetch(`${server.origin}/docs`)).status, 200, 'Swagger UI');
@@ -78,7 +89,7 @@ t.test('without DATABASE_URL: embedded PostgreSQL in DATA_DIR, data kept across 
   const env = { DATA_DIR: dataDir, SERVICE_SETUP_TOKEN: TEST_SETUP_TOKEN };
 
   const first = await startServer(env);
-  t.teardown(() => void first.child.kill('SIGKILL'));
+  t.teardown(() => killGroup(first));
   t.match(first.output(), /Swagger UI: http:\/\/127\.0\.0\.1:\d+\/docs/);
   t.match(first.output(), /First-run setup is open/);
   t.notMatch(first.output(), TEST_SETUP_TOKEN, 'the setup token is never printed');
@@ -95,7 +106,7 @@ t.test('without DATABASE_URL: embedded PostgreSQL in DATA_DIR, data kept across 
   t.notOk(existsSync(path.join(dataDir, 'postgres', 'postmaster.pid')), 'embedded PostgreSQL stopped');
 
   const second = await startServer(env);
-  t.teardown(() => void second.child.kill('SIGKILL'));
+  t.teardown(() => killGroup(second));
   const setup = await fetch(`${second.origin}/api/v1/setup/`).then((r) => r.json());
   t.same(setup, { available: false }, 'the setup of the first run is still there');
   const token = await fetch(`${second.origin}/api/v1/auth/token/`, {
