@@ -1,0 +1,183 @@
+// Routes of the automations area: rules, the synchronous test run, and run history of an organization.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { requireTenant } from '../../plugins/tenancy.js';
+import { OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
+import { defaultEmptyBody } from '../../lib/optional-body.js';
+import { PageQuerySchema, pageOf, pageResponse, paginate, type PagePosition, type PageRequest } from '../../lib/pagination.js';
+import type { CrmScope } from '../crm/record-service.js';
+import {
+  AutomationCreateSchema,
+  AutomationParamsSchema,
+  AutomationRunSchema,
+  AutomationSchema,
+  AutomationTestResultSchema,
+  AutomationTestSchema,
+} from './schemas.js';
+import {
+  createAutomation,
+  getAutomation,
+  listAutomations,
+  listRuns,
+  testAutomation,
+  toAutomationDto,
+  toRunDto,
+} from './service.js';
+
+/** Parts every route's schema shares; lists add the page query. */
+const documented = { tags: ['automations'], security: [{ bearerAuth: [] }] };
+const listed = { ...documented, querystring: PageQuerySchema };
+const base = '/organizations/:organization_id/automations';
+
+const READ_NOTE = 'Needs VIEW_CRM (every role). ';
+const MANAGE_NOTE = 'Needs MANAGE_AUTOMATIONS (owner, admin): 403 otherwise. ';
+
+const routes: FastifyPluginAsyncTypebox = async (app) => {
+  const canView = [app.authenticate, app.resolveTenant, app.requireCapability('VIEW_CRM')];
+  const canManage = [app.authenticate, app.resolveTenant, app.requireCapability('MANAGE_AUTOMATIONS')];
+  const tenantOf = (request: FastifyRequest): CrmScope => {
+    const tenant = requireTenant(request);
+    return { db: tenant.db, organizationId: tenant.organization.id };
+  };
+  /** One page of a newest-first list: loads `limit + 1` rows, sets the Link header, maps the rows to API bodies. */
+  async function respondWithPage<T extends PagePosition, D>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    load: (tenant: CrmScope, page: PageRequest) => Promise<T[]>,
+    toDto: (row: T) => D,
+  ): Promise<D[]> {
+    const page = pageOf(request.query as { limit?: number; cursor?: string });
+    return paginate(request, reply, await load(tenantOf(request), page), page.limit).map(toDto);
+  }
+
+  app.get(
+    `${base}/`,
+    {
+      schema: {
+        ...listed,
+        operationId: 'listAutomations',
+        summary: 'Automation rules of the organization.',
+        description: READ_NOTE + 'Webhook secrets are never returned (`action_config.has_secret` tells whether one is set).',
+        params: OrganizationParamsSchema,
+        response: responses({ 200: pageResponse(AutomationSchema, 'Rules, newest first.') }, 401, 403, 404),
+      },
+      preHandler: canView,
+    },
+    async (request, reply) => respondWithPage(request, reply, listAutomations, toAutomationDto),
+  );
+
+  app.post(
+    `${base}/`,
+    {
+      schema: {
+        ...documented,
+        operationId: 'createAutomation',
+        summary: 'Save a rule; nothing runs now.',
+        description:
+          MANAGE_NOTE +
+          'From then on every matching CRM event of the organization queues a run while the rule is active (`is_active`, ' +
+          'default true, is fixed at creation: rules cannot be changed or deleted). `action_config` depends on ' +
+          '`action_type`: `send_email` `{to, subject, body}`, sent through the workspace\'s default email account or the ' +
+          'installation fallback; `webhook` `{url, secret?}`. A webhook URL with a loopback, private, link-local or ' +
+          'other non-public literal address, or a `localhost` name, is refused (400 `errors["action_config.url"]`) unless ' +
+          'the server sets AUTOMATION_WEBHOOK_ALLOW_PRIVATE=true; host names are checked again after DNS on every delivery. ' +
+          'The `secret` is stored encrypted and never returned; without a server EMAIL_ENCRYPTION_KEY it cannot be stored ' +
+          '(400 `encryption_key_missing`).',
+        params: OrganizationParamsSchema,
+        body: AutomationCreateSchema,
+        response: responses({ 201: AutomationSchema }, 401, 403, 404, 413, 415),
+      },
+      preHandler: canManage,
+    },
+    async (request, reply) => {
+      const automation = await createAutomation(tenantOf(request), request.body, {
+        encryptionKey: app.config.emailEncryptionKey,
+        allowPrivateTargets: app.config.webhookAllowPrivate,
+      });
+      reply.code(201);
+      return toAutomationDto(automation);
+    },
+  );
+
+  app.get(
+    `${base}/runs/`,
+    {
+      schema: {
+        ...listed,
+        operationId: 'listAutomationRuns',
+        summary: 'Runs of every rule of the organization.',
+        description: READ_NOTE,
+        params: OrganizationParamsSchema,
+        response: responses({ 200: pageResponse(AutomationRunSchema, 'Runs, newest first.') }, 401, 403, 404),
+      },
+      preHandler: canView,
+    },
+    async (request, reply) => respondWithPage(request, reply, (tenant, page) => listRuns(tenant, page), toRunDto),
+  );
+
+  app.get(
+    `${base}/:automation_id/`,
+    {
+      schema: {
+        ...documented,
+        operationId: 'getAutomation',
+        summary: 'One automation rule.',
+        description: READ_NOTE + '404 for a rule of another organization.',
+        params: AutomationParamsSchema,
+        response: responses({ 200: AutomationSchema }, 401, 403, 404),
+      },
+      preHandler: canView,
+    },
+    async (request) => toAutomationDto(await getAutomation(tenantOf(request), request.params.automation_id)),
+  );
+
+  app.get(
+    `${base}/:automation_id/runs/`,
+    {
+      schema: {
+        ...listed,
+        operationId: 'listAutomationRunsOfRule',
+        summary: 'Runs of one rule.',
+        description: READ_NOTE + '404 for a rule of another organization.',
+        params: AutomationParamsSchema,
+        response: responses({ 200: pageResponse(AutomationRunSchema, 'Runs of the rule, newest first.') }, 401, 403, 404),
+      },
+      preHandler: canView,
+    },
+    async (request, reply) =>
+      respondWithPage(request, reply, (tenant, page) => listRuns(tenant, page, request.params.automation_id), toRunDto),
+  );
+
+  app.post(
+    `${base}/:automation_id/test/`,
+    {
+      schema: {
+        ...documented,
+        operationId: 'testAutomation',
+        summary: 'Execute the rule\'s action now and record the run.',
+        description:
+          MANAGE_NOTE +
+          'Not a dry run: the email is sent, the webhook called, synchronously, also for an inactive rule. The event ' +
+          'carries `test: true` and `data` from the body (default `{}`); the body may be omitted. Answers 201 with the ' +
+          'run whether it succeeded or failed: inspect `status` and `run.error_message`. One attempt, no retries; a ' +
+          'webhook gets 5 seconds and redirects are not followed (a 3xx is a failure).',
+        params: AutomationParamsSchema,
+        body: AutomationTestSchema,
+        response: responses({ 201: AutomationTestResultSchema }, 401, 403, 404, 413, 415),
+      },
+      preValidation: defaultEmptyBody,
+      preHandler: canManage,
+    },
+    async (request, reply) => {
+      const run = await testAutomation(tenantOf(request), request.params.automation_id, request.body, {
+        db: app.db,
+        encryptionKey: app.config.emailEncryptionKey,
+        allowPrivateTargets: app.config.webhookAllowPrivate,
+        log: request.log,
+      });
+      reply.code(201);
+      return { status: run.status, run: toRunDto(run) };
+    },
+  );
+};
+export default routes;

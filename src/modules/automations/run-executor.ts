@@ -1,0 +1,60 @@
+// Executes one automation's action for one event and reduces whatever happens to a storable outcome.
+import type { Automation } from '../../generated/prisma/client.js';
+import type { Db } from '../../plugins/db.js';
+import { decryptSecret } from '../../lib/crypto.js';
+import { ActionError } from './action-error.js';
+import type { EventPayload } from './dispatch.js';
+import type { SendEmailConfig } from './schemas.js';
+import { sendEmailAction } from './send-email.js';
+import { deliverWebhook } from './webhook.js';
+
+/** What the webhook action keeps in `action_config`: the secret only as AES-256-GCM ciphertext. */
+export interface StoredWebhookConfig {
+  url: string;
+  secret_encrypted?: string;
+}
+
+export interface ActionDeps {
+  /** Unscoped client: used only to find the sending email account (see send-email.ts). */
+  db: Db;
+  encryptionKey: Buffer | null;
+  allowPrivateTargets: boolean;
+  log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+}
+
+export type ActionOutcome = { status: 'success' } | { status: 'failed'; errorMessage: string; retryable: boolean };
+
+function webhookSecret(config: StoredWebhookConfig, key: Buffer | null): string | null {
+  if (!config.secret_encrypted) return null;
+  const undecryptable = new ActionError('The webhook secret cannot be decrypted: EMAIL_ENCRYPTION_KEY is missing or has changed.', false);
+  if (!key) throw undecryptable;
+  try {
+    return decryptSecret(config.secret_encrypted, key);
+  } catch {
+    throw undecryptable;
+  }
+}
+
+async function runAction(automation: Automation, runId: string, payload: EventPayload, deps: ActionDeps): Promise<void> {
+  if (automation.actionType === 'send_email') {
+    const config = automation.actionConfig as unknown as SendEmailConfig;
+    return sendEmailAction(config, { automationName: automation.name, payload }, deps);
+  }
+  const config = automation.actionConfig as unknown as StoredWebhookConfig;
+  return deliverWebhook(
+    { url: config.url, secret: webhookSecret(config, deps.encryptionKey), body: JSON.stringify(payload), event: payload.event, deliveryId: runId },
+    deps.allowPrivateTargets,
+  );
+}
+
+/** Never throws: an unexpected error is logged and stored as a generic, final failure. */
+export async function executeAction(automation: Automation, runId: string, payload: EventPayload, deps: ActionDeps): Promise<ActionOutcome> {
+  try {
+    await runAction(automation, runId, payload, deps);
+    return { status: 'success' };
+  } catch (error) {
+    if (error instanceof ActionError) return { status: 'failed', errorMessage: error.message, retryable: error.retryable };
+    deps.log.error({ err: error, automationId: automation.id, runId }, 'automation action crashed');
+    return { status: 'failed', errorMessage: 'The action failed unexpectedly.', retryable: false };
+  }
+}

@@ -1,0 +1,133 @@
+// The webhook action: POSTs the event JSON to a checked public address, signed with HMAC-SHA256, within 5 seconds.
+import { createHmac } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
+import http from 'node:http';
+import https from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
+import { ActionError } from './action-error.js';
+import { bareHostname, isObviouslyPrivateHost, isPublicAddress } from './network-policy.js';
+
+/** Whole delivery budget: DNS, connection, TLS, request and response. */
+export const WEBHOOK_TIMEOUT_MS = 5000;
+
+export interface WebhookDelivery {
+  url: string;
+  secret: string | null;
+  /** The exact bytes sent (and signed). */
+  body: string;
+  event: string;
+  /** The run id: the same across retries, so receivers can drop duplicates. */
+  deliveryId: string;
+}
+
+/** `X-Webhook-Signature` value: hex HMAC-SHA256 of the raw body with the rule's secret. */
+export const webhookSignature = (body: string, secret: string): string =>
+  `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`;
+
+/** Why a webhook URL cannot be saved, or null. Only what is knowable without DNS; the rest is checked per delivery. */
+export function webhookUrlProblem(value: string, allowPrivate: boolean): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'Enter a valid URL.';
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'Only http and https URLs are allowed.';
+  // They would be stored and returned in clear; `secret` is the way to authenticate deliveries.
+  if (url.username || url.password) return 'Credentials in the URL are not allowed; use `secret` instead.';
+  if (!allowPrivate && isObviouslyPrivateHost(bareHostname(url))) {
+    return 'Private, loopback, link-local and other non-public addresses are not allowed.';
+  }
+  return null;
+}
+
+interface ResolvedAddress {
+  address: string;
+  family: number;
+}
+
+/** Resolves the host and refuses it when any of its addresses is not public (unless private targets are allowed). */
+async function resolveTarget(hostname: string, allowPrivate: boolean): Promise<ResolvedAddress> {
+  const family = isIP(hostname);
+  const addresses = family !== 0 ? [{ address: hostname, family }] : await lookup(hostname, { all: true, verbatim: true });
+  if (addresses.length === 0) throw new ActionError('Webhook host name does not resolve.', false);
+  if (!allowPrivate && addresses.some((a) => !isPublicAddress(a.address))) {
+    throw new ActionError('Webhook target resolves to a private, loopback or otherwise non-public address; refused.', false);
+  }
+  return addresses[0]!;
+}
+
+function rejectOnAbort(signal: AbortSignal): Promise<never> {
+  return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+}
+
+/** Sends the request to `target` and resolves with the response status once the (discarded) body has arrived. */
+function post(url: URL, target: ResolvedAddress, delivery: WebhookDelivery, signal: AbortSignal): Promise<number> {
+  // Connect to the address that passed the check, never to a second DNS answer (DNS rebinding).
+  const pinned: LookupFunction = (_hostname, options, callback) => {
+    if (options.all) callback(null, [target]);
+    else callback(null, target.address, target.family);
+  };
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(delivery.body)),
+    'user-agent': 'WorkspaceCRM-Webhook/1.0',
+    'x-webhook-event': delivery.event,
+    'x-webhook-delivery': delivery.deliveryId,
+    ...(delivery.secret ? { 'x-webhook-signature': webhookSignature(delivery.body, delivery.secret) } : {}),
+  };
+  return new Promise((resolve, reject) => {
+    const client = url.protocol === 'https:' ? https : http;
+    // agent: false = a fresh connection per delivery, so no pooled socket to an earlier resolution is reused.
+    const request = client.request(url, { method: 'POST', headers, lookup: pinned, agent: false, signal }, (response) => {
+      response.resume();
+      response.on('end', () => resolve(response.statusCode ?? 0));
+      response.on('error', reject);
+      response.on('close', () => {
+        if (!response.complete) reject(new Error('response interrupted'));
+      });
+    });
+    request.on('error', reject);
+    request.end(delivery.body);
+  });
+}
+
+/** Maps a network error to a storable message; the URL and secret never appear in it. */
+function networkFailure(error: unknown): ActionError {
+  const code = (error as { code?: unknown })?.code;
+  switch (code) {
+    case 'ECONNREFUSED':
+      return new ActionError('Webhook connection refused.', true);
+    case 'ENOTFOUND':
+      return new ActionError('Webhook host name does not resolve.', false);
+    case 'EAI_AGAIN':
+      return new ActionError('Webhook host name could not be resolved (temporary DNS failure).', true);
+    case 'ECONNRESET':
+      return new ActionError('Webhook connection was reset.', true);
+  }
+  if (typeof code === 'string' && (code.startsWith('ERR_TLS') || code.includes('CERT') || code.startsWith('ERR_SSL'))) {
+    return new ActionError('Webhook TLS handshake failed (invalid or untrusted certificate).', false);
+  }
+  return new ActionError(`Webhook request failed${typeof code === 'string' ? ` (${code})` : ''}.`, true);
+}
+
+/**
+ * Delivers one event. Success is a 2xx answer; a 3xx is a failure (redirects are not followed: they could lead
+ * to a private address); a timeout, refused connection, 408, 429 or 5xx is a retryable failure; other 4xx are final.
+ */
+export async function deliverWebhook(delivery: WebhookDelivery, allowPrivate: boolean): Promise<void> {
+  const url = new URL(delivery.url);
+  const signal = AbortSignal.timeout(WEBHOOK_TIMEOUT_MS);
+  let status: number;
+  try {
+    const target = await Promise.race([resolveTarget(bareHostname(url), allowPrivate), rejectOnAbort(signal)]);
+    status = await post(url, target, delivery, signal);
+  } catch (error) {
+    if (error instanceof ActionError) throw error;
+    if (signal.aborted) throw new ActionError(`Webhook timed out after ${WEBHOOK_TIMEOUT_MS / 1000} s.`, true);
+    throw networkFailure(error);
+  }
+  if (status >= 200 && status < 300) return;
+  if (status >= 300 && status < 400) throw new ActionError(`Webhook answered HTTP ${status}; redirects are not followed.`, false);
+  throw new ActionError(`Webhook answered HTTP ${status}.`, status === 408 || status === 429 || status >= 500);
+}
