@@ -4,28 +4,12 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { startEmbeddedPostgres } from '../src/db/embedded-postgres.js';
 import { applyMigrations } from '../src/db/migrate.js';
+import { adminQuery, databaseUrl } from '../src/db/server-admin.js';
 import { projectRoot } from '../src/lib/project-root.js';
 
 const SIGNAL_EXIT_CODES: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
-
-function databaseUrl(serverUrl: string, database: string): string {
-  const url = new URL(serverUrl);
-  url.pathname = `/${database}`;
-  return url.href;
-}
-
-async function adminQuery(serverUrl: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: databaseUrl(serverUrl, 'postgres') });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
 
 const KILL_GRACE_MS = 5_000;
 

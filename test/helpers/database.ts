@@ -1,6 +1,6 @@
 // Gives a test file its own database, copied from the migrated template that `npm test` prepares (TEST_DATABASE_URL).
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import { adminQuery, databaseUrl } from '../../src/db/server-admin.js';
 
 export interface TestDatabase {
   url: string;
@@ -11,23 +11,6 @@ export interface TestDatabase {
 export interface TestDatabaseOptions {
   /** Start from an empty database (PostgreSQL's template0) instead of the migrated template. */
   empty?: boolean;
-}
-
-function databaseUrl(serverUrl: string, database: string): string {
-  const url = new URL(serverUrl);
-  url.pathname = `/${database}`;
-  return url.href;
-}
-
-async function adminQuery(serverUrl: string, sql: string): Promise<void> {
-  // The template refuses connections (so it can always be copied): administrative statements go through `postgres`.
-  const client = new pg.Client({ connectionString: databaseUrl(serverUrl, 'postgres') });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
 }
 
 export async function createTestDatabase(options: TestDatabaseOptions = {}): Promise<TestDatabase> {
