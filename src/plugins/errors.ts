@@ -77,9 +77,12 @@ function toProblem(error: unknown, request: FastifyRequest): { body: ProblemBody
   }
   const fe = error as FastifyError & { validation?: AjvIssue[]; validationContext?: string };
   if (fe.validation) {
-    const where = fe.validationContext === 'querystring' ? 'query parameters' : fe.validationContext === 'params' ? 'path parameters' : 'request body';
+    const detail =
+      fe.validationContext === 'querystring' ? 'Query parameters are invalid.'
+      : fe.validationContext === 'params' ? 'Path parameters are invalid.'
+      : 'Request body is invalid.';
     return {
-      body: problem(400, 'validation_failed', 'Validation failed', `The ${where} are invalid.`.replace('request body are', 'request body is'), fieldErrors(fe.validation, fe.validationContext)),
+      body: problem(400, 'validation_failed', 'Validation failed', detail, fieldErrors(fe.validation, fe.validationContext)),
     };
   }
   switch (fe.code) {
