@@ -133,13 +133,7 @@ function withoutOrganizationId(data: Args | undefined): Args | undefined {
   return rest;
 }
 
-/**
- * The client a tenant-scoped service receives. On tenant tables every read, update and delete is filtered by the
- * organization and every create gets it; the organization itself is the only one readable; nested reads and
- * writes that could reach another tenant throw. Interactive transactions (`$transaction(async (tx) => ...)`)
- * keep the scope. Raw SQL (`$queryRaw`) is not scoped: it must filter by organization explicitly.
- */
-export function scopeToOrganization(db: Db, organizationId: string) {
+function extendFor(db: Db, organizationId: string) {
   const shapes = shapesOf(db);
   return db.$extends({
     name: 'tenant-scope',
@@ -156,6 +150,28 @@ export function scopeToOrganization(db: Db, organizationId: string) {
       },
     },
   });
+}
+
+/** Extending costs tens of microseconds, paid on every tenant request without this cache (oldest evicted first). */
+const MAX_CACHED_CLIENTS = 1000;
+const scopedClients = new WeakMap<Db, Map<string, ReturnType<typeof extendFor>>>();
+
+/**
+ * The client a tenant-scoped service receives. On tenant tables every read, update and delete is filtered by the
+ * organization and every create gets it; the organization itself is the only one readable; nested reads and
+ * writes that could reach another tenant throw. Interactive transactions (`$transaction(async (tx) => ...)`)
+ * keep the scope. Raw SQL (`$queryRaw`) is not scoped: it must filter by organization explicitly.
+ */
+export function scopeToOrganization(db: Db, organizationId: string) {
+  let clients = scopedClients.get(db);
+  if (!clients) scopedClients.set(db, (clients = new Map()));
+  let scoped = clients.get(organizationId);
+  if (!scoped) {
+    if (clients.size >= MAX_CACHED_CLIENTS) clients.delete(clients.keys().next().value!);
+    scoped = extendFor(db, organizationId);
+    clients.set(organizationId, scoped);
+  }
+  return scoped;
 }
 
 export type TenantDb = ReturnType<typeof scopeToOrganization>;

@@ -33,7 +33,7 @@ export function decodeCursor(cursor: string | undefined): PagePosition | undefin
   } catch {
     // fall through to the validation error
   }
-  throw validationFailed({ cursor: ['Invalid cursor.'] }, 'The query parameters are invalid.');
+  throw validationFailed({ cursor: ['Invalid cursor.'] }, 'Query parameters are invalid.');
 }
 
 /**

@@ -1,0 +1,28 @@
+// The `search` of CRM lists: a case-insensitive substring of several columns, with LIKE wildcards taken literally.
+//
+// Each searchable table has a `search_text` column that a database trigger fills with the searchable columns,
+// lower-cased and joined by U+001F. A search is then one LIKE per row on a trigram-indexed column: terms of three
+// characters or more use the GIN index when they are rare, and the (organization, created_at) index is walked
+// when they are common (the planner picks from the column statistics). Search terms may not contain control
+// characters, so a match never spans two columns.
+
+/** Escapes LIKE's wildcards (`%`, `_`) and its escape character (`\`, PostgreSQL's default), which Prisma does not. */
+const escapeLike = (term: string): string => term.replace(/[\\%_]/g, '\\$&');
+
+/**
+ * Lower-cases like PostgreSQL's lower() does for `search_text`: code point by code point (Unicode simple case
+ * mapping), so no context-dependent form (final sigma) and no expansion (U+0130 → "i", not "i̇").
+ */
+function foldCase(text: string): string {
+  let folded = '';
+  for (const char of text) folded += char === '\u0130' ? 'i' : char.toLowerCase();
+  return folded;
+}
+
+/** The pattern a `search` query parameter must match: no control characters (U+0000–U+001F). */
+export const SEARCH_TERM_PATTERN = '^[^\\u0000-\\u001f]*$';
+
+/** Prisma `where` fragment on a model's `searchText`; no term or an empty one: no condition. */
+export function searchTextFilter(term: string | undefined) {
+  return term ? { searchText: { contains: escapeLike(foldCase(term)) } } : {};
+}

@@ -1,0 +1,35 @@
+// Routes of CRM companies: list (search, lifecycle stage, keyset pages), create, read, update, delete.
+import type { FastifyPluginAsync } from 'fastify';
+import { registerRecordRoutes } from '../crm/record-routes.js';
+import { CompanyBodySchemas, CompanyListQuerySchema, CompanyParamsSchema, CompanySchema } from './schemas.js';
+import { companyService } from './service.js';
+
+const routes: FastifyPluginAsync = async (app) => {
+  registerRecordRoutes(app, {
+    tag: 'companies',
+    names: { one: 'Company', many: 'Companies' },
+    path: '/organizations/:organization_id/companies/',
+    idParam: 'company_id',
+    schemas: {
+      record: CompanySchema,
+      create: CompanyBodySchemas.create,
+      update: CompanyBodySchemas.update,
+      listQuery: CompanyListQuerySchema,
+      params: CompanyParamsSchema,
+    },
+    filters: (query) => ({ search: query.search, lifecycleStage: query.lifecycle_stage }),
+    notes: {
+      list:
+        '`search`: case-insensitive substring of name, email, phone_number or website (`%`, `_`, `\\` literal). ' +
+        '`lifecycle_stage`: only that stage. Pages follow the `Link: rel="next"` header; records created meanwhile ' +
+        'never shift or repeat a page (they sort before the cursor).',
+      create:
+        '`lifecycle_stage` defaults to `lead`. `organization` and `organization_id` are accepted and ignored: the ' +
+        'company belongs to the organization of the path. Other unknown fields answer 400. Dispatches `company.created`.',
+      update: 'Partial: absent fields stay unchanged. Dispatches `company.updated` (not for an empty body).',
+      delete: 'Also deletes the company\'s contacts.',
+    },
+    service: companyService,
+  });
+};
+export default routes;

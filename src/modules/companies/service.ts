@@ -1,0 +1,62 @@
+// Companies of one organization: the queries behind the shared CRM record behaviour (list with search, lifecycle
+// stage and keyset pages, read, create, partial update, delete).
+import type { Prisma } from '../../generated/prisma/client.js';
+import { afterPosition, newestFirst } from '../../lib/pagination.js';
+import { notFound } from '../../lib/problem.js';
+import { searchTextFilter } from '../../lib/text-search.js';
+import { recordService } from '../crm/record-service.js';
+import type { CompanyCreate, CompanyDto, CompanyUpdate } from './schemas.js';
+
+/** The columns of the API body (not `organizationId`, not the trigger-kept `searchText`). */
+const companyBody = {
+  id: true,
+  name: true,
+  email: true,
+  phoneNumber: true,
+  website: true,
+  lifecycleStage: true,
+  createdAt: true,
+  updatedAt: true,
+} satisfies Prisma.CompanySelect;
+export type CompanyRow = Prisma.CompanyGetPayload<{ select: typeof companyBody }>;
+
+export function toCompanyDto(company: CompanyRow): CompanyDto {
+  return {
+    id: company.id,
+    name: company.name,
+    email: company.email,
+    phone_number: company.phoneNumber,
+    website: company.website,
+    lifecycle_stage: company.lifecycleStage,
+    created_at: company.createdAt.toISOString(),
+    updated_at: company.updatedAt.toISOString(),
+  };
+}
+
+/** The columns a body sets; absent fields stay undefined (unchanged), `organization`/`organization_id` are dropped. */
+const companyColumns = (input: CompanyUpdate) => ({
+  name: input.name,
+  email: input.email,
+  phoneNumber: input.phone_number,
+  website: input.website,
+  lifecycleStage: input.lifecycle_stage,
+});
+
+export const companyService = recordService({
+  event: 'company',
+  toDto: toCompanyDto,
+  notFound: () => notFound('Company not found.', 'company_not_found'),
+  list: (db, filters: { search?: string; lifecycleStage?: CompanyRow['lifecycleStage'] }, page) =>
+    db.company.findMany({
+      select: companyBody,
+      where: { lifecycleStage: filters.lifecycleStage, ...afterPosition(page.after), ...searchTextFilter(filters.search) },
+      orderBy: newestFirst,
+      take: page.limit + 1,
+    }),
+  find: (db, id) => db.company.findUnique({ select: companyBody, where: { id } }),
+  insert: (tx, body: CompanyCreate, organizationId) =>
+    tx.company.create({ select: companyBody, data: { ...companyColumns(body), name: body.name, organizationId } }),
+  change: (tx, id, body: CompanyUpdate) => tx.company.update({ select: companyBody, where: { id }, data: companyColumns(body) }),
+  /** The company's contacts go with it (the foreign key cascades). */
+  remove: async (db, id) => (await db.company.deleteMany({ where: { id } })).count,
+});

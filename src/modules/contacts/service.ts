@@ -1,0 +1,73 @@
+// Contacts of one organization: the queries behind the shared CRM record behaviour (list with search, company
+// filter and keyset pages, read, create, partial update, delete). A contact's company must belong to the same
+// organization: the composite foreign key (organization_id, company_id) guarantees it, and its violation is a 400.
+import type { Prisma } from '../../generated/prisma/client.js';
+import { afterPosition, newestFirst } from '../../lib/pagination.js';
+import { notFound, validationFailed } from '../../lib/problem.js';
+import { searchTextFilter } from '../../lib/text-search.js';
+import { recordService } from '../crm/record-service.js';
+import type { ContactCreate, ContactDto, ContactUpdate } from './schemas.js';
+
+/** The columns of the API body (not `organizationId`, not the trigger-kept `searchText`). */
+const contactBody = {
+  id: true,
+  companyId: true,
+  firstName: true,
+  lastName: true,
+  email: true,
+  phoneNumber: true,
+  department: true,
+  jobTitle: true,
+  createdAt: true,
+  updatedAt: true,
+} satisfies Prisma.ContactSelect;
+export type ContactRow = Prisma.ContactGetPayload<{ select: typeof contactBody }>;
+
+export function toContactDto(contact: ContactRow): ContactDto {
+  return {
+    id: contact.id,
+    company_id: contact.companyId,
+    first_name: contact.firstName,
+    last_name: contact.lastName,
+    email: contact.email,
+    phone_number: contact.phoneNumber,
+    department: contact.department,
+    job_title: contact.jobTitle,
+    created_at: contact.createdAt.toISOString(),
+    updated_at: contact.updatedAt.toISOString(),
+  };
+}
+
+/** The columns a body sets; absent fields stay undefined (unchanged), `organization`/`organization_id` are dropped. */
+const contactColumns = (input: ContactUpdate) => ({
+  companyId: input.company_id,
+  firstName: input.first_name,
+  lastName: input.last_name,
+  email: input.email,
+  phoneNumber: input.phone_number,
+  department: input.department,
+  jobTitle: input.job_title,
+});
+
+export const contactService = recordService({
+  event: 'contact',
+  toDto: toContactDto,
+  notFound: () => notFound('Contact not found.', 'contact_not_found'),
+  /** A company of another organization is indistinguishable from a missing one. */
+  invalidReference: () => validationFailed({ company_id: ['No such company in this organization.'] }),
+  list: (db, filters: { search?: string; companyId?: string }, page) =>
+    db.contact.findMany({
+      select: contactBody,
+      where: { companyId: filters.companyId, ...afterPosition(page.after), ...searchTextFilter(filters.search) },
+      orderBy: newestFirst,
+      take: page.limit + 1,
+    }),
+  find: (db, id) => db.contact.findUnique({ select: contactBody, where: { id } }),
+  insert: (tx, body: ContactCreate, organizationId) =>
+    tx.contact.create({
+      select: contactBody,
+      data: { ...contactColumns(body), companyId: body.company_id, firstName: body.first_name, lastName: body.last_name, organizationId },
+    }),
+  change: (tx, id, body: ContactUpdate) => tx.contact.update({ select: contactBody, where: { id }, data: contactColumns(body) }),
+  remove: async (db, id) => (await db.contact.deleteMany({ where: { id } })).count,
+});

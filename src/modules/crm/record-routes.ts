@@ -1,0 +1,157 @@
+// Registers the five endpoints every CRM record collection has (list, create, read, update, delete) under an
+// organization, each guarded by authentication, the tenant and VIEW_CRM (reads) or MANAGE_CRM (writes).
+import type { Static, TObject } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TenantDb } from '../../db/tenant-scope.js';
+import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
+import { DEFAULT_LIMIT, decodeCursor, pageResponse, paginate, type PagePosition } from '../../lib/pagination.js';
+import { requireTenant } from '../../plugins/tenancy.js';
+import type { CrmScope } from './record-service.js';
+
+export interface RecordSchemas {
+  record: TObject;
+  create: TObject;
+  update: TObject;
+  /** The page parameters (limit, cursor) plus the collection's own filters. */
+  listQuery: TObject;
+  /** The organization and the record id (`idParam`). */
+  params: TObject;
+}
+
+/** What the routes call (a `recordService`); the service owns the behaviour. */
+export interface RecordService<S extends RecordSchemas, Row extends PagePosition, Filters> {
+  list(db: TenantDb, filters: Filters, page: { after?: PagePosition; limit: number }): Promise<Row[]>;
+  toDto(row: Row): Static<S['record']>;
+  get(db: TenantDb, id: string): Promise<Static<S['record']>>;
+  create(scope: CrmScope, body: Static<S['create']>): Promise<Static<S['record']>>;
+  update(scope: CrmScope, id: string, body: Static<S['update']>): Promise<Static<S['record']>>;
+  remove(db: TenantDb, id: string): Promise<void>;
+}
+
+export interface RecordCollection<S extends RecordSchemas, Row extends PagePosition, Filters> {
+  tag: string;
+  /** Names in operationIds and summaries: `{one: 'Company', many: 'Companies'}`. */
+  names: { one: string; many: string };
+  /** The collection path, e.g. `/organizations/:organization_id/companies/`. */
+  path: string;
+  idParam: string;
+  schemas: S;
+  /** The service filters of a list request (everything but the page parameters). */
+  filters(query: Static<S['listQuery']>): Filters;
+  /** Extra documentation per endpoint, where the collection differs from the common behaviour. */
+  notes: { list: string; create: string; update: string; delete: string };
+  service: RecordService<S, Row, Filters>;
+}
+
+const security = [{ bearerAuth: [] }];
+
+function scopeOf(request: FastifyRequest): CrmScope {
+  const tenant = requireTenant(request);
+  return { db: tenant.db, organizationId: tenant.organization.id };
+}
+
+export function registerRecordRoutes<S extends RecordSchemas, Row extends PagePosition, Filters>(
+  app: FastifyInstance,
+  collection: RecordCollection<S, Row, Filters>,
+): void {
+  const { tag, names, path, idParam, schemas, service, notes } = collection;
+  const item = `${path}:${idParam}/`;
+  const one = names.one.toLowerCase();
+  const read = [app.authenticate, app.resolveTenant, app.requireCapability('VIEW_CRM')];
+  const write = [app.authenticate, app.resolveTenant, app.requireCapability('MANAGE_CRM')];
+  const common = { tags: [tag], security };
+  const idOf = (request: FastifyRequest) => (request.params as Record<string, string>)[idParam]!;
+
+  app.get(
+    path,
+    {
+      schema: {
+        ...common,
+        operationId: `list${names.many}`,
+        summary: `${names.many} of a workspace, newest first (VIEW_CRM).`,
+        description: notes.list,
+        params: OrganizationParamsSchema,
+        querystring: schemas.listQuery,
+        response: responses({ 200: pageResponse(schemas.record, `${names.many}, newest first.`) }, 401, 403, 404),
+      },
+      preHandler: read,
+    },
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      const query = request.query as Static<S['listQuery']> & { limit?: number; cursor?: string };
+      const limit = query.limit ?? DEFAULT_LIMIT;
+      const rows = await service.list(requireTenant(request).db, collection.filters(query), { after: decodeCursor(query.cursor), limit });
+      return paginate(request, reply, rows, limit).map((row) => service.toDto(row));
+    },
+  );
+
+  app.post(
+    path,
+    {
+      schema: {
+        ...common,
+        operationId: `create${names.one}`,
+        summary: `Create a ${one} (MANAGE_CRM).`,
+        description: notes.create,
+        params: OrganizationParamsSchema,
+        body: schemas.create,
+        response: responses({ 201: schemas.record }, 401, 403, 404),
+      },
+      preHandler: write,
+    },
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      reply.code(201);
+      return service.create(scopeOf(request), request.body as Static<S['create']>);
+    },
+  );
+
+  app.get(
+    item,
+    {
+      schema: {
+        ...common,
+        operationId: `get${names.one}`,
+        summary: `One ${one} (VIEW_CRM).`,
+        params: schemas.params,
+        response: responses({ 200: schemas.record }, 401, 403, 404),
+      },
+      preHandler: read,
+    },
+    async (request: FastifyRequest) => service.get(requireTenant(request).db, idOf(request)),
+  );
+
+  app.patch(
+    item,
+    {
+      schema: {
+        ...common,
+        operationId: `update${names.one}`,
+        summary: `Change some fields of a ${one} (MANAGE_CRM).`,
+        description: notes.update,
+        params: schemas.params,
+        body: schemas.update,
+        response: responses({ 200: schemas.record }, 401, 403, 404),
+      },
+      preHandler: write,
+    },
+    async (request: FastifyRequest) => service.update(scopeOf(request), idOf(request), request.body as Static<S['update']>),
+  );
+
+  app.delete(
+    item,
+    {
+      schema: {
+        ...common,
+        operationId: `delete${names.one}`,
+        summary: `Delete a ${one} (MANAGE_CRM).`,
+        description: notes.delete,
+        params: schemas.params,
+        response: responses({ 204: NoContent }, 401, 403, 404),
+      },
+      preHandler: write,
+    },
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      await service.remove(requireTenant(request).db, idOf(request));
+      return reply.code(204).send(null);
+    },
+  );
+}

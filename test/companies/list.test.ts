@@ -1,0 +1,132 @@
+// The company list: search over each field (wildcards literal, any case, short terms), the lifecycle_stage filter,
+// keyset pages walked while records are inserted, bad query parameters, and isolation between workspaces.
+import t from 'tap';
+import { buildTestApp, json } from '../helpers/app.js';
+import { created, crmWorkspaces, walkPages } from '../tenancy/crm-workspaces.js';
+
+const { app } = await buildTestApp(t);
+const { a, b, memberA, viewerA, memberB } = await crmWorkspaces(app);
+
+const names = async (path: string, user = viewerA, ws = a) => {
+  const res = await ws.call(user, 'GET', path);
+  if (res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode} ${res.body}`);
+  return json<Array<{ name: string }>>(res).map((company) => company.name).sort();
+};
+const search = (term: string, extra = '') => names(`companies/?search=${encodeURIComponent(term)}${extra}`);
+
+const fixtures = [
+  { name: 'Northwind Traders', email: 'sales@northwind.example', phone_number: '+44 20 7946 0000', website: 'https://northwind.example', lifecycle_stage: 'customer' },
+  { name: 'Contoso', email: 'Hello@Zephyrmail.example', phone_number: null, website: null, lifecycle_stage: 'lead' },
+  { name: 'Fabrikam', email: null, phone_number: '+1 (555) 867-5309', website: null, lifecycle_stage: 'prospect' },
+  { name: 'Tailspin', email: null, phone_number: null, website: 'https://www.QuasarToys.example/shop', lifecycle_stage: 'inactive' },
+  { name: '100% Pure', email: null, phone_number: null, website: null, lifecycle_stage: 'lead' },
+  { name: '100 Pure', email: null, phone_number: null, website: null, lifecycle_stage: 'lead' },
+  { name: 'snake_case inc', email: null, phone_number: null, website: null, lifecycle_stage: 'lead' },
+  { name: 'snakeXcase inc', email: null, phone_number: null, website: null, lifecycle_stage: 'lead' },
+  { name: 'Back\\slash', email: null, phone_number: null, website: null, lifecycle_stage: 'lead' },
+  { name: 'Backslash', email: null, phone_number: null, website: null, lifecycle_stage: 'lead' },
+  { name: 'ÄRGER ΟΔΟΣ İstanbul', email: null, phone_number: null, website: null, lifecycle_stage: 'lead' },
+];
+for (const fixture of fixtures) await created(a.call(memberA, 'POST', 'companies/', fixture));
+// Workspace B has look-alikes that A's searches must never return.
+await created(b.call(memberB, 'POST', 'companies/', { name: 'Northwind Beta', email: 'sales@zephyrmail.example' }));
+
+t.test('search matches a case-insensitive substring of name, email, phone_number or website', async (t) => {
+  t.same(await search('northWIND'), ['Northwind Traders'], 'name (and email, website) of one company');
+  t.same(await search('zephyrMAIL'), ['Contoso'], 'email only');
+  t.same(await search('867-5309'), ['Fabrikam'], 'phone_number only');
+  t.same(await search('quasartoys'), ['Tailspin'], 'website only');
+  t.same(await search('nothing like it'), [], 'no match');
+  t.same(await search(''), fixtures.map((f) => f.name).sort(), 'an empty term does not filter');
+});
+
+t.test('case folding beyond ASCII: umlauts, Greek capital sigma, dotted capital I', async (t) => {
+  for (const term of ['ärger', 'ÄRGER', 'οδοσ', 'ΟΔΟΣ', 'istanbul', 'İSTANBUL']) {
+    t.same(await search(term), ['ÄRGER ΟΔΟΣ İstanbul'], term);
+  }
+});
+
+t.test('the search follows updates of the searched fields', async (t) => {
+  const company = await created(a.call(memberA, 'POST', 'companies/', { name: 'Mutable', email: 'old@oldmail.example' }));
+  t.same(await search('oldmail'), ['Mutable']);
+  await a.call(memberA, 'PATCH', `companies/${company.id}/`, { email: 'new@newmail.example' });
+  t.same(await search('oldmail'), []);
+  t.same(await search('newmail'), ['Mutable']);
+  await a.call(memberA, 'DELETE', `companies/${company.id}/`);
+});
+
+t.test('%, _ and \\ in a term are literal characters', async (t) => {
+  t.same(await search('%'), ['100% Pure']);
+  t.same(await search('100%'), ['100% Pure']);
+  t.same(await search('_'), ['snake_case inc']);
+  t.same(await search('e_c'), ['snake_case inc']);
+  t.same(await search('\\'), ['Back\\slash']);
+  t.same(await search('k\\s'), ['Back\\slash']);
+});
+
+t.test('terms of one and two characters work too', async (t) => {
+  t.same(await search('q'), ['Tailspin'], 'one character, in the website');
+  t.same(await search('+1'), ['Fabrikam'], 'two characters, in the phone number');
+});
+
+t.test('lifecycle_stage filters, alone and with search', async (t) => {
+  t.same(await names('companies/?lifecycle_stage=customer'), ['Northwind Traders']);
+  t.same(await names('companies/?lifecycle_stage=prospect'), ['Fabrikam']);
+  t.same(await search('pure', '&lifecycle_stage=lead'), ['100 Pure', '100% Pure']);
+  t.same(await search('pure', '&lifecycle_stage=inactive'), []);
+});
+
+t.test('pages walk every company exactly once, newest first, while companies are inserted between pages', async (t) => {
+  const all = json<Array<{ id: string; created_at: string }>>(await a.call(viewerA, 'GET', 'companies/?limit=200'));
+  t.equal(all.length, fixtures.length);
+  const sorted = [...all].sort((x, y) => (x.created_at === y.created_at ? (x.id < y.id ? 1 : -1) : x.created_at < y.created_at ? 1 : -1));
+  t.same(all.map((c) => c.id), sorted.map((c) => c.id), 'newest first, ties by id');
+
+  const inserted: string[] = [];
+  const { ids, pages } = await walkPages(a, viewerA, 'companies/?limit=3', async (page) => {
+    inserted.push((await created(a.call(memberA, 'POST', 'companies/', { name: `Inserted during page ${page}` }))).id);
+  });
+  t.equal(pages, 4, '10 companies in pages of 3');
+  t.same(ids, all.map((c) => c.id), 'every company that existed once, in order; none inserted meanwhile');
+  t.equal(new Set(ids).size, ids.length, 'no duplicates');
+  t.equal(inserted.length, 3);
+
+  const filtered = await walkPages(a, viewerA, 'companies/?limit=1&lifecycle_stage=lead&search=pure');
+  t.equal(filtered.pages, 2, 'the next link keeps the filters');
+  t.equal(filtered.ids.length, 2);
+
+  const last = await a.call(viewerA, 'GET', 'companies/?limit=200');
+  t.notOk(last.headers.link, 'no Link header on the last page');
+  t.equal(json(last).length, fixtures.length + inserted.length);
+  await app.db.company.deleteMany({ where: { id: { in: inserted } } });
+});
+
+t.test('bad query parameters answer 400', async (t) => {
+  for (const query of [
+    'limit=0', 'limit=201', 'limit=abc', 'limit=1.5', 'cursor=bm90LWEtY3Vyc29y', 'cursor=%%%', 'lifecycle_stage=churned',
+    `search=${'x'.repeat(201)}`, 'search=a%0Ab', 'search=nwind%1Ftraders',
+  ]) {
+    const res = await a.call(viewerA, 'GET', `companies/?${query}`);
+    t.equal(res.statusCode, 400, query);
+    t.match(res.headers['content-type'], /^application\/problem\+json/);
+    t.equal(json(res).code, 'validation_failed', query);
+  }
+});
+
+t.test('another workspace sees none of these companies, whatever it searches', async (t) => {
+  t.same(await names('companies/', memberB, b), ['Northwind Beta']);
+  t.same(await names('companies/?search=Contoso', memberB, b), []);
+  t.same(await names('companies/?search=northwind', memberB, b), ['Northwind Beta']);
+  const aCompanies = json<Array<{ id: string }>>(await a.call(viewerA, 'GET', 'companies/?limit=200'));
+  const foreignCursor = Buffer.from(JSON.stringify([new Date().toISOString(), aCompanies[0]!.id])).toString('base64url');
+  t.same(await names(`companies/?cursor=${foreignCursor}`, memberB, b), ['Northwind Beta'], 'a cursor from A only positions');
+});
+
+t.test('the search column has a trigram index and is kept by the trigger, whoever writes', async (t) => {
+  const rows = await app.db.$queryRaw<Array<{ indexdef: string }>>`
+    SELECT indexdef FROM pg_indexes WHERE tablename = 'companies' AND indexdef LIKE '%gin_trgm_ops%'`;
+  t.same(rows.map((row) => /\("?(\w+)"? gin_trgm_ops\)/.exec(row.indexdef)?.[1]), ['search_text']);
+  const raw = await app.db.company.create({ data: { organizationId: a.id, name: 'Raw Insert', website: 'HTTPS://RAW.example', searchText: 'forged' } });
+  t.equal(raw.searchText, 'raw insert\u001fhttps://raw.example', 'computed by the database, not taken from the writer');
+  await app.db.company.delete({ where: { id: raw.id } });
+});

@@ -1,0 +1,129 @@
+// The tenant-scoped client: queries with no organization filter at all (a forgotten `where`) still read, update,
+// delete and create only the bound organization's rows; nested queries that could cross tenants are refused.
+import t from 'tap';
+import { scopeToOrganization, TenantScopeError } from '../../src/db/tenant-scope.js';
+import { companyService } from '../../src/modules/companies/service.js';
+import { buildTestApp } from '../helpers/app.js';
+import { createUser } from '../helpers/fixtures.js';
+
+const { app } = await buildTestApp(t);
+const db = app.db;
+const [orgA, orgB] = await Promise.all(['scope-a', 'scope-b'].map((slug) => db.organization.create({ data: { name: slug, slug } })));
+const A = orgA!.id;
+const B = orgB!.id;
+const user = await createUser(app, { membership: { organizationId: A, role: 'member' } });
+await db.membership.create({ data: { organizationId: B, userId: user.id, role: 'owner' } });
+
+async function seed(organizationId: string, prefix: string) {
+  const companies = await Promise.all(
+    [1, 2, 3].map((n) => db.company.create({ data: { organizationId, name: `${prefix} company ${n}` } })),
+  );
+  const contact = await db.contact.create({
+    data: { organizationId, companyId: companies[0]!.id, firstName: prefix, lastName: 'Contact' },
+  });
+  return { companies, contact };
+}
+const a = await seed(A, 'A');
+const b = await seed(B, 'B');
+const scoped = scopeToOrganization(db, A);
+const bSnapshot = async () => ({
+  companies: await db.company.findMany({ where: { organizationId: B }, orderBy: { id: 'asc' } }),
+  contacts: await db.contact.findMany({ where: { organizationId: B }, orderBy: { id: 'asc' } }),
+});
+const untouchedB = await bSnapshot();
+
+/** Prisma's "record to update/delete does not exist". */
+const notFoundError = { code: 'P2025' };
+
+t.test('reads without any filter see only the bound organization', async (t) => {
+  const companies = await scoped.company.findMany();
+  t.same(companies.map((c) => c.organizationId), [A, A, A]);
+  t.equal(await scoped.company.count(), 3);
+  t.equal(await scoped.contact.count(), 1);
+  t.same((await scoped.membership.findMany()).map((m) => m.organizationId), [A]);
+  t.equal(await scoped.company.findUnique({ where: { id: b.companies[0]!.id } }), null, 'findUnique by another tenant\'s id');
+  t.equal(await scoped.contact.findFirst({ where: { id: b.contact.id } }), null);
+  t.same(await scoped.company.findMany({ where: { organizationId: B } }), [], 'an explicit foreign filter narrows, never widens');
+  const grouped = await scoped.company.groupBy({ by: ['organizationId'], _count: true });
+  t.same(grouped, [{ organizationId: A, _count: 3 }]);
+  t.same((await scoped.organization.findMany()).map((o) => o.id), [A], 'the organization itself: only its own row');
+  t.equal(await scoped.organization.findUnique({ where: { id: B } }), null);
+  const withContacts = await scoped.company.findMany({ include: { contacts: true } });
+  t.same(withContacts.flatMap((c) => c.contacts.map((contact) => contact.id)), [a.contact.id], 'included relations stay inside');
+});
+
+t.test('a service called with the scoped client and no filter lists only its organization', async (t) => {
+  const rows = await companyService.list(scoped, {}, { limit: 100 });
+  t.same(rows.map((row) => row.id).sort(), a.companies.map((c) => c.id).sort());
+});
+
+t.test('updates and deletes without a filter touch only the bound organization', async (t) => {
+  const updated = await scoped.company.updateMany({ data: { lifecycleStage: 'customer' } });
+  t.equal(updated.count, 3);
+  await t.rejects(scoped.company.update({ where: { id: b.companies[1]!.id }, data: { name: 'hijacked' } }), notFoundError);
+  await t.rejects(scoped.contact.delete({ where: { id: b.contact.id } }), notFoundError);
+  await t.rejects(
+    companyService.update({ db: scoped, organizationId: A }, b.companies[1]!.id, { name: 'hijacked' }),
+    { status: 404, code: 'company_not_found' },
+  );
+  await t.rejects(companyService.remove(scoped, b.companies[2]!.id), { status: 404, code: 'company_not_found' });
+  await scoped.company.update({ where: { id: a.companies[1]!.id }, data: { organizationId: B, name: 'moved?' } });
+  t.equal((await db.company.findUniqueOrThrow({ where: { id: a.companies[1]!.id } })).organizationId, A, 'organizationId cannot be changed');
+  t.same(await bSnapshot(), untouchedB, 'the other organization is untouched');
+});
+
+t.test('creates always land in the bound organization', async (t) => {
+  const company = await scoped.company.create({ data: { organizationId: B, name: 'created with B' } });
+  t.equal(company.organizationId, A);
+  const many = await scoped.company.createManyAndReturn({ data: [{ organizationId: B, name: 'many 1' }, { organizationId: B, name: 'many 2' }] });
+  t.same(many.map((c) => c.organizationId), [A, A]);
+  const upserted = await scoped.company.upsert({
+    where: { id: b.companies[0]!.id },
+    create: { organizationId: B, name: 'upsert created' },
+    update: { name: 'upsert hijacked' },
+  });
+  t.equal(upserted.organizationId, A, 'upsert on another tenant\'s id creates in the own organization');
+  t.not(upserted.id, b.companies[0]!.id);
+  await t.rejects(
+    scoped.contact.create({ data: { organizationId: B, companyId: b.companies[0]!.id, firstName: 'X', lastName: 'Y' } }),
+    'a contact cannot point at another tenant\'s company (composite foreign key)',
+  );
+  t.same(await bSnapshot(), untouchedB);
+});
+
+t.test('interactive transactions keep the scope', async (t) => {
+  const seen = await scoped.$transaction(async (tx) => {
+    await tx.company.updateMany({ data: { website: 'https://in-tx.example' } });
+    return tx.company.findMany({ select: { organizationId: true } });
+  });
+  t.ok(seen.length > 0 && seen.every((row) => row.organizationId === A));
+  t.same(await bSnapshot(), untouchedB);
+});
+
+t.test('nested reads through a user and nested writes to tenant tables are refused', async (t) => {
+  const refused = TenantScopeError;
+  await t.rejects(scoped.user.findMany({ include: { memberships: true } }), refused, 'user → memberships');
+  await t.rejects(scoped.membership.findMany({ include: { user: { include: { memberships: true } } } }), refused, 'membership → user → memberships');
+  await t.rejects(scoped.membership.findMany({ where: { user: { memberships: { some: { organizationId: B } } } } }), refused, 'relation filter through a user');
+  await t.rejects(scoped.user.findMany({ select: { _count: true } }), refused, '_count of a user');
+  await t.rejects(
+    scoped.contact.update({ where: { id: a.contact.id }, data: { company: { connect: { id: b.companies[0]!.id } } } }),
+    refused,
+    'connect to another tenant\'s company',
+  );
+  await t.rejects(
+    scoped.company.update({ where: { id: a.companies[0]!.id }, data: { contacts: { deleteMany: {} } } }),
+    refused,
+    'nested write to contacts',
+  );
+  await t.rejects(scoped.organization.create({ data: { name: 'x', slug: 'x' } }), refused, 'creating an organization');
+  t.same(await bSnapshot(), untouchedB);
+  t.equal(await db.contact.count({ where: { organizationId: A } }), 1, 'own contacts untouched too');
+});
+
+t.test('finally, an unfiltered deleteMany removes only the bound organization\'s rows', async (t) => {
+  await scoped.contact.deleteMany();
+  await scoped.company.deleteMany();
+  t.equal(await db.company.count({ where: { organizationId: A } }), 0);
+  t.same(await bSnapshot(), untouchedB);
+});
