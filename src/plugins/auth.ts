@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import fastifyJwt from '@fastify/jwt';
 import type { FastifyRequest } from 'fastify';
 import { unauthorized } from '../lib/problem.js';
+import { isUuid } from '../lib/http-schemas.js';
 import { createTokenService, type TokenService } from '../modules/auth/token-service.js';
 
 export interface CurrentUser {
@@ -45,14 +46,19 @@ export default fp(
         throw invalidAccess();
       }
       if (claims.typ !== 'access' || typeof claims.sub !== 'string' || typeof claims.sid !== 'string') throw invalidAccess();
-      const [user, live] = await Promise.all([
-        app.db.user.findUnique({
-          where: { id: claims.sub },
-          select: { id: true, username: true, email: true, isSuperuser: true, tokenVersion: true },
-        }),
-        tokens.sessionIsLive(claims.sid),
-      ]);
-      if (!user || user.tokenVersion !== claims.ver || !live) throw invalidAccess();
+      if (!isUuid(claims.sub) || !isUuid(claims.sid)) throw invalidAccess();
+      // One round trip: the user and whether the token's session (refresh family) is still live (not logged out).
+      const { rows } = await app.pg.query<CurrentUser & { live: boolean }>({
+        name: 'authenticate-access-token',
+        text: `SELECT u.id, u.username, u.email, u.is_superuser AS "isSuperuser", u.token_version AS "tokenVersion",
+                 EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.family_id = $2 AND r.revoked_at IS NULL
+                         AND r.used_at IS NULL AND r.expires_at > now()) AS live
+               FROM users u WHERE u.id = $1`,
+        values: [claims.sub, claims.sid],
+      });
+      const row = rows[0];
+      if (!row || row.tokenVersion !== claims.ver || !row.live) throw invalidAccess();
+      const { live: _live, ...user } = row;
       return user;
     }
 

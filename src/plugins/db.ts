@@ -1,23 +1,26 @@
-// The Prisma client (driver adapter over node-postgres) as `app.db`, disconnected when the app closes.
+// The database: one node-postgres pool, shared by the Prisma client (`app.db`) and the hot-path lookups (`app.pg`).
 import fp from 'fastify-plugin';
+import pg from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '../generated/prisma/client.js';
 
 export type Db = PrismaClient;
 
-export function createDb(connectionString: string, poolSize = 10): Db {
-  const adapter = new PrismaPg({ connectionString, max: poolSize });
-  return new PrismaClient({ adapter });
-}
+const POOL_SIZE = 10;
 
 export default fp(
   async (app) => {
     const url = app.config.databaseUrl;
     if (!url) throw new Error('databaseUrl is not set: start the embedded PostgreSQL or set DATABASE_URL first.');
-    const db = createDb(url);
+    const pool = new pg.Pool({ connectionString: url, max: POOL_SIZE });
+    // An idle client losing its connection must not crash the process; the pool replaces it.
+    pool.on('error', (error) => app.log.warn({ err: error }, 'idle database connection failed'));
+    const db = new PrismaClient({ adapter: new PrismaPg(pool) });
     app.decorate('db', db);
+    app.decorate('pg', pool);
     app.addHook('onClose', async () => {
       await db.$disconnect();
+      if (!pool.ended) await pool.end();
     });
   },
   { name: 'db' },
@@ -26,5 +29,7 @@ export default fp(
 declare module 'fastify' {
   interface FastifyInstance {
     db: Db;
+    /** The raw pool, for the per-request lookups of authentication and tenancy (one round trip each). */
+    pg: pg.Pool;
   }
 }

@@ -28,18 +28,25 @@ export default fp(
       if (!user) throw unauthorized();
       const { organization_id: organizationId } = request.params as { organization_id?: string };
       if (!organizationId || !isUuid(organizationId)) throw organizationNotFound();
-      const membership = await app.db.membership.findUnique({
-        where: { organizationId_userId: { organizationId: organizationId.toLowerCase(), userId: user.id } },
-        include: { organization: true },
+      // One round trip per request: the membership and its (active) organization.
+      const { rows } = await app.pg.query<Organization & { membershipId: string; role: MembershipRole }>({
+        name: 'resolve-tenant',
+        text: `SELECT m.id AS "membershipId", m.role, o.id, o.name, o.slug, o.is_personal AS "isPersonal",
+                 o.personal_user_id AS "personalUserId", o.status, o.created_by_id AS "createdById",
+                 o.owner_email AS "ownerEmail", o.created_at AS "createdAt", o.updated_at AS "updatedAt"
+               FROM memberships m JOIN organizations o ON o.id = m.organization_id
+               WHERE m.organization_id = $1 AND m.user_id = $2 AND o.status = 'active'`,
+        values: [organizationId.toLowerCase(), user.id],
       });
-      if (!membership || membership.organization.status !== 'active') throw organizationNotFound();
-      const role = membership.role;
+      const found = rows[0];
+      if (!found) throw organizationNotFound();
+      const { membershipId, role, ...organization } = found;
       request.tenant = {
-        organization: membership.organization,
-        membershipId: membership.id,
+        organization,
+        membershipId,
         role,
         can: (capability) => roleCan(role, capability),
-        db: scopeToOrganization(app.db, membership.organizationId),
+        db: scopeToOrganization(app.db, organization.id),
       };
     });
 

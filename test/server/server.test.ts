@@ -46,7 +46,8 @@ async function startServer(env: Record<string, string>): Promise<Started> {
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}):\n${output}`);
     const ready = await fetch(`${origin}/readyz`).then((r) => r.status, () => 0);
-    if (ready === 200) return { child, origin, output: () => output };
+    // Ready, and the start-up banner (written just after listen) is out.
+    if (ready === 200 && output.includes('Swagger UI:')) return { child, origin, output: () => output };
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   child.kill('SIGKILL');

@@ -99,16 +99,7 @@ export function createTokenService(deps: { db: Db; jwt: JwtCodec; accessTtl: num
     await client.refreshToken.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: new Date() } });
   }
 
-  /** Whether a session (refresh family) still has a live refresh token, i.e. was not logged out or revoked. */
-  async function sessionIsLive(familyId: string): Promise<boolean> {
-    const live = await db.refreshToken.findFirst({
-      where: { familyId, revokedAt: null, usedAt: null, expiresAt: { gt: new Date() } },
-      select: { id: true },
-    });
-    return live !== null;
-  }
-
-  return { issuePair, rotate, revoke, revokeAllForUser, sessionIsLive };
+  return { issuePair, rotate, revoke, revokeAllForUser };
 }
 
 export type TokenService = ReturnType<typeof createTokenService>;
