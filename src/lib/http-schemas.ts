@@ -23,7 +23,7 @@ export const StrictObject = <T extends TProperties>(properties: T, options: Obje
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Path ids are checked before they reach a query, so a malformed one is a 404 like any unknown id, never a 500. */
-export const isUuid = (value: string): boolean => UUID_PATTERN.test(value);
+export const isUuid = (value: unknown): value is string => typeof value === 'string' && UUID_PATTERN.test(value);
 
 export const Uuid = (options: { description?: string } = {}) => Type.String({ format: 'uuid', ...options });
 export const Timestamp = (options: { description?: string } = {}) =>

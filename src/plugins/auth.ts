@@ -16,6 +16,29 @@ export interface CurrentUser {
 
 const invalidAccess = () => unauthorized('token_not_valid', 'Given token not valid for any token type.');
 
+export interface AccessClaims {
+  sub: string;
+  sid: string;
+  ver: number;
+}
+
+/**
+ * Columns (over `users u`, with the token's user id as $1 and session id as $2) that authenticate a request in the
+ * same round trip as whatever else a query fetches: the user, and whether the session (refresh family) is live.
+ */
+export const AUTHENTICATED_USER_COLUMNS = `u.id, u.username, u.email, u.is_superuser AS "isSuperuser",
+  u.token_version AS "tokenVersion",
+  EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.family_id = $2 AND r.revoked_at IS NULL
+          AND r.used_at IS NULL AND r.expires_at > now()) AS "sessionLive"`;
+
+export type AuthenticatedRow = CurrentUser & { sessionLive: boolean };
+
+/** 401 unless the row exists, carries the token's version (no password change since) and a live session. */
+export function checkAuthenticatedRow(row: AuthenticatedRow | undefined, claims: AccessClaims): CurrentUser {
+  if (!row || row.tokenVersion !== claims.ver || !row.sessionLive) throw invalidAccess();
+  return { id: row.id, username: row.username, email: row.email, isSuperuser: row.isSuperuser, tokenVersion: row.tokenVersion };
+}
+
 export default fp(
   async (app) => {
     await app.register(fastifyJwt, {
@@ -35,7 +58,8 @@ export default fp(
     app.decorate('tokens', tokens);
     app.decorateRequest('currentUser', null);
 
-    async function resolveUser(request: FastifyRequest): Promise<CurrentUser> {
+    /** Verifies the Bearer access token's signature, expiry and claims (no database access). */
+    function accessClaims(request: FastifyRequest): AccessClaims {
       const header = request.headers.authorization;
       const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
       if (!match?.[1]) throw unauthorized();
@@ -45,23 +69,22 @@ export default fp(
       } catch {
         throw invalidAccess();
       }
-      if (claims.typ !== 'access' || typeof claims.sub !== 'string' || typeof claims.sid !== 'string') throw invalidAccess();
-      if (!isUuid(claims.sub) || !isUuid(claims.sid)) throw invalidAccess();
-      // One round trip: the user and whether the token's session (refresh family) is still live (not logged out).
-      const { rows } = await app.pg.query<CurrentUser & { live: boolean }>({
-        name: 'authenticate-access-token',
-        text: `SELECT u.id, u.username, u.email, u.is_superuser AS "isSuperuser", u.token_version AS "tokenVersion",
-                 EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.family_id = $2 AND r.revoked_at IS NULL
-                         AND r.used_at IS NULL AND r.expires_at > now()) AS live
-               FROM users u WHERE u.id = $1`,
-        values: [claims.sub, claims.sid],
-      });
-      const row = rows[0];
-      if (!row || row.tokenVersion !== claims.ver || !row.live) throw invalidAccess();
-      const { live: _live, ...user } = row;
-      return user;
+      const { typ, sub, sid, ver } = claims;
+      if (typ !== 'access' || !isUuid(sub) || !isUuid(sid) || typeof ver !== 'number') throw invalidAccess();
+      return { sub, sid, ver };
     }
 
+    async function resolveUser(request: FastifyRequest): Promise<CurrentUser> {
+      const claims = accessClaims(request);
+      const { rows } = await app.pg.query<AuthenticatedRow>({
+        name: 'authenticate-access-token',
+        text: `SELECT ${AUTHENTICATED_USER_COLUMNS} FROM users u WHERE u.id = $1`,
+        values: [claims.sub, claims.sid],
+      });
+      return checkAuthenticatedRow(rows[0], claims);
+    }
+
+    app.decorate('accessClaims', accessClaims);
     app.decorate('authenticate', async (request: FastifyRequest) => {
       request.currentUser = await resolveUser(request);
     });
@@ -82,6 +105,8 @@ export function requireUser(request: FastifyRequest): CurrentUser {
 declare module 'fastify' {
   interface FastifyInstance {
     tokens: TokenService;
+    /** Verifies the Bearer access token without touching the database; throws 401. */
+    accessClaims: (request: FastifyRequest) => AccessClaims;
     authenticate: (request: FastifyRequest) => Promise<void>;
     authenticateOptional: (request: FastifyRequest) => Promise<void>;
   }

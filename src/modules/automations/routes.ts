@@ -33,8 +33,8 @@ const READ_NOTE = 'Needs VIEW_CRM (every role). ';
 const MANAGE_NOTE = 'Needs MANAGE_AUTOMATIONS (owner, admin): 403 otherwise. ';
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
-  const canView = [app.authenticate, app.resolveTenant, app.requireCapability('VIEW_CRM')];
-  const canManage = [app.authenticate, app.resolveTenant, app.requireCapability('MANAGE_AUTOMATIONS')];
+  const canView = [app.resolveTenant, app.requireCapability('VIEW_CRM')];
+  const canManage = [app.resolveTenant, app.requireCapability('MANAGE_AUTOMATIONS')];
   const tenantOf = (request: FastifyRequest): CrmScope => {
     const tenant = requireTenant(request);
     return { db: tenant.db, organizationId: tenant.organization.id };

@@ -57,8 +57,8 @@ export function registerRecordRoutes<S extends RecordSchemas, Row extends PagePo
   const { tag, names, path, idParam, schemas, service, notes } = collection;
   const item = `${path}:${idParam}/`;
   const one = names.one.toLowerCase();
-  const read = [app.authenticate, app.resolveTenant, app.requireCapability('VIEW_CRM')];
-  const write = [app.authenticate, app.resolveTenant, app.requireCapability('MANAGE_CRM')];
+  const read = [app.resolveTenant, app.requireCapability('VIEW_CRM')];
+  const write = [app.resolveTenant, app.requireCapability('MANAGE_CRM')];
   const common = { tags: [tag], security };
   const idOf = (request: FastifyRequest) => (request.params as Record<string, string>)[idParam]!;
 

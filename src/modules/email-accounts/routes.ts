@@ -29,7 +29,7 @@ const collection = '/organizations/:organization_id/email-accounts/';
 const item = '/organizations/:organization_id/email-accounts/:account_id/';
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
-  const guard = [app.authenticate, app.resolveTenant, app.requireCapability('MANAGE_SETTINGS')];
+  const guard = [app.resolveTenant, app.requireCapability('MANAGE_SETTINGS')];
   const deps = (request: FastifyRequest): EmailAccountDeps => {
     const tenant = requireTenant(request);
     return { db: tenant.db, organization: tenant.organization, encryptionKey: app.config.emailEncryptionKey };

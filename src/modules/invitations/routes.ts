@@ -37,7 +37,7 @@ function managerOf(request: FastifyRequest): InvitationManager {
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
   const deps = { db: app.db, appUrl: app.config.appUrl, tokens: app.tokens };
-  const manage = [app.authenticate, app.resolveTenant, app.requireCapability('MANAGE_MEMBERS')];
+  const manage = [app.resolveTenant, app.requireCapability('MANAGE_MEMBERS')];
   // Counted only for callers allowed to send, so refused attempts do not use up anyone's quota.
   const send = [...manage, app.rateLimitPreset('invitations')];
 

@@ -29,7 +29,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         querystring: PageQuerySchema,
         response: responses({ 200: pageResponse(MemberSchema, 'Members, newest first.') }, 401, 403, 404),
       },
-      preHandler: [app.authenticate, app.resolveTenant, app.requireCapability('MANAGE_MEMBERS')],
+      preHandler: [app.resolveTenant, app.requireCapability('MANAGE_MEMBERS')],
     },
     async (request, reply) => {
       const page = pageOf(request.query);
@@ -54,7 +54,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         body: MemberUpdateSchema,
         response: responses({ 200: MemberSchema }, 401, 403, 404),
       },
-      preHandler: [app.authenticate, app.resolveTenant, app.requireCapability('MANAGE_MEMBERS')],
+      preHandler: [app.resolveTenant, app.requireCapability('MANAGE_MEMBERS')],
     },
     async (request) => updateMemberRole(memberContext(request), request.params.membership_id, request.body.role),
   );
@@ -74,7 +74,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         params: MemberParamsSchema,
         response: responses({ 204: NoContent }, 401, 403, 404),
       },
-      preHandler: [app.authenticate, app.resolveTenant],
+      preHandler: [app.resolveTenant],
     },
     async (request, reply) => {
       await removeMember(memberContext(request), request.params.membership_id);

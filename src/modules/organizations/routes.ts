@@ -157,7 +157,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         params: OrganizationParamsSchema,
         response: responses({ 200: Type.Ref(OrganizationSchema) }, 401, 403, 404),
       },
-      preHandler: [app.authenticate, app.resolveTenant, app.requireCapability('VIEW_CRM')],
+      preHandler: [app.resolveTenant, app.requireCapability('VIEW_CRM')],
     },
     async (request) => {
       const tenant = requireTenant(request);
@@ -177,7 +177,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         params: OrganizationParamsSchema,
         response: responses({ 204: NoContent }, 401, 403, 404),
       },
-      preHandler: [app.authenticate, app.resolveTenant, app.requireCapability('DELETE_ORGANIZATION')],
+      preHandler: [app.resolveTenant, app.requireCapability('DELETE_ORGANIZATION')],
     },
     async (request, reply) => {
       await deleteOrganization(app.db, requireTenant(request).organization);
