@@ -3,7 +3,13 @@ import argon2 from 'argon2';
 
 export const MAX_PASSWORD_BYTES = 1024;
 
-export const hashPassword = (password: string): Promise<string> => argon2.hash(password, { type: argon2.argon2id });
+/**
+ * OWASP's argon2id baseline (19 MiB, 2 passes, 1 lane): the library default's 64 MiB per hash would dominate the
+ * server's memory under concurrent sign-ins. Parameters travel inside each hash, so older hashes still verify.
+ */
+const HASH_OPTIONS = { type: argon2.argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
+
+export const hashPassword = (password: string): Promise<string> => argon2.hash(password, HASH_OPTIONS);
 
 export async function verifyPassword(hash: string, password: string): Promise<boolean> {
   if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) return false;
