@@ -4,8 +4,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
-import { connectionFields, openSchemaEngine } from './wasm-schema-engine.mjs';
+import { adminQuery, connectionFields, openSchemaEngine } from './wasm-schema-engine.mjs';
 
 /** Parses the native engine's command line: --datamodels (repeated), --datasource, ... then optionally `cli <command>`. */
 function parseArgs(argv) {
@@ -50,16 +49,7 @@ async function runCliCommand(command, url) {
   if (!url) return failCliCommand('P1012', 'The datasource URL is empty: set DATABASE_URL.');
   const fields = connectionFields(url);
   const where = `${fields.host}:${fields.port}`;
-  const query = async (database, sql) => {
-    const client = new pg.Client({ ...fields, database });
-    client.on('error', () => {});
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
+  const query = (database, sql) => adminQuery({ ...fields, database }, sql);
   try {
     if (command === 'can-connect-to-database') await query(fields.database, 'SELECT 1');
     else if (command === 'create-database') await query('postgres', `CREATE DATABASE "${fields.database.replaceAll('"', '""')}"`);

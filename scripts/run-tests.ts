@@ -22,7 +22,7 @@ function runTap(args: string[], templateUrl: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const tap = spawn(path.join(projectRoot, 'node_modules', '.bin', 'tap'), args, {
       cwd: projectRoot,
-      stdio: 'inherit',
+      stdio: ['inherit', 'pipe', 'inherit'],
       detached: true,
       env: { ...process.env, TEST_DATABASE_URL: templateUrl },
     });
@@ -43,12 +43,20 @@ function runTap(args: string[], templateUrl: string): Promise<number> {
     };
     process.on('SIGINT', forward);
     process.on('SIGTERM', forward);
+    // tap's output passes through; its closing summary is kept to restate it as a plain "N passed, N failed" line.
+    let tail = '';
+    tap.stdout!.on('data', (chunk: Buffer) => {
+      process.stdout.write(chunk);
+      tail = (tail + chunk.toString()).slice(-4096);
+    });
     tap.once('error', reject);
     tap.once('exit', (code, signal) => {
       clearTimeout(killTimer);
       process.removeListener('SIGINT', forward);
       process.removeListener('SIGTERM', forward);
       if (signalled !== undefined) signalGroup('SIGKILL'); // test processes tap left behind
+      const summary = /# \{ total: (\d+), pass: (\d+)(?:, fail: (\d+))?/.exec(tail);
+      if (summary) process.stdout.write(`\nassertions: ${summary[2]} passed, ${summary[3] ?? 0} failed\n`);
       const interruptedBy = signalled ?? signal ?? undefined;
       resolve(interruptedBy !== undefined ? (SIGNAL_EXIT_CODES[interruptedBy] ?? 1) : (code ?? 1));
     });

@@ -99,7 +99,8 @@ function patchQueryable(queryable) {
   return queryable;
 }
 
-async function adminQuery(fields, sql) {
+/** Runs one statement on the server of `fields` (database included), ignoring a dropped connection's late errors. */
+export async function adminQuery(fields, sql) {
   const client = new pg.Client(fields);
   client.on('error', () => {});
   await client.connect();

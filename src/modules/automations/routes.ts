@@ -1,11 +1,11 @@
 // Routes of the automations area: rules, the synchronous test run, and run history of an organization.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { requireTenant } from '../../plugins/tenancy.js';
 import { OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
 import { defaultEmptyBody } from '../../lib/optional-body.js';
 import { PageQuerySchema, pageOf, pageResponse, paginate, type PagePosition, type PageRequest } from '../../lib/pagination.js';
 import type { CrmScope } from '../crm/record-service.js';
+import { scopeOf } from '../crm/record-routes.js';
 import {
   AutomationCreateSchema,
   AutomationParamsSchema,
@@ -35,10 +35,6 @@ const MANAGE_NOTE = 'Needs MANAGE_AUTOMATIONS (owner, admin): 403 otherwise. ';
 const routes: FastifyPluginAsyncTypebox = async (app) => {
   const canView = [app.resolveTenant, app.requireCapability('VIEW_CRM')];
   const canManage = [app.resolveTenant, app.requireCapability('MANAGE_AUTOMATIONS')];
-  const tenantOf = (request: FastifyRequest): CrmScope => {
-    const tenant = requireTenant(request);
-    return { db: tenant.db, organizationId: tenant.organization.id };
-  };
   /** One page of a newest-first list: loads `limit + 1` rows, sets the Link header, maps the rows to API bodies. */
   async function respondWithPage<T extends PagePosition, D>(
     request: FastifyRequest,
@@ -47,7 +43,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     toDto: (row: T) => D,
   ): Promise<D[]> {
     const page = pageOf(request.query as { limit?: number; cursor?: string });
-    return paginate(request, reply, await load(tenantOf(request), page), page.limit).map(toDto);
+    return paginate(request, reply, await load(scopeOf(request), page), page.limit).map(toDto);
   }
 
   app.get(
@@ -90,7 +86,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: canManage,
     },
     async (request, reply) => {
-      const automation = await createAutomation(tenantOf(request), request.body, {
+      const automation = await createAutomation(scopeOf(request), request.body, {
         encryptionKey: app.config.emailEncryptionKey,
         allowPrivateTargets: app.config.webhookAllowPrivate,
       });
@@ -128,7 +124,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
       preHandler: canView,
     },
-    async (request) => toAutomationDto(await getAutomation(tenantOf(request), request.params.automation_id)),
+    async (request) => toAutomationDto(await getAutomation(scopeOf(request), request.params.automation_id)),
   );
 
   app.get(
@@ -169,7 +165,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: canManage,
     },
     async (request, reply) => {
-      const run = await testAutomation(tenantOf(request), request.params.automation_id, request.body, {
+      const run = await testAutomation(scopeOf(request), request.params.automation_id, request.body, {
         db: app.db,
         encryptionKey: app.config.emailEncryptionKey,
         allowPrivateTargets: app.config.webhookAllowPrivate,

@@ -45,7 +45,8 @@ export interface RecordCollection<S extends RecordSchemas, Row extends PagePosit
 
 const security = [{ bearerAuth: [] }];
 
-function scopeOf(request: FastifyRequest): CrmScope {
+/** The CRM scope (tenant-bound client and organization id) of a route guarded by `app.resolveTenant`. */
+export function scopeOf(request: FastifyRequest): CrmScope {
   const tenant = requireTenant(request);
   return { db: tenant.db, organizationId: tenant.organization.id };
 }
