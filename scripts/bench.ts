@@ -179,7 +179,9 @@ async function startServer(databaseUrl: string, dataDir: string): Promise<Server
   const entry = path.join(projectRoot, 'dist', 'src', 'server.js');
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
   const port = await freePort();
-  const child = spawn(process.execPath, [entry], {
+  // Started by `npm start`'s own command line (with its node flags); its `exec` makes the shell's PID the server's.
+  const { scripts } = JSON.parse(await readFile(path.join(projectRoot, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const child = spawn('/bin/sh', ['-c', scripts.start], {
     cwd: projectRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
