@@ -2,7 +2,7 @@
 import fp from 'fastify-plugin';
 import fastifyJwt from '@fastify/jwt';
 import type { FastifyRequest } from 'fastify';
-import { unauthorized } from '../lib/problem.js';
+import { forbidden, unauthorized } from '../lib/problem.js';
 import { isUuid } from '../lib/http-schemas.js';
 import { createTokenService, type TokenService } from '../modules/auth/token-service.js';
 
@@ -95,6 +95,11 @@ export default fp(
   },
   { name: 'auth', dependencies: ['db'] },
 );
+
+/** 403 unless the user is an installation administrator; `action` completes "Only an installation administrator can …". */
+export function assertInstallationAdmin(user: CurrentUser, action: string): void {
+  if (!user.isSuperuser) throw forbidden('installation_admin_required', `Only an installation administrator can ${action}.`);
+}
 
 /** The signed-in user of a route guarded by `app.authenticate`. */
 export function requireUser(request: FastifyRequest): CurrentUser {

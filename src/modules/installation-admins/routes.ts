@@ -1,7 +1,7 @@
 // Routes of installation-administrator invitations: the list and sending (installation admins), preview and accept.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { requireUser } from '../../plugins/auth.js';
+import { assertInstallationAdmin, requireUser } from '../../plugins/auth.js';
 import { responses } from '../../lib/http-schemas.js';
 import { defaultEmptyBody } from '../../lib/optional-body.js';
 import { AcceptBodySchema, LinkTokenParamsSchema } from '../invitations/schemas.js';
@@ -15,7 +15,6 @@ import {
 import {
   acceptAdminInvitation,
   adminOverview,
-  assertInstallationAdmin,
   inviteAdmin,
   previewAdminInvitation,
 } from './service.js';
@@ -23,7 +22,7 @@ import {
 const security = [{ bearerAuth: [] }];
 const tags = ['installation-admins'];
 
-const requireInstallationAdmin = async (request: FastifyRequest) => assertInstallationAdmin(requireUser(request));
+const requireInstallationAdmin = async (request: FastifyRequest) => assertInstallationAdmin(requireUser(request), 'manage installation administrators');
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
   const deps = { db: app.db, appUrl: app.config.appUrl, tokens: app.tokens };

@@ -2,7 +2,7 @@
 import type { InstallationAdminInvitation } from '../../generated/prisma/client.js';
 import type { Db } from '../../plugins/db.js';
 import type { CurrentUser } from '../../plugins/auth.js';
-import { conflict, forbidden } from '../../lib/problem.js';
+import { conflict } from '../../lib/problem.js';
 import { sha256Hex } from '../../lib/crypto.js';
 import { newestFirst } from '../../lib/pagination.js';
 import type { TokenService } from '../auth/token-service.js';
@@ -18,13 +18,6 @@ export interface AdminInvitationDeps {
   /** SERVICE_APP_URL, for the link. */
   appUrl: string;
   tokens: TokenService;
-}
-
-/** 403 unless the signed-in user is an installation administrator. */
-export function assertInstallationAdmin(user: CurrentUser): void {
-  if (!user.isSuperuser) {
-    throw forbidden('installation_admin_required', 'Only an installation administrator can manage installation administrators.');
-  }
 }
 
 const toAdminInvitationDto = (invitation: InstallationAdminInvitation): AdminInvitationDto => ({

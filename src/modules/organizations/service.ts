@@ -2,7 +2,7 @@
 // handoffs (list, resend, cancel), personal workspaces, and deletion.
 import type { Organization, Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../../plugins/db.js';
-import type { CurrentUser } from '../../plugins/auth.js';
+import { assertInstallationAdmin, type CurrentUser } from '../../plugins/auth.js';
 import { conflict, forbidden, notFound } from '../../lib/problem.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import { isUniqueViolation } from '../../lib/prisma-errors.js';
@@ -75,9 +75,7 @@ async function createWithSlug<T>(
  * admin membership, and the Owner invitation is queued in the same transaction (no SMTP → 400, nothing created).
  */
 export async function createOrganization(deps: ProvisioningDeps, actor: CurrentUser, input: OrganizationCreate): Promise<OrganizationCreatedDto> {
-  if (!actor.isSuperuser) {
-    throw forbidden('installation_admin_required', 'Only an installation administrator can create a shared workspace.');
-  }
+  assertInstallationAdmin(actor, 'create a shared workspace');
   const ownerEmail = input.owner_email.toLowerCase();
   const selfOwned = ownerEmail === actor.email.toLowerCase();
   return createWithSlug(deps.db, { requested: input.slug, base: slugify(input.name) }, async (tx, slug) => {
