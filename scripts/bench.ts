@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -317,14 +317,23 @@ function printTable(rows: Row[], seeded: Seeded, share: number): void {
   );
 }
 
+/**
+ * Development knobs (the official figures use neither): BENCH_DIR keeps the seeded cluster in that folder and reuses
+ * it on the next run (seeding is skipped); BENCH_ONLY runs only the scenarios whose names start with one of its
+ * comma-separated prefixes.
+ */
+const keptDir = process.env.BENCH_DIR ? path.resolve(process.env.BENCH_DIR) : undefined;
+const only = process.env.BENCH_ONLY?.split(',').map((prefix) => prefix.trim()).filter(Boolean);
+
 async function main(): Promise<void> {
-  const workDir = await mkdtemp(path.join(tmpdir(), 'crm-bench-'));
+  const reuse = keptDir !== undefined && existsSync(path.join(keptDir, 'seeded.json'));
+  const workDir = keptDir ?? (await mkdtemp(path.join(tmpdir(), 'crm-bench-')));
   let postgres: RunningPostgres | undefined;
   let server: Server | undefined;
   const cleanup = async () => {
     if (server) await stopServer(server);
     if (postgres) await postgres.stop();
-    await rm(workDir, { recursive: true, force: true });
+    if (!keptDir) await rm(workDir, { recursive: true, force: true });
   };
   const onSignal = () => {
     cleanup().finally(() => process.exit(130));
@@ -335,8 +344,15 @@ async function main(): Promise<void> {
     // The cluster goes straight into the temporary folder: startEmbeddedPostgres opens it to PostgreSQL's user (root runs).
     postgres = await startEmbeddedPostgres({ dataDir: workDir });
     await applyMigrations(postgres.url);
-    const seeded = await seed(postgres.url);
-    log(`seeded in ${seeded.seconds.toFixed(1)} s`);
+    let seeded: Seeded;
+    if (reuse) {
+      seeded = JSON.parse(await readFile(path.join(workDir, 'seeded.json'), 'utf8')) as Seeded;
+      log(`reusing the data seeded in ${workDir}`);
+    } else {
+      seeded = await seed(postgres.url);
+      log(`seeded in ${seeded.seconds.toFixed(1)} s`);
+      if (keptDir) await writeFile(path.join(workDir, 'seeded.json'), JSON.stringify(seeded));
+    }
     const share = await searchShare(postgres.url, seeded.organizationId);
     server = await startServer(postgres.url, path.join(workDir, 'app'));
     const token = await signIn(server.origin);
@@ -349,7 +365,7 @@ async function main(): Promise<void> {
       { name: 'GET /auth/me/', path: '/api/v1/auth/me/' },
     ];
     const rows: Row[] = [];
-    for (const scenario of scenarios) rows.push(await run(server, token, scenario));
+    for (const scenario of scenarios.filter((s) => !only || only.some((prefix) => s.name.startsWith(prefix)))) rows.push(await run(server, token, scenario));
     printTable(rows, seeded, share);
   } catch (error) {
     if (server) process.stderr.write(server.output.join(''));
