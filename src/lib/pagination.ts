@@ -63,17 +63,32 @@ export const pageOf = (query: { limit?: number; cursor?: string }): PageRequest 
 /** Newest first, ties broken by id: a total order, so pages never overlap or skip. */
 export const newestFirst = [{ createdAt: 'desc' as const }, { id: 'desc' as const }];
 
+/** The position of a row in API shape: `created_at` an ISO 8601 string. */
+export const positionOfApiRow = (row: { created_at: string; id: string }): PagePosition => ({
+  createdAt: new Date(row.created_at),
+  id: row.id,
+});
+
 /**
  * Given `limit + 1` rows fetched in newest-first order, returns the page and sets the `Link: rel="next"` header
  * when more rows exist.
  */
-export function paginate<T extends PagePosition>(request: FastifyRequest, reply: FastifyReply, rows: T[], limit: number): T[] {
+export function paginate<T extends PagePosition>(request: FastifyRequest, reply: FastifyReply, rows: T[], limit: number): T[];
+/** The same for rows whose position `positionOf` tells (rows already in API shape: see `positionOfApiRow`). */
+export function paginate<T>(request: FastifyRequest, reply: FastifyReply, rows: T[], limit: number, positionOf: (row: T) => PagePosition): T[];
+export function paginate<T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  rows: T[],
+  limit: number,
+  positionOf = (row: T) => row as unknown as PagePosition,
+): T[] {
   if (rows.length <= limit) return rows;
   const page = rows.slice(0, limit);
   const last = page[page.length - 1]!;
   const [path, query = ''] = request.url.split('?');
   const params = new URLSearchParams(query);
-  params.set('cursor', encodeCursor(last));
+  params.set('cursor', encodeCursor(positionOf(last)));
   params.set('limit', String(limit));
   reply.header('link', `<${path}?${params.toString()}>; rel="next"`);
   return page;

@@ -6,7 +6,7 @@
 // when they are common (the planner picks from the column statistics). Search terms may not contain control
 // characters, so a match never spans two columns.
 
-/** Escapes LIKE's wildcards (`%`, `_`) and its escape character (`\`, PostgreSQL's default), which Prisma does not. */
+/** Escapes LIKE's wildcards (`%`, `_`) and its escape character (`\`, PostgreSQL's default). */
 const escapeLike = (term: string): string => term.replace(/[\\%_]/g, '\\$&');
 
 /**
@@ -22,7 +22,5 @@ function foldCase(text: string): string {
 /** The pattern a `search` query parameter must match: no control characters (U+0000–U+001F). */
 export const SEARCH_TERM_PATTERN = '^[^\\u0000-\\u001f]*$';
 
-/** Prisma `where` fragment on a model's `searchText`; no term or an empty one: no condition. */
-export function searchTextFilter(term: string | undefined) {
-  return term ? { searchText: { contains: escapeLike(foldCase(term)) } } : {};
-}
+/** The LIKE pattern (`%term%`) that finds a search term in `search_text`. */
+export const searchPattern = (term: string): string => `%${escapeLike(foldCase(term))}%`;

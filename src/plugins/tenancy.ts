@@ -7,6 +7,7 @@ import { AUTHENTICATED_USER_COLUMNS, checkAuthenticatedRow, type AuthenticatedRo
 import { roleCan, type Capability } from '../lib/capabilities.js';
 import { isUuid } from '../lib/http-schemas.js';
 import { scopeToOrganization, type TenantDb } from '../db/tenant-scope.js';
+import { scopePages, type TenantPages } from '../db/tenant-pages.js';
 
 export interface Tenant {
   organization: Organization;
@@ -15,6 +16,8 @@ export interface Tenant {
   can(capability: Capability): boolean;
   /** Prisma client bound to this organization: tenant tables can only be read and written inside it. */
   db: TenantDb;
+  /** Raw-SQL keyset pages of this organization's tenant tables (the CRM lists). */
+  pages: TenantPages;
 }
 
 /** The organization columns of the tenancy query; all null when the caller has no membership in an active one. */
@@ -61,6 +64,7 @@ export default fp(
         role,
         can: (capability) => roleCan(role, capability),
         db: scopeToOrganization(app.db, organization.id),
+        pages: scopePages(app.pg, organization.id),
       };
     });
 

@@ -1,8 +1,10 @@
-// The tenant-scoped client: queries with no organization filter at all (a forgotten `where`) still read, update,
-// delete and create only the bound organization's rows; nested queries that could cross tenants are refused.
+// The tenant-scoped client and page reader: queries with no organization filter at all (a forgotten `where`) still
+// read, update, delete and create only the bound organization's rows; nested queries that could cross tenants are refused.
 import t from 'tap';
 import { scopeToOrganization, TenantScopeError } from '../../src/db/tenant-scope.js';
+import { scopePages } from '../../src/db/tenant-pages.js';
 import { companyService } from '../../src/modules/companies/service.js';
+import { contactService } from '../../src/modules/contacts/service.js';
 import { buildTestApp } from '../helpers/app.js';
 import { createUser } from '../helpers/fixtures.js';
 
@@ -52,9 +54,18 @@ t.test('reads without any filter see only the bound organization', async (t) => 
   t.same(withContacts.flatMap((c) => c.contacts.map((contact) => contact.id)), [a.contact.id], 'included relations stay inside');
 });
 
-t.test('a service called with the scoped client and no filter lists only its organization', async (t) => {
-  const rows = await companyService.list(scoped, {}, { limit: 100 });
-  t.same(rows.map((row) => row.id).sort(), a.companies.map((c) => c.id).sort());
+t.test('the raw-SQL page reader of a list, called with no filter, reads only its organization', async (t) => {
+  const pages = scopePages(app.pg, A);
+  const companies = await companyService.list(pages, {}, { limit: 100 });
+  t.same(companies.map((row) => row.id).sort(), a.companies.map((c) => c.id).sort());
+  const contacts = await contactService.list(pages, {}, { limit: 100 });
+  t.same(contacts.map((row) => row.id), [a.contact.id]);
+  t.same(await companyService.list(pages, { search: 'B company' }, { limit: 100 }), [], 'a term only the other tenant has');
+  t.same(await contactService.list(pages, { companyId: b.companies[0]!.id }, { limit: 100 }), [], 'the other tenant\'s company');
+  const [newestOfB] = await companyService.list(scopePages(app.pg, B), {}, { limit: 1 });
+  const after = { createdAt: new Date(newestOfB!.created_at), id: newestOfB!.id };
+  const afterForeignCursor = await companyService.list(pages, {}, { after, limit: 100 });
+  t.ok(afterForeignCursor.every((row) => a.companies.some((c) => c.id === row.id)), 'a cursor from the other tenant');
 });
 
 t.test('updates and deletes without a filter touch only the bound organization', async (t) => {

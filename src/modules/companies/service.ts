@@ -1,9 +1,8 @@
 // Companies of one organization: the queries behind the shared CRM record behaviour (list with search, lifecycle
 // stage and keyset pages, read, create, partial update, delete).
 import type { Prisma } from '../../generated/prisma/client.js';
-import { afterPosition, newestFirst } from '../../lib/pagination.js';
+import { pageTable } from '../../db/tenant-pages.js';
 import { notFound } from '../../lib/problem.js';
-import { searchTextFilter } from '../../lib/text-search.js';
 import { recordService } from '../crm/record-service.js';
 import type { CompanyCreate, CompanyDto, CompanyUpdate } from './schemas.js';
 
@@ -33,6 +32,13 @@ export function toCompanyDto(company: CompanyRow): CompanyDto {
   };
 }
 
+/** The list reads the API fields straight from SQL (see db/tenant-pages.ts). */
+const companyPage = pageTable<CompanyDto, 'lifecycle_stage'>(
+  'companies',
+  ['id', 'name', 'email', 'phone_number', 'website', 'lifecycle_stage'],
+  ['lifecycle_stage'],
+);
+
 /** The columns a body sets; absent fields stay undefined (unchanged), `organization`/`organization_id` are dropped. */
 const companyColumns = (input: CompanyUpdate) => ({
   name: input.name,
@@ -46,13 +52,8 @@ export const companyService = recordService({
   event: 'company',
   toDto: toCompanyDto,
   notFound: () => notFound('Company not found.', 'company_not_found'),
-  list: (db, filters: { search?: string; lifecycleStage?: CompanyRow['lifecycleStage'] }, page) =>
-    db.company.findMany({
-      select: companyBody,
-      where: { lifecycleStage: filters.lifecycleStage, ...afterPosition(page.after), ...searchTextFilter(filters.search) },
-      orderBy: newestFirst,
-      take: page.limit + 1,
-    }),
+  list: (pages, filters: { search?: string; lifecycleStage?: CompanyDto['lifecycle_stage'] }, page) =>
+    pages.read(companyPage, { equals: { lifecycle_stage: filters.lifecycleStage }, search: filters.search, ...page }),
   find: (db, id) => db.company.findUnique({ select: companyBody, where: { id } }),
   insert: (tx, body: CompanyCreate, organizationId) =>
     tx.company.create({ select: companyBody, data: { ...companyColumns(body), name: body.name, organizationId } }),

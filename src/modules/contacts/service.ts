@@ -2,9 +2,8 @@
 // filter and keyset pages, read, create, partial update, delete). A contact's company must belong to the same
 // organization: the composite foreign key (organization_id, company_id) guarantees it, and its violation is a 400.
 import type { Prisma } from '../../generated/prisma/client.js';
-import { afterPosition, newestFirst } from '../../lib/pagination.js';
+import { pageTable } from '../../db/tenant-pages.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
-import { searchTextFilter } from '../../lib/text-search.js';
 import { recordService } from '../crm/record-service.js';
 import type { ContactCreate, ContactDto, ContactUpdate } from './schemas.js';
 
@@ -38,6 +37,13 @@ export function toContactDto(contact: ContactRow): ContactDto {
   };
 }
 
+/** The list reads the API fields straight from SQL (see db/tenant-pages.ts). */
+const contactPage = pageTable<ContactDto, 'company_id'>(
+  'contacts',
+  ['id', 'company_id', 'first_name', 'last_name', 'email', 'phone_number', 'department', 'job_title'],
+  ['company_id'],
+);
+
 /** The columns a body sets; absent fields stay undefined (unchanged), `organization`/`organization_id` are dropped. */
 const contactColumns = (input: ContactUpdate) => ({
   companyId: input.company_id,
@@ -55,13 +61,8 @@ export const contactService = recordService({
   notFound: () => notFound('Contact not found.', 'contact_not_found'),
   /** A company of another organization is indistinguishable from a missing one. */
   invalidReference: () => validationFailed({ company_id: ['No such company in this organization.'] }),
-  list: (db, filters: { search?: string; companyId?: string }, page) =>
-    db.contact.findMany({
-      select: contactBody,
-      where: { companyId: filters.companyId, ...afterPosition(page.after), ...searchTextFilter(filters.search) },
-      orderBy: newestFirst,
-      take: page.limit + 1,
-    }),
+  list: (pages, filters: { search?: string; companyId?: string }, page) =>
+    pages.read(contactPage, { equals: { company_id: filters.companyId }, search: filters.search, ...page }),
   find: (db, id) => db.contact.findUnique({ select: contactBody, where: { id } }),
   insert: (tx, body: ContactCreate, organizationId) =>
     tx.contact.create({

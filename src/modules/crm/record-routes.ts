@@ -3,8 +3,9 @@
 import type { Static, TObject } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantDb } from '../../db/tenant-scope.js';
+import type { TenantPages } from '../../db/tenant-pages.js';
 import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
-import { DEFAULT_LIMIT, decodeCursor, pageResponse, paginate, type PagePosition } from '../../lib/pagination.js';
+import { DEFAULT_LIMIT, decodeCursor, pageResponse, paginate, positionOfApiRow, type PagePosition } from '../../lib/pagination.js';
 import { requireTenant } from '../../plugins/tenancy.js';
 import type { CrmScope } from './record-service.js';
 
@@ -19,16 +20,15 @@ export interface RecordSchemas {
 }
 
 /** What the routes call (a `recordService`); the service owns the behaviour. */
-export interface RecordService<S extends RecordSchemas, Row extends PagePosition, Filters> {
-  list(db: TenantDb, filters: Filters, page: { after?: PagePosition; limit: number }): Promise<Row[]>;
-  toDto(row: Row): Static<S['record']>;
+export interface RecordService<S extends RecordSchemas, Filters> {
+  list(pages: TenantPages, filters: Filters, page: { after?: PagePosition; limit: number }): Promise<ApiRecord<S>[]>;
   get(db: TenantDb, id: string): Promise<Static<S['record']>>;
   create(scope: CrmScope, body: Static<S['create']>): Promise<Static<S['record']>>;
   update(scope: CrmScope, id: string, body: Static<S['update']>): Promise<Static<S['record']>>;
   remove(db: TenantDb, id: string): Promise<void>;
 }
 
-export interface RecordCollection<S extends RecordSchemas, Row extends PagePosition, Filters> {
+export interface RecordCollection<S extends RecordSchemas, Filters> {
   tag: string;
   /** Names in operationIds and summaries: `{one: 'Company', many: 'Companies'}`. */
   names: { one: string; many: string };
@@ -40,8 +40,11 @@ export interface RecordCollection<S extends RecordSchemas, Row extends PagePosit
   filters(query: Static<S['listQuery']>): Filters;
   /** Extra documentation per endpoint, where the collection differs from the common behaviour. */
   notes: { list: string; create: string; update: string; delete: string };
-  service: RecordService<S, Row, Filters>;
+  service: RecordService<S, Filters>;
 }
+
+/** A record in API shape: every collection's has an `id` and an ISO `created_at` (the keyset position). */
+type ApiRecord<S extends RecordSchemas> = Static<S['record']> & { id: string; created_at: string };
 
 const security = [{ bearerAuth: [] }];
 
@@ -51,9 +54,9 @@ export function scopeOf(request: FastifyRequest): CrmScope {
   return { db: tenant.db, organizationId: tenant.organization.id };
 }
 
-export function registerRecordRoutes<S extends RecordSchemas, Row extends PagePosition, Filters>(
+export function registerRecordRoutes<S extends RecordSchemas, Filters>(
   app: FastifyInstance,
-  collection: RecordCollection<S, Row, Filters>,
+  collection: RecordCollection<S, Filters>,
 ): void {
   const { tag, names, path, idParam, schemas, service, notes } = collection;
   const item = `${path}:${idParam}/`;
@@ -80,8 +83,8 @@ export function registerRecordRoutes<S extends RecordSchemas, Row extends PagePo
     async (request: FastifyRequest, reply: FastifyReply) => {
       const query = request.query as Static<S['listQuery']> & { limit?: number; cursor?: string };
       const limit = query.limit ?? DEFAULT_LIMIT;
-      const rows = await service.list(requireTenant(request).db, collection.filters(query), { after: decodeCursor(query.cursor), limit });
-      return paginate(request, reply, rows, limit).map((row) => service.toDto(row));
+      const records = await service.list(requireTenant(request).pages, collection.filters(query), { after: decodeCursor(query.cursor), limit });
+      return paginate(request, reply, records, limit, positionOfApiRow);
     },
   );
 

@@ -3,6 +3,7 @@
 // record type supplies its queries.
 import { Prisma } from '../../generated/prisma/client.js';
 import type { TenantDb, TenantTx } from '../../db/tenant-scope.js';
+import type { TenantPages } from '../../db/tenant-pages.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import type { PagePosition } from '../../lib/pagination.js';
 import type { ProblemError } from '../../lib/problem.js';
@@ -22,8 +23,8 @@ export interface RecordQueries<Row extends PagePosition, Dto extends Record<stri
   notFound(): ProblemError;
   /** The answer to a foreign key violation (a reference outside the organization), when the record has one. */
   invalidReference?(): ProblemError;
-  /** Newest first, `page.limit + 1` rows for the pager. */
-  list(db: TenantDb, filters: Filters, page: { after?: PagePosition; limit: number }): Promise<Row[]>;
+  /** Newest first, `page.limit + 1` records (already in API shape) for the pager. */
+  list(pages: TenantPages, filters: Filters, page: { after?: PagePosition; limit: number }): Promise<Dto[]>;
   find(db: TenantDb, id: string): Promise<Row | null>;
   insert(tx: TenantTx, body: Create, organizationId: string): Promise<Row>;
   /** Changes the body's fields; Prisma's P2025 when the record does not exist. */
@@ -62,7 +63,6 @@ export function recordService<Row extends PagePosition, Dto extends Record<strin
 
   return {
     list: queries.list,
-    toDto,
     get,
     create: (scope: CrmScope, body: Create): Promise<Dto> =>
       writeAndDispatch(scope, 'created', (tx) => queries.insert(tx, body, scope.organizationId)),
