@@ -114,7 +114,7 @@ t.test('a webhook that does not answer fails after 5 seconds', async (t) => {
   const elapsed = Date.now() - started;
   t.equal(json(res).status, 'failed');
   t.equal(json(res).run.error_message, 'Webhook timed out after 5 s.');
-  t.ok(elapsed >= 4900 && elapsed < 8000, `took ${elapsed} ms`);
+  t.ok(elapsed >= 4900 && elapsed < 15_000, `took ${elapsed} ms (a loaded machine may add seconds, never remove them)`);
 });
 
 t.test('send_email sends through the workspace account or the installation fallback; failures are runs', async (t) => {
