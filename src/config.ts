@@ -33,6 +33,7 @@ export const EnvSchema = Type.Object({
   RATE_LIMIT_INVITATIONS_PER_DAY: Type.Optional(PositiveInteger),
   RATE_LIMIT_PROVISIONING_PER_DAY: Type.Optional(PositiveInteger),
   RATE_LIMIT_ADMIN_INVITATIONS_PER_DAY: Type.Optional(PositiveInteger),
+  RATE_LIMIT_TEST_SENDS_PER_HOUR: Type.Optional(PositiveInteger),
 });
 export type Env = Static<typeof EnvSchema>;
 
@@ -68,6 +69,7 @@ export interface Config {
     invitations: RateLimitSetting;
     provisioning: RateLimitSetting;
     adminInvitations: RateLimitSetting;
+    testSends: RateLimitSetting;
   };
   /** Problems that do not stop the boot but that an operator must see in the log. */
   warnings: string[];
@@ -161,6 +163,7 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
       invitations: { max: num(valid.RATE_LIMIT_INVITATIONS_PER_DAY, 20), timeWindowMs: DAY },
       provisioning: { max: num(valid.RATE_LIMIT_PROVISIONING_PER_DAY, 20), timeWindowMs: DAY },
       adminInvitations: { max: num(valid.RATE_LIMIT_ADMIN_INVITATIONS_PER_DAY, 10), timeWindowMs: DAY },
+      testSends: { max: num(valid.RATE_LIMIT_TEST_SENDS_PER_HOUR, 60), timeWindowMs: HOUR },
     },
     warnings,
   };

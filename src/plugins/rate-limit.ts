@@ -22,6 +22,8 @@ const keyGenerators: Record<RateLimitPresetName, (request: FastifyRequest) => st
   invitations: byActor,
   provisioning: byActor,
   adminInvitations: byActor,
+  // Test sends deliver real mail and webhook calls at once: a loop must not turn the API into a relay.
+  testSends: byActor,
 };
 
 export default fp(

@@ -192,3 +192,28 @@ t.test('test: capability, unknown ids and bad bodies', async (t) => {
   t.equal(json(malformed).code, 'malformed_json');
   t.same({ requests: target.requests.length, runs: await app.db.automationRun.count() }, before, 'nothing ran, nothing recorded');
 });
+
+t.test('test runs and email-account test sends share one limit per user (429 with Retry-After)', async (t) => {
+  const limited = (await buildTestApp(t, { AUTOMATION_WEBHOOK_ALLOW_PRIVATE: 'true', RATE_LIMIT_TEST_SENDS_PER_HOUR: '2' })).app;
+  const box = await startMailbox(t);
+  const { admin: boss, organizationId: orgId } = await setupInstallation(limited, box);
+  const deputy = await createUser(limited, { username: 'deputy', membership: { organizationId: orgId, role: 'admin' } });
+  const post = (headers: Record<string, string>, url: string, payload: object) =>
+    limited.inject({ method: 'POST', url: `/api/v1/organizations/${orgId}/${url}`, headers, payload });
+  const account = json(await post(boss.headers, 'email-accounts/', box.smtpConfig({ name: 'Main' })));
+  const rule = json(await post(boss.headers, 'automations/', {
+    name: 'Hook', trigger: 'company.created', action_type: 'webhook', action_config: { url: target.url },
+  }));
+  const before = target.requests.length;
+
+  t.equal((await post(boss.headers, `email-accounts/${account.id}/test/`, { recipient: 'qa@example.test' })).statusCode, 200);
+  t.equal((await post(boss.headers, `automations/${rule.id}/test/`, {})).statusCode, 201);
+  const third = await post(boss.headers, `automations/${rule.id}/test/`, {});
+  t.equal(third.statusCode, 429);
+  t.match(third.headers['content-type'], /^application\/problem\+json/);
+  t.ok(third.headers['retry-after']);
+  t.equal((await post(boss.headers, `email-accounts/${account.id}/test/`, { recipient: 'qa@example.test' })).statusCode, 429);
+  t.equal(target.requests.length, before + 1, 'the refused test run called nothing');
+  t.equal(await limited.db.automationRun.count({ where: { automationId: rule.id } }), 1, 'and recorded nothing');
+  t.equal((await post(deputy.headers, `automations/${rule.id}/test/`, {})).statusCode, 201, 'another user has their own budget');
+});

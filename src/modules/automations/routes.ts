@@ -156,13 +156,14 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           'Not a dry run: the email is sent, the webhook called, synchronously, also for an inactive rule. The event ' +
           'carries `test: true` and `data` from the body (default `{}`); the body may be omitted. Answers 201 with the ' +
           'run whether it succeeded or failed: inspect `status` and `run.error_message`. One attempt, no retries; a ' +
-          'webhook gets 5 seconds and redirects are not followed (a 3xx is a failure).',
+          'webhook gets 5 seconds and redirects are not followed (a 3xx is a failure). Test runs (and email-account test ' +
+          'sends) are limited per user (`RATE_LIMIT_TEST_SENDS_PER_HOUR`, 429 with `Retry-After`).',
         params: AutomationParamsSchema,
         body: AutomationTestSchema,
-        response: responses({ 201: AutomationTestResultSchema }, 401, 403, 404, 413, 415),
+        response: responses({ 201: AutomationTestResultSchema }, 401, 403, 404, 413, 415, 429),
       },
       preValidation: defaultEmptyBody,
-      preHandler: canManage,
+      preHandler: [...canManage, app.rateLimitPreset('testSends')],
     },
     async (request, reply) => {
       const run = await testAutomation(scopeOf(request), request.params.automation_id, request.body, {

@@ -146,12 +146,13 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Send one test message through an SMTP account now (owner or admin).',
         description:
           '200 when the SMTP server accepted the message (not a delivery guarantee); 502 `smtp_failed` with a generic body ' +
-          'on a network, TLS, authentication or rejection failure. Works for inactive accounts too.',
+          'on a network, TLS, authentication or rejection failure. Works for inactive accounts too. Test sends (this and ' +
+          'automation test runs) are limited per user (`RATE_LIMIT_TEST_SENDS_PER_HOUR`, 429 with `Retry-After`).',
         params: EmailAccountParamsSchema,
         body: EmailAccountTestSchema,
-        response: responses({ 200: Type.Ref(DetailSchema) }, 401, 403, 404, 502),
+        response: responses({ 200: Type.Ref(DetailSchema) }, 401, 403, 404, 429, 502),
       },
-      preHandler: guard,
+      preHandler: [...guard, app.rateLimitPreset('testSends')],
     },
     async (request) => testEmailAccount({ ...deps(request), log: request.log }, request.params.account_id, request.body.recipient),
   );
