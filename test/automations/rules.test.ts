@@ -69,8 +69,15 @@ t.test('lists: newest first, paginated, readable by every role', async (t) => {
   t.same(json(second).map((r: { name: string }) => r.name), ['Welcome']);
   t.equal(second.headers.link, undefined, 'last page');
 
+  const sync = all.find((r: { name: string }) => r.name === 'Sync');
+  t.equal(sync.action_config.url, 'https://hooks.example.com/crm?x=1', 'a manager sees the whole webhook URL');
   for (const who of [viewer, member]) {
-    t.equal((await get(`${base}/`, who.headers)).statusCode, 200, 'rules: VIEW_CRM');
+    const rules = await get(`${base}/`, who.headers);
+    t.equal(rules.statusCode, 200, 'rules: VIEW_CRM');
+    const seen = json(rules).find((r: { name: string }) => r.name === 'Sync');
+    t.same(seen.action_config, { url: 'https://hooks.example.com', has_secret: true }, 'without MANAGE_AUTOMATIONS: the origin only');
+    t.same(json(await get(`${base}/${sync.id}/`, who.headers)).action_config, seen.action_config, 'the detail too');
+    t.same(json(rules).find((r: { name: string }) => r.name === 'Welcome').action_config, emailRule.action_config);
     t.equal((await get(`${base}/runs/`, who.headers)).statusCode, 200, 'runs: VIEW_CRM');
     t.equal((await get(`${base}/${all[0].id}/runs/`, who.headers)).statusCode, 200);
   }

@@ -6,6 +6,7 @@ import { defaultEmptyBody } from '../../lib/optional-body.js';
 import { PageQuerySchema, pageOf, pageResponse, paginate, type PagePosition, type PageRequest } from '../../lib/pagination.js';
 import type { CrmScope } from '../crm/record-service.js';
 import { scopeOf } from '../crm/record-routes.js';
+import { requireTenant } from '../../plugins/tenancy.js';
 import {
   AutomationCreateSchema,
   AutomationParamsSchema,
@@ -30,6 +31,9 @@ const listed = { ...documented, querystring: PageQuerySchema };
 const base = '/organizations/:organization_id/automations';
 
 const READ_NOTE = 'Needs VIEW_CRM (every role). ';
+const WEBHOOK_URL_NOTE =
+  'Callers without MANAGE_AUTOMATIONS see only the origin of a webhook `url` (`https://hooks.example.com`): webhook ' +
+  'paths often carry credentials. ';
 const MANAGE_NOTE = 'Needs MANAGE_AUTOMATIONS (owner, admin): 403 otherwise. ';
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
@@ -53,13 +57,17 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         ...listed,
         operationId: 'listAutomations',
         summary: 'Automation rules of the organization.',
-        description: READ_NOTE + 'Webhook secrets are never returned (`action_config.has_secret` tells whether one is set).',
+        description:
+          READ_NOTE + WEBHOOK_URL_NOTE + 'Webhook secrets are never returned (`action_config.has_secret` tells whether one is set).',
         params: OrganizationParamsSchema,
         response: responses({ 200: pageResponse(AutomationSchema, 'Rules, newest first.') }, 401, 403, 404),
       },
       preHandler: canView,
     },
-    async (request, reply) => respondWithPage(request, reply, listAutomations, toAutomationDto),
+    async (request, reply) => {
+      const full = requireTenant(request).can('MANAGE_AUTOMATIONS');
+      return respondWithPage(request, reply, listAutomations, (automation) => toAutomationDto(automation, full));
+    },
   );
 
   app.post(
@@ -91,7 +99,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         allowPrivateTargets: app.config.webhookAllowPrivate,
       });
       reply.code(201);
-      return toAutomationDto(automation);
+      return toAutomationDto(automation, true);
     },
   );
 
@@ -118,13 +126,14 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         ...documented,
         operationId: 'getAutomation',
         summary: 'One automation rule.',
-        description: READ_NOTE + '404 for a rule of another organization.',
+        description: READ_NOTE + WEBHOOK_URL_NOTE + '404 for a rule of another organization.',
         params: AutomationParamsSchema,
         response: responses({ 200: AutomationSchema }, 401, 403, 404),
       },
       preHandler: canView,
     },
-    async (request) => toAutomationDto(await getAutomation(scopeOf(request), request.params.automation_id)),
+    async (request) =>
+      toAutomationDto(await getAutomation(scopeOf(request), request.params.automation_id), requireTenant(request).can('MANAGE_AUTOMATIONS')),
   );
 
   app.get(

@@ -41,7 +41,7 @@ export type WebhookConfigInput = Static<typeof WebhookConfigInputSchema>;
 
 const WebhookConfigSchema = Type.Object(
   {
-    url: Type.String(),
+    url: Type.String({ description: 'The webhook URL; only its origin for callers without MANAGE_AUTOMATIONS.' }),
     has_secret: Type.Boolean({ description: 'Whether deliveries are signed; the secret itself is never returned.' }),
   },
   { title: 'WebhookConfig' },

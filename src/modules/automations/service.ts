@@ -14,11 +14,15 @@ const automationNotFound = () => notFound('Automation not found.', 'automation_n
 
 const asJson = (value: object) => value as Prisma.InputJsonObject;
 
-export function toAutomationDto(automation: Automation): AutomationDto {
+/**
+ * The rule as the API shows it. Without `fullWebhookUrl` (callers who cannot manage automations) a webhook URL is
+ * reduced to its origin: webhook paths often carry credentials (Slack's, for one).
+ */
+export function toAutomationDto(automation: Automation, fullWebhookUrl: boolean): AutomationDto {
   let actionConfig: AutomationDto['action_config'];
   if (automation.actionType === 'webhook') {
     const stored = automation.actionConfig as unknown as StoredWebhookConfig;
-    actionConfig = { url: stored.url, has_secret: Boolean(stored.secret_encrypted) };
+    actionConfig = { url: fullWebhookUrl ? stored.url : new URL(stored.url).origin, has_secret: Boolean(stored.secret_encrypted) };
   } else {
     const stored = automation.actionConfig as unknown as SendEmailConfig;
     actionConfig = { to: stored.to, subject: stored.subject, body: stored.body };
