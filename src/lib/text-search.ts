@@ -13,7 +13,7 @@ const escapeLike = (term: string): string => term.replace(/[\\%_]/g, '\\$&');
  * Lower-cases like PostgreSQL's lower() does for `search_text`: code point by code point (Unicode simple case
  * mapping), so no context-dependent form (final sigma) and no expansion (U+0130 → "i", not "i̇").
  */
-function foldCase(text: string): string {
+export function foldCase(text: string): string {
   let folded = '';
   for (const char of text) folded += char === '\u0130' ? 'i' : char.toLowerCase();
   return folded;

@@ -2,7 +2,7 @@
 // keyset pages walked while records are inserted, bad query parameters, and isolation between workspaces.
 import t from 'tap';
 import { buildTestApp, json } from '../helpers/app.js';
-import { created, crmWorkspaces, walkPages } from '../tenancy/crm-workspaces.js';
+import { created, crmWorkspaces, walkPages, type Workspace } from '../tenancy/crm-workspaces.js';
 
 const { app } = await buildTestApp(t);
 const { a, b, memberA, viewerA, memberB } = await crmWorkspaces(app);
@@ -129,4 +129,27 @@ t.test('the search column has a trigram index and is kept by the trigger, whoeve
   const raw = await app.db.company.create({ data: { organizationId: a.id, name: 'Raw Insert', website: 'HTTPS://RAW.example', searchText: 'forged' } });
   t.equal(raw.searchText, 'raw insert\u001fhttps://raw.example', 'computed by the database, not taken from the writer');
   await app.db.company.delete({ where: { id: raw.id } });
+});
+
+t.test('a search finds every match, among the newest rows and far older ones, page after page', async (t) => {
+  // Searches read the newest 10,000 rows first and ask the trigram index only when the page is not full there.
+  const org = await app.db.organization.create({ data: { name: 'haystack', slug: 'haystack' } });
+  await app.db.membership.create({ data: { organizationId: org.id, userId: memberA.id, role: 'member' } });
+  await app.db.$executeRaw`
+    INSERT INTO companies (id, organization_id, name, created_at, updated_at)
+    SELECT gen_random_uuid(), ${org.id}::uuid, CASE WHEN n <= 30 OR n > 11970 THEN 'Needle ' || n ELSE 'Hay ' || n END,
+           now() - make_interval(secs => n), now()
+    FROM generate_series(1, 12000) AS n`;
+  const haystack: Workspace = {
+    id: org.id,
+    call: (user, method, path) => app.inject({ method, url: `/api/v1/organizations/${org.id}/${path}`, headers: user.headers }),
+  };
+  const { ids, pages } = await walkPages(haystack, memberA, 'companies/?search=NEEDLE&limit=25');
+  const byId = new Map(
+    (await app.db.company.findMany({ where: { organizationId: org.id, name: { startsWith: 'Needle' } } })).map((c) => [c.id, c.name]),
+  );
+  const expected = [...Array.from({ length: 30 }, (_, i) => i + 1), ...Array.from({ length: 30 }, (_, i) => 11971 + i)];
+  t.same(ids.map((id) => byId.get(id)), expected.map((n) => `Needle ${n}`), 'all 60, newest first, none twice');
+  t.equal(pages, 3);
+  t.same(await names('companies/?search=hay 11970&limit=200', memberA, haystack), ['Hay 11970'], 'a rare term beyond the newest rows');
 });
