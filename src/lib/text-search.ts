@@ -1,10 +1,9 @@
 // The `search` of CRM lists: a case-insensitive substring of several columns, with LIKE wildcards taken literally.
 //
 // Each searchable table has a `search_text` column that a database trigger fills with the searchable columns,
-// lower-cased and joined by U+001F. A search is then one LIKE per row on a trigram-indexed column: terms of three
-// characters or more use the GIN index when they are rare, and the (organization, created_at) index is walked
-// when they are common (the planner picks from the column statistics). Search terms may not contain control
-// characters, so a match never spans two columns.
+// lower-cased and joined by U+001F. A search is then a substring test of one column: in the newest rows first,
+// then, when they hold less than a page, through the column's trigram index (db/tenant-pages.ts). Search terms
+// may not contain control characters, so a match never spans two columns.
 
 /** Escapes LIKE's wildcards (`%`, `_`) and its escape character (`\`, PostgreSQL's default). */
 const escapeLike = (term: string): string => term.replace(/[\\%_]/g, '\\$&');
