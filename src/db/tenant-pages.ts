@@ -3,7 +3,7 @@
 // client: `organization_id = $1` is always the first condition, and tables, columns and filterable columns come
 // from the `pageTable` definitions of the services, never from a request; request values are only parameters.
 import type pg from 'pg';
-import type { PagePosition } from '../lib/pagination.js';
+import type { PageRequest } from '../lib/pagination.js';
 import { foldCase, searchPattern } from '../lib/text-search.js';
 
 const IDENTIFIER = /^[a-z][a-z_]*$/;
@@ -34,14 +34,12 @@ export function pageTable<Row extends { id: string; created_at: string }, Filter
   return { table, selectList: [...columns, iso('created_at'), iso('updated_at')].join(', '), filterColumns };
 }
 
-export interface PageFilter<Filter extends string> {
+/** The page (`limit + 1` rows are read, so the pager knows whether more remain) and its conditions. */
+export interface PageFilter<Filter extends string> extends PageRequest {
   /** Equality conditions; an undefined value is no condition. */
   equals?: Partial<Record<Filter, string>>;
   /** Case-insensitive substring of the searchable columns (see lib/text-search.ts); empty or absent: none. */
   search?: string;
-  after?: PagePosition;
-  /** The page size: `limit + 1` rows are read, so the pager knows whether more remain. */
-  limit: number;
 }
 
 /**

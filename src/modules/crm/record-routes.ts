@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantDb } from '../../db/tenant-scope.js';
 import type { TenantPages } from '../../db/tenant-pages.js';
 import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
-import { DEFAULT_LIMIT, decodeCursor, pageResponse, paginate, positionOfApiRow, type PagePosition } from '../../lib/pagination.js';
+import { DEFAULT_LIMIT, decodeCursor, pageResponse, paginate, positionOfApiRow, type PageRequest } from '../../lib/pagination.js';
 import { requireTenant } from '../../plugins/tenancy.js';
 import type { CrmScope } from './record-service.js';
 
@@ -21,7 +21,7 @@ export interface RecordSchemas {
 
 /** What the routes call (a `recordService`); the service owns the behaviour. */
 export interface RecordService<S extends RecordSchemas, Filters> {
-  list(pages: TenantPages, filters: Filters, page: { after?: PagePosition; limit: number }): Promise<ApiRecord<S>[]>;
+  list(pages: TenantPages, filters: Filters, page: PageRequest): Promise<ApiRecord<S>[]>;
   get(db: TenantDb, id: string): Promise<Static<S['record']>>;
   create(scope: CrmScope, body: Static<S['create']>): Promise<Static<S['record']>>;
   update(scope: CrmScope, id: string, body: Static<S['update']>): Promise<Static<S['record']>>;

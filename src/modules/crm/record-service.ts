@@ -5,7 +5,7 @@ import { Prisma } from '../../generated/prisma/client.js';
 import type { TenantDb, TenantTx } from '../../db/tenant-scope.js';
 import type { TenantPages } from '../../db/tenant-pages.js';
 import { isUuid } from '../../lib/http-schemas.js';
-import type { PagePosition } from '../../lib/pagination.js';
+import type { PageRequest } from '../../lib/pagination.js';
 import type { ProblemError } from '../../lib/problem.js';
 import { dispatchEvent } from '../automations/dispatch.js';
 
@@ -16,7 +16,7 @@ export interface CrmScope {
 }
 
 /** The queries and answers of one record type. */
-export interface RecordQueries<Row extends PagePosition, Dto extends Record<string, unknown>, Create, Update, Filters> {
+export interface RecordQueries<Row, Dto extends Record<string, unknown>, Create, Update, Filters> {
   /** Names the events: `company` → `company.created` / `company.updated`. */
   event: 'company' | 'contact';
   toDto(row: Row): Dto;
@@ -24,7 +24,7 @@ export interface RecordQueries<Row extends PagePosition, Dto extends Record<stri
   /** The answer to a foreign key violation (a reference outside the organization), when the record has one. */
   invalidReference?(): ProblemError;
   /** Newest first, `page.limit + 1` records (already in API shape) for the pager. */
-  list(pages: TenantPages, filters: Filters, page: { after?: PagePosition; limit: number }): Promise<Dto[]>;
+  list(pages: TenantPages, filters: Filters, page: PageRequest): Promise<Dto[]>;
   find(db: TenantDb, id: string): Promise<Row | null>;
   insert(tx: TenantTx, body: Create, organizationId: string): Promise<Row>;
   /** Changes the body's fields; Prisma's P2025 when the record does not exist. */
@@ -33,7 +33,7 @@ export interface RecordQueries<Row extends PagePosition, Dto extends Record<stri
   remove(db: TenantDb, id: string): Promise<number>;
 }
 
-export function recordService<Row extends PagePosition, Dto extends Record<string, unknown>, Create, Update extends object, Filters>(
+export function recordService<Row, Dto extends Record<string, unknown>, Create, Update extends object, Filters>(
   queries: RecordQueries<Row, Dto, Create, Update, Filters>,
 ) {
   const { event, toDto, notFound } = queries;
