@@ -3,6 +3,9 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 DATA_DIR ?= .data
 NPM_FLAGS := --no-audit --no-fund --loglevel=error
+# Everything after the install runs on the Node pinned in package.json (the `node` package), whatever Node is on the
+# PATH: npm on the system's Node only installs it.
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 .PHONY: help install generate build run dev test typecheck migrate migration migration-check openapi bench clean
 
