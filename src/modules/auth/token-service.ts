@@ -27,6 +27,15 @@ export interface TokenPair {
 
 const invalidToken = () => unauthorized('token_not_valid', 'Token is invalid or expired.');
 
+/**
+ * `FOR NO KEY UPDATE` on the user: conflicts with any UPDATE or DELETE of the row and with itself, but not with the
+ * key-share locks that inserting a refresh token (foreign key) takes. Returns false when the user no longer exists.
+ */
+async function lockUser(tx: Prisma.TransactionClient, userId: string): Promise<boolean> {
+  const rows = await tx.$queryRaw<unknown[]>`SELECT 1 FROM users WHERE id = ${userId}::uuid FOR NO KEY UPDATE`;
+  return rows.length > 0;
+}
+
 export function createTokenService(deps: { db: Db; jwt: JwtCodec; accessTtl: number; refreshTtl: number }) {
   const { db, jwt, accessTtl, refreshTtl } = deps;
 
@@ -60,6 +69,10 @@ export function createTokenService(deps: { db: Db; jwt: JwtCodec; accessTtl: num
     // The transaction returns null instead of throwing on a refused token: throwing would roll back the family
     // revocation of a reused token.
     const pair = await db.$transaction(async (tx) => {
+      // Serialized on the user row with every revocation (password change and reset update that row first, family
+      // revocation happens here under the lock): a successor inserted by a rotation in flight is then either
+      // committed before a revocation starts, so it is revoked with the rest, or issued after it, with the new state.
+      if (!(await lockUser(tx, claims.sub))) return null;
       const claimed = await tx.refreshToken.updateMany({
         where: { id: claims.jti, userId: claims.sub, usedAt: null, revokedAt: null, expiresAt: { gt: now } },
         data: { usedAt: now },
@@ -94,7 +107,10 @@ export function createTokenService(deps: { db: Db; jwt: JwtCodec; accessTtl: num
     if (revoked.count === 0) throw invalidToken();
   }
 
-  /** Ends every session of a user (password change or reset, account deletion). */
+  /**
+   * Ends every session of a user (password change or reset, account deletion). Call it in a transaction that has
+   * already updated the user row, so that no rotation (which locks that row) is in flight when it runs.
+   */
   async function revokeAllForUser(userId: string, client: DbClient = db): Promise<void> {
     await client.refreshToken.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: new Date() } });
   }
