@@ -6,6 +6,8 @@ import { migrationsDir } from '../../lib/project-root.js';
 import { serviceUnavailable } from '../../lib/problem.js';
 import { responses } from '../../lib/http-schemas.js';
 
+const READINESS_CACHE_MS = 1000;
+
 const StatusSchema = Type.Object({ status: Type.Literal('ok') }, { $id: 'HealthStatus', title: 'HealthStatus' });
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
@@ -15,6 +17,19 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     async () => ({ status: 'ok' as const }),
   );
 
+  /**
+   * The answer is computed at most once a second and shared by every caller meanwhile, through the app's pool: an
+   * unauthenticated flood then costs no connection beyond the pool and a single query per second.
+   */
+  let readiness: { at: number; result: Promise<string[] | Error> } | undefined;
+  const checkReadiness = () => {
+    const now = Date.now();
+    if (!readiness || now - readiness.at >= READINESS_CACHE_MS) {
+      readiness = { at: now, result: pendingMigrations(app.pg, migrationsDir).catch((error: Error) => error) };
+    }
+    return readiness.result;
+  };
+
   app.get(
     '/readyz',
     {
@@ -22,15 +37,14 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['health'],
         operationId: 'getReadiness',
         summary: 'The database is reachable and every migration is applied.',
+        description: 'Checked through the application\'s connection pool; the answer is cached for one second.',
         response: responses({ 200: StatusSchema }, 503),
       },
     },
     async () => {
-      let pending: string[];
-      try {
-        pending = await pendingMigrations(app.config.databaseUrl!, migrationsDir);
-      } catch (error) {
-        app.log.warn({ err: error }, 'readiness check: database unreachable');
+      const pending = await checkReadiness();
+      if (pending instanceof Error) {
+        app.log.warn({ err: pending }, 'readiness check: database unreachable');
         throw serviceUnavailable('database_unavailable', 'The database is not reachable.');
       }
       if (pending.length > 0) throw serviceUnavailable('migrations_pending', `${pending.length} database migration(s) are not applied.`);
