@@ -7,6 +7,7 @@ import addFormats from 'ajv-formats';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './config.js';
 import { redactUrl } from './lib/log-redaction.js';
+import { configurePasswordHashing } from './lib/passwords.js';
 import errorsPlugin from './plugins/errors.js';
 import dbPlugin from './plugins/db.js';
 import authPlugin from './plugins/auth.js';
@@ -76,6 +77,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // Only JSON bodies are accepted (415 otherwise).
   app.removeContentTypeParser(['text/plain']);
   app.decorate('config', config);
+  configurePasswordHashing(config.passwordHashing);
   for (const warning of config.warnings) app.log.warn(warning);
 
   await app.register(errorsPlugin);

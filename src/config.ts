@@ -29,6 +29,10 @@ export const EnvSchema = Type.Object({
   OUTBOX_POLL_INTERVAL_MS: Type.Optional(PositiveInteger),
   RATE_LIMIT_SETUP_PER_MINUTE: Type.Optional(PositiveInteger),
   RATE_LIMIT_TOKEN_PER_MINUTE: Type.Optional(PositiveInteger),
+  RATE_LIMIT_TOKEN_PER_IP_PER_MINUTE: Type.Optional(PositiveInteger),
+  RATE_LIMIT_PASSWORD_CHECKS_PER_HOUR: Type.Optional(PositiveInteger),
+  PASSWORD_HASH_CONCURRENCY: Type.Optional(PositiveInteger),
+  PASSWORD_HASH_QUEUE: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
   RATE_LIMIT_PASSWORD_RESET_PER_HOUR: Type.Optional(PositiveInteger),
   RATE_LIMIT_INVITATIONS_PER_DAY: Type.Optional(PositiveInteger),
   RATE_LIMIT_PROVISIONING_PER_DAY: Type.Optional(PositiveInteger),
@@ -62,9 +66,13 @@ export interface Config {
   logLevel: string;
   webhookAllowPrivate: boolean;
   outboxPollIntervalMs: number;
+  /** Concurrent argon2 hashes, and how many more may wait before callers get 503. */
+  passwordHashing: { concurrency: number; queue: number };
   rateLimits: {
     setup: RateLimitSetting;
     token: RateLimitSetting;
+    tokenPerIp: RateLimitSetting;
+    passwordChecks: RateLimitSetting;
     passwordReset: RateLimitSetting;
     invitations: RateLimitSetting;
     provisioning: RateLimitSetting;
@@ -156,9 +164,12 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
     logLevel: valid.LOG_LEVEL ?? 'info',
     webhookAllowPrivate: valid.AUTOMATION_WEBHOOK_ALLOW_PRIVATE === 'true' || valid.AUTOMATION_WEBHOOK_ALLOW_PRIVATE === '1',
     outboxPollIntervalMs: num(valid.OUTBOX_POLL_INTERVAL_MS, 2000),
+    passwordHashing: { concurrency: num(valid.PASSWORD_HASH_CONCURRENCY, 2), queue: num(valid.PASSWORD_HASH_QUEUE, 32) },
     rateLimits: {
       setup: { max: num(valid.RATE_LIMIT_SETUP_PER_MINUTE, 5), timeWindowMs: MINUTE },
       token: { max: num(valid.RATE_LIMIT_TOKEN_PER_MINUTE, 10), timeWindowMs: MINUTE },
+      tokenPerIp: { max: num(valid.RATE_LIMIT_TOKEN_PER_IP_PER_MINUTE, 30), timeWindowMs: MINUTE },
+      passwordChecks: { max: num(valid.RATE_LIMIT_PASSWORD_CHECKS_PER_HOUR, 10), timeWindowMs: HOUR },
       passwordReset: { max: num(valid.RATE_LIMIT_PASSWORD_RESET_PER_HOUR, 5), timeWindowMs: HOUR },
       invitations: { max: num(valid.RATE_LIMIT_INVITATIONS_PER_DAY, 20), timeWindowMs: DAY },
       provisioning: { max: num(valid.RATE_LIMIT_PROVISIONING_PER_DAY, 20), timeWindowMs: DAY },

@@ -1,5 +1,6 @@
 // Password hashing (argon2id) and the password rules every endpoint that sets a password applies.
 import argon2 from 'argon2';
+import { serviceUnavailable } from './problem.js';
 
 export const MAX_PASSWORD_BYTES = 1024;
 
@@ -9,15 +10,49 @@ export const MAX_PASSWORD_BYTES = 1024;
  */
 const HASH_OPTIONS = { type: argon2.argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
 
-export const hashPassword = (password: string): Promise<string> => argon2.hash(password, HASH_OPTIONS);
+/**
+ * Bounds concurrent argon2 work: each hash holds a libuv thread (the pool DNS lookups and file I/O share) and 19 MiB
+ * for its whole duration. Up to `concurrency` hashes run, up to `queue` more wait; beyond that the caller gets 503.
+ */
+const hashing = { concurrency: 2, queue: 32, running: 0, waiting: [] as Array<() => void> };
+
+/** Sets the bounds once at boot (PASSWORD_HASH_CONCURRENCY, PASSWORD_HASH_QUEUE). */
+export function configurePasswordHashing(limits: { concurrency: number; queue: number }): void {
+  hashing.concurrency = limits.concurrency;
+  hashing.queue = limits.queue;
+}
+
+const hashingBusy = () =>
+  serviceUnavailable('server_busy', 'Too many password checks are in progress; try again in a moment.', { 'retry-after': '1' });
+
+async function withHashingSlot<T>(work: () => Promise<T>): Promise<T> {
+  if (hashing.running >= hashing.concurrency) {
+    if (hashing.waiting.length >= hashing.queue) throw hashingBusy();
+    await new Promise<void>((resolve) => hashing.waiting.push(resolve));
+  } else {
+    hashing.running += 1;
+  }
+  try {
+    return await work();
+  } finally {
+    // The slot passes straight to the next waiter, so `running` never drops below what is actually running.
+    const next = hashing.waiting.shift();
+    if (next) next();
+    else hashing.running -= 1;
+  }
+}
+
+export const hashPassword = (password: string): Promise<string> => withHashingSlot(() => argon2.hash(password, HASH_OPTIONS));
 
 export async function verifyPassword(hash: string, password: string): Promise<boolean> {
   if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) return false;
-  try {
-    return await argon2.verify(hash, password);
-  } catch {
-    return false;
-  }
+  return withHashingSlot(async () => {
+    try {
+      return await argon2.verify(hash, password);
+    } catch {
+      return false;
+    }
+  });
 }
 
 /** A hash of a random password, verified against when a user is unknown so both paths take similar time. */

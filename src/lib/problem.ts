@@ -53,5 +53,5 @@ export const conflict = (code: string, detail: string, errors?: FieldErrors) =>
 export const badGateway = (code: string, detail: string) =>
   new ProblemError({ status: 502, code, title: 'Bad gateway', detail });
 
-export const serviceUnavailable = (code: string, detail: string) =>
-  new ProblemError({ status: 503, code, title: 'Service unavailable', detail });
+export const serviceUnavailable = (code: string, detail: string, headers?: Record<string, string>) =>
+  new ProblemError({ status: 503, code, title: 'Service unavailable', detail, headers });

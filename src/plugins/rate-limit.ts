@@ -18,7 +18,11 @@ const keyGenerators: Record<RateLimitPresetName, (request: FastifyRequest) => st
     const username = typeof body?.username === 'string' ? body.username.toLowerCase() : '';
     return `${byIp(request)}|${username}`;
   },
+  // Per IP alone as well: rotating usernames would otherwise buy a fresh budget of argon2 hashes per name.
+  tokenPerIp: byIp,
   passwordReset: byIp,
+  // Per user: a stolen access token must not become an oracle for the current password.
+  passwordChecks: byActor,
   invitations: byActor,
   provisioning: byActor,
   adminInvitations: byActor,

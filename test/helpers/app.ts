@@ -28,6 +28,9 @@ export async function buildTestApp(t: Test, env: Record<string, string | undefin
     EMAIL_ENCRYPTION_KEY: TEST_EMAIL_KEY,
     LOG_LEVEL: 'info',
     OUTBOX_POLL_INTERVAL_MS: '200',
+    // Every test client shares one address and signs many users in: the per-IP and per-user limits get their own tests.
+    RATE_LIMIT_TOKEN_PER_IP_PER_MINUTE: '100000',
+    RATE_LIMIT_PASSWORD_CHECKS_PER_HOUR: '100000',
     ...env,
   });
   const logs: string[] = [];

@@ -22,6 +22,9 @@ import { changePassword, confirmPasswordReset, requestPasswordReset } from './pa
 
 const Detail = Type.Ref(DetailSchema);
 const security = [{ bearerAuth: [] }];
+const PASSWORD_CHECK_LIMIT =
+  'Password checks (this endpoint, account deletion and email changes) are limited per user (429 with `Retry-After`); ' +
+  '503 `server_busy` (with `Retry-After`) when too many password checks are queued on the server.';
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
@@ -58,7 +61,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           'or older than the last password change answers 404.',
         params: PasswordResetParamsSchema,
         body: PasswordResetConfirmSchema,
-        response: responses({ 200: Detail }, 404),
+        response: responses({ 200: Detail }, 404, 503),
       },
     },
     async (request) => {
@@ -173,11 +176,13 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           description:
             'Needs the current password and `confirmation: "DELETE"`. Refused with 409 while the user owns a shared ' +
             'workspace (`owner_of_workspace`: transfer the ownership first) or is the only installation administrator ' +
-            '(`last_installation_admin`). Deletes the personal workspace and memberships; every token stops working.',
+            '(`last_installation_admin`). Deletes the personal workspace and memberships; every token stops working. ' +
+            PASSWORD_CHECK_LIMIT,
           security,
           body: DeleteAccountSchema,
-          response: responses({ 204: NoContent }, 401, 409),
+          response: responses({ 204: NoContent }, 401, 409, 429, 503),
         },
+        preHandler: app.rateLimitPreset('passwordChecks'),
       },
       async (request, reply) => {
         await deleteAccount(app.db, requireUser(request).id, request.body);
@@ -194,11 +199,13 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           summary: 'Change the password.',
           description:
             'A wrong current password answers 400 (`wrong_password`, `errors.current_password`). On success every session ' +
-            'of the account ends, this one included: no new tokens are returned, sign in again with the new password.',
+            'of the account ends, this one included: no new tokens are returned, sign in again with the new password. ' +
+            PASSWORD_CHECK_LIMIT,
           security,
           body: PasswordChangeSchema,
-          response: responses({ 200: Detail }, 401),
+          response: responses({ 200: Detail }, 401, 429, 503),
         },
+        preHandler: app.rateLimitPreset('passwordChecks'),
       },
       async (request) => {
         await changePassword({ db: app.db, tokens: app.tokens }, requireUser(request).id, request.body);

@@ -15,11 +15,12 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Sign in with a username and password.',
         description:
           'Returns an access and a refresh token; the pair starts a new session. A wrong username or password answers 401 ' +
-          'without saying which. Limited per client IP and username (429 with `Retry-After`).',
+          'without saying which. Limited per client IP and username, and per client IP alone ' +
+          '(429 with `Retry-After`). 503 `server_busy` (with `Retry-After`) when too many password checks are queued.',
         body: SignInSchema,
-        response: responses({ 200: TokenPairSchema }, 401, 429),
+        response: responses({ 200: TokenPairSchema }, 401, 429, 503),
       },
-      preHandler: app.rateLimitPreset('token'),
+      preHandler: [app.rateLimitPreset('tokenPerIp'), app.rateLimitPreset('token')],
     },
     async (request) => signIn({ db: app.db, tokens: app.tokens }, request.body),
   );
