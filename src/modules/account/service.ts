@@ -62,6 +62,13 @@ export async function deleteAccount(db: Db, userId: string, input: { password: s
     throw badRequest('wrong_password', 'The password is incorrect.', { password: ['The password is incorrect.'] });
   }
   await db.$transaction(async (tx) => {
+    // The organizations first (ownership transfers lock them too), then the user row, which an accepted handoff
+    // needs (its new membership's foreign key): a transfer or handoff then either commits before the check below,
+    // which sees the ownership, or fails after the deletion, so no active workspace is left without an owner.
+    await tx.$queryRaw`
+      SELECT o.id FROM organizations o JOIN memberships m ON m.organization_id = o.id
+      WHERE m.user_id = ${userId}::uuid ORDER BY o.id FOR UPDATE OF o`;
+    await tx.$queryRaw`SELECT id FROM users WHERE id = ${userId}::uuid FOR UPDATE`;
     const owned = await tx.organization.findMany({
       where: { isPersonal: false, status: { not: 'cancelled' }, memberships: { some: { userId, role: 'owner' } } },
       select: { name: true },
