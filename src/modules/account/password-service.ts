@@ -54,25 +54,42 @@ function decodeUid(uidb64: string): string | null {
 }
 
 /**
- * Emails a single-use reset link valid for one hour when the address belongs to an account; does nothing visible
- * otherwise. Both paths generate and hash a token and run a transaction with a lookup, so the answer's timing does
- * not tell whether the address is known.
+ * Queues the request and returns: the answer runs one insert whether or not the address belongs to an account, and
+ * the lookup, the link and the email happen later in the worker (see `processPasswordResetRequests`), so neither
+ * the answer nor its timing tells whether the address is known.
  */
-export async function requestPasswordReset(deps: { db: Db; appUrl: string }, email: string): Promise<void> {
-  const token = randomToken();
-  const tokenHash = sha256Hex(token);
-  await deps.db.$transaction(async (tx) => {
-    const user = await tx.user.findUnique({ where: { email: email.toLowerCase() }, select: { id: true, username: true, email: true } });
-    if (!user) return;
-    await tx.passwordResetToken.create({ data: { userId: user.id, tokenHash, expiresAt: new Date(Date.now() + RESET_LINK_TTL_MS) } });
-    const message = renderEmail({
-      subject: 'Reset your password',
-      paragraphs: [`Someone asked to reset the password of the account "${user.username}". If it was you, choose a new password.`],
-      action: { label: 'Choose a new password', url: `${deps.appUrl}/reset-password/${encodeUid(user.id)}/${token}` },
-      footer: 'This link works once and expires in one hour. If you did not ask for it, ignore this email: your password stays the same.',
-    });
-    // Queued even without a usable SMTP account: refusing would reveal that the address has an account.
-    await enqueueEmail(tx, { to: user.email, ...message }, { organizationId: null, requireAccount: false });
+export async function requestPasswordReset(db: Db, email: string): Promise<void> {
+  await db.passwordResetRequest.create({ data: { email: email.toLowerCase() } });
+}
+
+const RESET_BATCH = 10;
+
+/**
+ * The worker step behind `requestPasswordReset`: claims queued requests (FOR UPDATE SKIP LOCKED, safe with several
+ * instances) and, for an address with an account, creates a single-use link valid for one hour and queues its email,
+ * all in one transaction with the claim. Returns how many requests it handled.
+ */
+export async function processPasswordResetRequests(db: Db, appUrl: string): Promise<number> {
+  return db.$transaction(async (tx) => {
+    const requests = await tx.$queryRaw<Array<{ email: string }>>`
+      DELETE FROM password_reset_requests WHERE id IN (
+        SELECT id FROM password_reset_requests ORDER BY created_at LIMIT ${RESET_BATCH} FOR UPDATE SKIP LOCKED
+      ) RETURNING email`;
+    for (const { email } of requests) {
+      const user = await tx.user.findUnique({ where: { email }, select: { id: true, username: true, email: true } });
+      if (!user) continue;
+      const token = randomToken();
+      await tx.passwordResetToken.create({ data: { userId: user.id, tokenHash: sha256Hex(token), expiresAt: new Date(Date.now() + RESET_LINK_TTL_MS) } });
+      const message = renderEmail({
+        subject: 'Reset your password',
+        paragraphs: [`Someone asked to reset the password of the account "${user.username}". If it was you, choose a new password.`],
+        action: { label: 'Choose a new password', url: `${appUrl}/reset-password/${encodeUid(user.id)}/${token}` },
+        footer: 'This link works once and expires in one hour. If you did not ask for it, ignore this email: your password stays the same.',
+      });
+      // Queued even without a usable SMTP account: the worker records the failure, nobody is waiting for an answer.
+      await enqueueEmail(tx, { to: user.email, ...message }, { organizationId: null, requireAccount: false });
+    }
+    return requests.length;
   });
 }
 

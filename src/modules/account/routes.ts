@@ -35,7 +35,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'requestPasswordReset',
         summary: 'Email a password reset link.',
         description:
-          'Answers the same 200 whether or not the address has an account. When it has, a link ' +
+          'Answers the same 200 whether or not the address has an account, after the same work (the request is queued; ' +
+          'the lookup and the email happen in the background). When it has, a link ' +
           '`<SERVICE_APP_URL>/reset-password/<uidb64>/<token>` valid for one hour and usable once is emailed. ' +
           'Limited per client IP (429 with `Retry-After`).',
         body: PasswordResetRequestSchema,
@@ -44,7 +45,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: app.rateLimitPreset('passwordReset'),
     },
     async (request) => {
-      await requestPasswordReset({ db: app.db, appUrl: app.config.appUrl }, request.body.email);
+      await requestPasswordReset(app.db, request.body.email);
       return { detail: 'If an account uses this email address, a link to reset its password has been sent to it.' };
     },
   );
