@@ -26,6 +26,7 @@ export const EnvSchema = Type.Object({
     Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
   ),
   AUTOMATION_WEBHOOK_ALLOW_PRIVATE: Type.Optional(BooleanString),
+  EMAIL_SMTP_ALLOW_PRIVATE: Type.Optional(BooleanString),
   OUTBOX_POLL_INTERVAL_MS: Type.Optional(PositiveInteger),
   RATE_LIMIT_SETUP_PER_MINUTE: Type.Optional(PositiveInteger),
   RATE_LIMIT_TOKEN_PER_MINUTE: Type.Optional(PositiveInteger),
@@ -65,6 +66,8 @@ export interface Config {
   redisUrl: string | undefined;
   logLevel: string;
   webhookAllowPrivate: boolean;
+  /** Whether workspace email accounts may point at loopback/private hosts (the installation fallback always may). */
+  smtpAllowPrivate: boolean;
   outboxPollIntervalMs: number;
   /** Concurrent argon2 hashes, and how many more may wait before callers get 503. */
   passwordHashing: { concurrency: number; queue: number };
@@ -163,6 +166,7 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
     redisUrl: valid.REDIS_URL,
     logLevel: valid.LOG_LEVEL ?? 'info',
     webhookAllowPrivate: valid.AUTOMATION_WEBHOOK_ALLOW_PRIVATE === 'true' || valid.AUTOMATION_WEBHOOK_ALLOW_PRIVATE === '1',
+    smtpAllowPrivate: valid.EMAIL_SMTP_ALLOW_PRIVATE === 'true' || valid.EMAIL_SMTP_ALLOW_PRIVATE === '1',
     outboxPollIntervalMs: num(valid.OUTBOX_POLL_INTERVAL_MS, 2000),
     passwordHashing: { concurrency: num(valid.PASSWORD_HASH_CONCURRENCY, 2), queue: num(valid.PASSWORD_HASH_QUEUE, 32) },
     rateLimits: {

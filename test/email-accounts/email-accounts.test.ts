@@ -104,14 +104,14 @@ t.test('listing and reading: owner and admin; no password anywhere', async (t) =
 });
 
 t.test('PATCH changes only what is sent; an empty password removes the stored one', async (t) => {
-  const renamed = await call(owner, 'PATCH', `${secondId}/`, { name: 'Renamed', port: 2525, from_name: 'Sales' });
+  const renamed = await call(owner, 'PATCH', `${secondId}/`, { name: 'Renamed', port: 2525, from_name: 'Sales', password: 'rotated-secret-Pw77' });
   t.equal(renamed.statusCode, 200);
   t.match(json(renamed), { name: 'Renamed', port: 2525, from_name: 'Sales', host: '127.0.0.1', username: 'org-smtp-user', has_password: true });
 
   t.equal(json(await call(owner, 'PATCH', `${secondId}/`, { password: '' })).has_password, false);
   t.equal((await app.db.emailAccount.findUniqueOrThrow({ where: { id: secondId } })).passwordEncrypted, null);
   t.equal(json(await call(owner, 'PATCH', `${secondId}/`, { password: 'rotated-secret-Pw77' })).has_password, true);
-  t.equal(json(await call(owner, 'PATCH', `${secondId}/`, { use_ssl: true })).use_ssl, true);
+  t.equal(json(await call(owner, 'PATCH', `${secondId}/`, { use_ssl: true, password: 'rotated-secret-Pw77' })).use_ssl, true);
 
   const both = await call(owner, 'PATCH', `${secondId}/`, { use_tls: true });
   t.equal(both.statusCode, 400, 'use_tls together with the stored use_ssl');

@@ -27,12 +27,20 @@ const security = [{ bearerAuth: [] }];
 const tags = ['email-accounts'];
 const collection = '/organizations/:organization_id/email-accounts/';
 const item = '/organizations/:organization_id/email-accounts/:account_id/';
+const HOST_POLICY =
+  'A `host` that is a loopback, private, link-local or otherwise non-public IP address, or `localhost`, is a 400 ' +
+  '(`errors.host`) unless the server sets EMAIL_SMTP_ALLOW_PRIVATE.';
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
   const guard = [app.resolveTenant, app.requireCapability('MANAGE_SETTINGS')];
   const deps = (request: FastifyRequest): EmailAccountDeps => {
     const tenant = requireTenant(request);
-    return { db: tenant.db, organization: tenant.organization, encryptionKey: app.config.emailEncryptionKey };
+    return {
+      db: tenant.db,
+      organization: tenant.organization,
+      encryptionKey: app.config.emailEncryptionKey,
+      allowPrivateHosts: app.config.smtpAllowPrivate,
+    };
   };
 
   app.get(
@@ -66,7 +74,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Accounts are stored only when the server has an EMAIL_ENCRYPTION_KEY (400 `encryption_key_missing` otherwise): the ' +
           'password is encrypted and never returned; responses carry `has_password`. The first account, or one created with ' +
-          '`is_default: true`, becomes the default and the previous default is unset.',
+          '`is_default: true`, becomes the default and the previous default is unset. ' + HOST_POLICY,
         params: OrganizationParamsSchema,
         body: EmailAccountCreateSchema,
         response: responses({ 201: EmailAccountSchema }, 401, 403, 404),
@@ -106,7 +114,10 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Send only the fields to change. A new `password` replaces the stored one (400 `encryption_key_missing` without ' +
           'the server key); an empty one removes it. `is_default: true` makes this the default and unsets the previous one; ' +
-          '`is_default: false` on the default is a 400 (make another account the default instead).',
+          '`is_default: false` on the default is a 400 (make another account the default instead). Changing `host`, `port`, ' +
+          '`username`, `use_tls` or `use_ssl` of an account with a stored password requires `password` again (400 ' +
+          '`password_required`, `errors.password`), so the stored password can never be sent to a server it was not ' +
+          'entered for. ' + HOST_POLICY,
         params: EmailAccountParamsSchema,
         body: EmailAccountUpdateSchema,
         response: responses({ 200: EmailAccountSchema }, 401, 403, 404),

@@ -10,6 +10,7 @@ import { badGateway, badRequest, notFound, validationFailed } from '../../lib/pr
 import { sendMail, settingsOfAccount, SmtpError } from '../email/mailer.js';
 import { renderEmail } from '../email/templates.js';
 import { emailAccountColumns, smtpInputErrors } from '../email/smtp-account-input.js';
+import { isObviouslyPrivateHost } from '../automations/network-policy.js';
 import type { EmailAccountCreate, EmailAccountDto, EmailAccountUpdate } from './schemas.js';
 
 export interface EmailAccountDeps {
@@ -17,6 +18,8 @@ export interface EmailAccountDeps {
   db: TenantDb;
   organization: Organization;
   encryptionKey: Buffer | null;
+  /** EMAIL_SMTP_ALLOW_PRIVATE: otherwise hosts must not be loopback, private or other non-public addresses. */
+  allowPrivateHosts: boolean;
 }
 
 export function toEmailAccountDto(account: EmailAccount): EmailAccountDto {
@@ -50,6 +53,37 @@ function requireKey(key: Buffer | null): Buffer {
 function assertOneTlsMode(tls: { use_tls: boolean; use_ssl: boolean }): void {
   const errors = smtpInputErrors(tls);
   if (Object.keys(errors).length > 0) throw validationFailed(errors);
+}
+
+/** The webhook network policy for SMTP hosts: any member with MANAGE_SETTINGS could otherwise probe internal hosts. */
+function assertHostAllowed(host: string | undefined, allowPrivate: boolean): void {
+  if (host === undefined || allowPrivate) return;
+  if (isObviouslyPrivateHost(host.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '').toLowerCase())) {
+    throw validationFailed({ host: ['Private, loopback, link-local and other non-public addresses are not allowed.'] });
+  }
+}
+
+/** Settings that decide where the stored password is sent: changing any of them needs the password again. */
+const CONNECTION_FIELDS = [
+  ['host', 'host'],
+  ['port', 'port'],
+  ['username', 'username'],
+  ['use_tls', 'useTls'],
+  ['use_ssl', 'useSsl'],
+] as const;
+
+/**
+ * 400 when a PATCH points an account with a stored password at another server, login or TLS mode without sending
+ * the password again: the stored one would otherwise go to a server (possibly in clear) chosen by whoever edits it.
+ */
+function assertPasswordResent(input: EmailAccountUpdate, current: EmailAccount): void {
+  if (current.passwordEncrypted === null || input.password !== undefined) return;
+  const changed = CONNECTION_FIELDS.some(([field, column]) => input[field] !== undefined && input[field] !== current[column]);
+  if (changed) {
+    throw badRequest('password_required', 'Enter the password again to change the host, port, username or TLS settings.', {
+      password: ['Required when the host, port, username or TLS settings change.'],
+    });
+  }
 }
 
 /** The columns a PATCH changes; absent fields stay undefined (unchanged), an empty password removes the stored one. */
@@ -101,6 +135,7 @@ const unsetDefault = (tx: TenantTx) => tx.emailAccount.updateMany({ where: { isD
  */
 export async function createEmailAccount(deps: EmailAccountDeps, input: EmailAccountCreate): Promise<EmailAccountDto> {
   assertOneTlsMode(input);
+  assertHostAllowed(input.host, deps.allowPrivateHosts);
   const columns = emailAccountColumns(input, requireKey(deps.encryptionKey));
   return inLockedOrganization(deps, async (tx) => {
     const isDefault = input.is_default === true || (await tx.emailAccount.count()) === 0;
@@ -112,10 +147,12 @@ export async function createEmailAccount(deps: EmailAccountDeps, input: EmailAcc
 
 /** Changes an account. `is_default: true` moves the default here; the default itself cannot be unset. */
 export async function updateEmailAccount(deps: EmailAccountDeps, accountId: string, input: EmailAccountUpdate): Promise<EmailAccountDto> {
+  assertHostAllowed(input.host, deps.allowPrivateHosts);
   const columns = changedColumns(input, deps.encryptionKey);
   return inLockedOrganization(deps, async (tx) => {
     const current = await findAccount(tx, accountId);
     assertOneTlsMode({ use_tls: input.use_tls ?? current.useTls, use_ssl: input.use_ssl ?? current.useSsl });
+    assertPasswordResent(input, current);
     if (input.is_default === false && current.isDefault) {
       throw validationFailed({ is_default: ['The workspace needs a default account: make another account the default instead.'] });
     }
