@@ -4,6 +4,7 @@ const TOKEN_PATHS: RegExp[] = [
   /^(\/api\/v1\/invitations\/)[^/?#]+/,
   /^(\/api\/v1\/installation-admin-invitations\/)[^/?#]+/,
   /^(\/api\/v1\/auth\/password-reset\/[^/?#]+\/)[^/?#]+/,
+  /^(\/api\/v1\/auth\/email-change\/)[^/?#]+/,
 ];
 
 /** The URL with any token segment replaced by `[REDACTED]`; the query string is dropped (it may hold cursors). */

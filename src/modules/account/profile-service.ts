@@ -1,8 +1,7 @@
 // The signed-in user's profile and settings: reading them, validating and applying PATCHes, and their DTOs.
-import type { Profile, User } from '../../generated/prisma/client.js';
+import type { Prisma, Profile, User } from '../../generated/prisma/client.js';
 import type { Db } from '../../plugins/db.js';
-import { conflict, unauthorized, validationFailed, type FieldErrors } from '../../lib/problem.js';
-import { isUniqueViolation } from '../../lib/prisma-errors.js';
+import { unauthorized, validationFailed, type FieldErrors } from '../../lib/problem.js';
 import type { ProfileDto, SettingsDto, SettingsPatch } from './schemas.js';
 
 type Account = Pick<User, 'username' | 'email'> & { profile: Profile | null };
@@ -90,26 +89,24 @@ export function profileChanges(patch: SettingsPatch, today: string): ProfileColu
   return changes;
 }
 
-const emailTaken = () =>
-  conflict('email_taken', 'Another account already uses this email address.', { email: ['Another account already uses this email address.'] });
-
 /**
- * Applies a profile or settings PATCH (the route's schema decides which fields may appear) in one transaction.
- * Setting a display name for the first time completes onboarding.
+ * Applies the profile fields of a profile or settings PATCH (the route's schema decides which fields may appear) in
+ * one transaction, running `alsoInTransaction` (an email change request) in the same one. Setting a display name for
+ * the first time completes onboarding. The email itself never changes here (see email-change-service.ts).
  */
-export async function updateAccount(db: Db, userId: string, patch: SettingsPatch): Promise<Account> {
+export async function updateAccount(
+  db: Db,
+  userId: string,
+  patch: SettingsPatch,
+  alsoInTransaction?: (tx: Prisma.TransactionClient) => Promise<void>,
+): Promise<Account> {
   const now = new Date();
   const changes = profileChanges(patch, now.toISOString().slice(0, 10));
-  try {
-    return await db.$transaction(async (tx) => {
-      const current = await tx.profile.findUnique({ where: { userId }, select: { onboardingCompletedAt: true } });
-      if (typeof changes.displayName === 'string' && !current?.onboardingCompletedAt) changes.onboardingCompletedAt = now;
-      await tx.profile.upsert({ where: { userId }, create: { ...changes, userId }, update: changes });
-      if (patch.email !== undefined) await tx.user.update({ where: { id: userId }, data: { email: patch.email.toLowerCase() } });
-      return tx.user.findUniqueOrThrow({ where: { id: userId }, include: { profile: true } });
-    });
-  } catch (error) {
-    if (isUniqueViolation(error, 'users', 'email')) throw emailTaken();
-    throw error;
-  }
+  return db.$transaction(async (tx) => {
+    const current = await tx.profile.findUnique({ where: { userId }, select: { onboardingCompletedAt: true } });
+    if (typeof changes.displayName === 'string' && !current?.onboardingCompletedAt) changes.onboardingCompletedAt = now;
+    await tx.profile.upsert({ where: { userId }, create: { ...changes, userId }, update: changes });
+    if (alsoInTransaction) await alsoInTransaction(tx);
+    return tx.user.findUniqueOrThrow({ where: { id: userId }, include: { profile: true } });
+  });
 }

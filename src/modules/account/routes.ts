@@ -6,6 +6,7 @@ import { requireUser } from '../../plugins/auth.js';
 import {
   AccountExportSchema,
   DeleteAccountSchema,
+  EmailChangeParamsSchema,
   MeSchema,
   PasswordChangeSchema,
   PasswordResetConfirmSchema,
@@ -18,6 +19,7 @@ import {
 } from './schemas.js';
 import { deleteAccount, exportAccount, getMe } from './service.js';
 import { findAccount, toProfileDto, toSettingsDto, updateAccount } from './profile-service.js';
+import { confirmEmailChange, updateSettings } from './email-change-service.js';
 import { changePassword, confirmPasswordReset, requestPasswordReset } from './password-service.js';
 
 const Detail = Type.Ref(DetailSchema);
@@ -71,6 +73,28 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     },
   );
 
+  app.post(
+    '/auth/email-change/:token/',
+    {
+      schema: {
+        tags: ['account'],
+        operationId: 'confirmEmailChange',
+        summary: 'Confirm a new email address through the emailed link.',
+        description:
+          'Makes the pending address the account\'s email and ends the password reset links sent to the old one. A link ' +
+          'that is unknown, expired, replaced by a newer change or already used answers 404 (`email_change_invalid`); an ' +
+          'address another account took meanwhile answers 409 (`email_taken`).',
+        params: EmailChangeParamsSchema,
+        response: responses({ 200: Detail }, 404, 409),
+      },
+    },
+    async (request) => {
+      await confirmEmailChange(app.db, request.params.token);
+      return { detail: 'Your email address has been changed.' };
+    },
+  );
+
+  const passwordChecks = app.rateLimitPreset('passwordChecks');
   const signedIn: FastifyPluginAsyncTypebox = async (scope) => {
     scope.addHook('onRequest', app.authenticate);
 
@@ -139,13 +163,24 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           tags: ['account'],
           operationId: 'updateSettings',
           summary: 'Update the email address, the profile fields and the marketing consent.',
-          description: 'An email address another account uses answers 409 (`errors.email`).',
+          description:
+            'A new `email` needs `current_password` (400 `validation_failed` without it, 400 `wrong_password` when wrong) ' +
+            'and does not change the address yet: a link `<SERVICE_APP_URL>/confirm-email/<token>`, valid seven days and ' +
+            'usable once, is emailed to the new address (see `confirmEmailChange`), a notice goes to the current address, ' +
+            'and outstanding password reset links and earlier pending changes die. The answer is the same whether or not ' +
+            'another account uses the new address (then no link is sent). The response shows the current address. ' +
+            PASSWORD_CHECK_LIMIT,
           security,
           body: SettingsPatchSchema,
-          response: responses({ 200: SettingsSchema }, 401, 409),
+          response: responses({ 200: SettingsSchema }, 401, 429, 503),
+        },
+        // Only an email change checks the password; other settings changes do not count against that limit.
+        preHandler: async (request, reply) => {
+          if (request.body.current_password !== undefined) await passwordChecks.call(app, request, reply);
         },
       },
-      async (request) => toSettingsDto(await updateAccount(app.db, requireUser(request).id, request.body)),
+      async (request) =>
+        toSettingsDto(await updateSettings({ db: app.db, appUrl: app.config.appUrl }, requireUser(request).id, request.body)),
     );
 
     scope.get(
@@ -183,7 +218,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           body: DeleteAccountSchema,
           response: responses({ 204: NoContent }, 401, 409, 429, 503),
         },
-        preHandler: app.rateLimitPreset('passwordChecks'),
+        preHandler: passwordChecks,
       },
       async (request, reply) => {
         await deleteAccount(app.db, requireUser(request).id, request.body);
@@ -206,7 +241,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           body: PasswordChangeSchema,
           response: responses({ 200: Detail }, 401, 429, 503),
         },
-        preHandler: app.rateLimitPreset('passwordChecks'),
+        preHandler: passwordChecks,
       },
       async (request) => {
         await changePassword({ db: app.db, tokens: app.tokens }, requireUser(request).id, request.body);

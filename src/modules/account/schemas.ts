@@ -49,7 +49,12 @@ export const ProfilePatchSchema = Type.Partial(StrictObject(editableProfilePrope
 export const SettingsPatchSchema = Type.Partial(
   StrictObject({
     ...editableProfileProperties,
-    email: Email({ description: 'New email address (stored lower-cased; must not belong to another account).' }),
+    email: Email({
+      description:
+        'New email address (stored lower-cased). Needs `current_password`; takes effect only once confirmed through the ' +
+        'link emailed to it.',
+    }),
+    current_password: Type.String({ maxLength: 1024, description: 'Required with a new `email`.' }),
     marketing_consent: marketingConsent,
   }),
   { title: 'SettingsPatch', description: 'Names are trimmed; a blank one is stored as null.' },
@@ -96,6 +101,10 @@ export const PasswordChangeSchema = StrictObject(
   { current_password: Password(), new_password: newPassword },
   { title: 'PasswordChange' },
 );
+
+export const EmailChangeParamsSchema = Type.Object({
+  token: Type.String({ maxLength: 200, description: 'Token from the emailed confirmation link.' }),
+});
 
 export const PasswordResetRequestSchema = StrictObject({ email: Email() }, { title: 'PasswordResetRequest' });
 
