@@ -28,6 +28,7 @@ export const EnvSchema = Type.Object({
   AUTOMATION_WEBHOOK_ALLOW_PRIVATE: Type.Optional(BooleanString),
   EMAIL_SMTP_ALLOW_PRIVATE: Type.Optional(BooleanString),
   OUTBOX_POLL_INTERVAL_MS: Type.Optional(PositiveInteger),
+  AUTOMATION_EMAILS_PER_HOUR: Type.Optional(PositiveInteger),
   RATE_LIMIT_SETUP_PER_MINUTE: Type.Optional(PositiveInteger),
   RATE_LIMIT_TOKEN_PER_MINUTE: Type.Optional(PositiveInteger),
   RATE_LIMIT_TOKEN_PER_IP_PER_MINUTE: Type.Optional(PositiveInteger),
@@ -69,6 +70,8 @@ export interface Config {
   /** Whether workspace email accounts may point at loopback/private hosts (the installation fallback always may). */
   smtpAllowPrivate: boolean;
   outboxPollIntervalMs: number;
+  /** send_email automation messages one workspace may send per hour; beyond it runs end `skipped`. */
+  automationEmailsPerHour: number;
   /** Concurrent argon2 hashes, and how many more may wait before callers get 503. */
   passwordHashing: { concurrency: number; queue: number };
   rateLimits: {
@@ -168,6 +171,7 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
     webhookAllowPrivate: valid.AUTOMATION_WEBHOOK_ALLOW_PRIVATE === 'true' || valid.AUTOMATION_WEBHOOK_ALLOW_PRIVATE === '1',
     smtpAllowPrivate: valid.EMAIL_SMTP_ALLOW_PRIVATE === 'true' || valid.EMAIL_SMTP_ALLOW_PRIVATE === '1',
     outboxPollIntervalMs: num(valid.OUTBOX_POLL_INTERVAL_MS, 2000),
+    automationEmailsPerHour: num(valid.AUTOMATION_EMAILS_PER_HOUR, 100),
     passwordHashing: { concurrency: num(valid.PASSWORD_HASH_CONCURRENCY, 2), queue: num(valid.PASSWORD_HASH_QUEUE, 32) },
     rateLimits: {
       setup: { max: num(valid.RATE_LIMIT_SETUP_PER_MINUTE, 5), timeWindowMs: MINUTE },

@@ -5,6 +5,7 @@ import type { Db } from '../plugins/db.js';
 /** Tenant tables (model names as in the Prisma schema): every row belongs to one organization. */
 const TENANT_MODELS: ReadonlySet<string> = new Set([
   'Company', 'Contact', 'Automation', 'AutomationRun', 'Invitation', 'Membership', 'EmailAccount',
+  'AutomationEmailSend',
 ]);
 const ORGANIZATION = 'Organization';
 

@@ -9,6 +9,7 @@ export default fp(
       db: app.db,
       encryptionKey: app.config.emailEncryptionKey,
       allowPrivateTargets: app.config.webhookAllowPrivate,
+      automationEmailsPerHour: app.config.automationEmailsPerHour,
       log: app.log,
     };
     runPollLoop(app, 'automation worker', app.config.outboxPollIntervalMs, () => processRunBatch(app.db, deps));

@@ -7,3 +7,11 @@ export class ActionError extends Error {
     super(message);
   }
 }
+
+/** The action was not attempted because a sending policy refused it: the run ends `skipped`, never retried. */
+export class ActionSkipped extends ActionError {
+  override name = 'ActionSkipped';
+  constructor(message: string) {
+    super(message, false);
+  }
+}

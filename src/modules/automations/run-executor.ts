@@ -2,7 +2,7 @@
 import type { Automation } from '../../generated/prisma/client.js';
 import type { Db } from '../../plugins/db.js';
 import { decryptSecret } from '../../lib/crypto.js';
-import { ActionError } from './action-error.js';
+import { ActionError, ActionSkipped } from './action-error.js';
 import type { EventPayload } from './dispatch.js';
 import type { SendEmailConfig } from './schemas.js';
 import { sendEmailAction } from './send-email.js';
@@ -19,10 +19,15 @@ export interface ActionDeps {
   db: Db;
   encryptionKey: Buffer | null;
   allowPrivateTargets: boolean;
+  /** AUTOMATION_EMAILS_PER_HOUR: send_email messages a workspace may send in any hour. */
+  automationEmailsPerHour: number;
   log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
 }
 
-export type ActionOutcome = { status: 'success' } | { status: 'failed'; errorMessage: string; retryable: boolean };
+export type ActionOutcome =
+  | { status: 'success' }
+  | { status: 'skipped'; errorMessage: string }
+  | { status: 'failed'; errorMessage: string; retryable: boolean };
 
 function webhookSecret(config: StoredWebhookConfig, key: Buffer | null): string | null {
   if (!config.secret_encrypted) return null;
@@ -38,7 +43,7 @@ function webhookSecret(config: StoredWebhookConfig, key: Buffer | null): string 
 async function runAction(automation: Automation, runId: string, payload: EventPayload, deps: ActionDeps): Promise<void> {
   if (automation.actionType === 'send_email') {
     const config = automation.actionConfig as unknown as SendEmailConfig;
-    return sendEmailAction(config, { automationName: automation.name, payload }, deps);
+    return sendEmailAction(config, { automationName: automation.name, runId, payload }, deps);
   }
   const config = automation.actionConfig as unknown as StoredWebhookConfig;
   return deliverWebhook(
@@ -53,6 +58,7 @@ export async function executeAction(automation: Automation, runId: string, paylo
     await runAction(automation, runId, payload, deps);
     return { status: 'success' };
   } catch (error) {
+    if (error instanceof ActionSkipped) return { status: 'skipped', errorMessage: error.message };
     if (error instanceof ActionError) return { status: 'failed', errorMessage: error.message, retryable: error.retryable };
     deps.log.error({ err: error, automationId: automation.id, runId }, 'automation action crashed');
     return { status: 'failed', errorMessage: 'The action failed unexpectedly.', retryable: false };

@@ -22,6 +22,7 @@ interface ClaimedRun {
 /** Final or retry fields of a run after an attempt; `attempts` counts the one just made. */
 function outcomeFields(outcome: ActionOutcome, attempts: number, now: Date): Prisma.AutomationRunUncheckedUpdateManyInput {
   if (outcome.status === 'success') return { status: 'success', errorMessage: null, finishedAt: now, lockedUntil: null };
+  if (outcome.status === 'skipped') return { status: 'skipped', errorMessage: outcome.errorMessage, finishedAt: now, lockedUntil: null };
   if (outcome.retryable && attempts < MAX_ATTEMPTS) {
     // The last error stays visible while the run waits for its next attempt.
     return { status: 'queued', errorMessage: outcome.errorMessage, nextAttemptAt: new Date(now.getTime() + retryDelayMs(attempts)), lockedUntil: null };

@@ -12,19 +12,32 @@ export const RunStatusSchema = Type.Union(
   [Type.Literal('queued'), Type.Literal('running'), Type.Literal('success'), Type.Literal('failed'), Type.Literal('skipped')],
   {
     description:
-      '`queued` (waiting, also between retries), `running`, `success`, `failed` (see `error_message`). ' +
-      '`skipped` belongs to the contract but is not produced by this server.',
+      '`queued` (waiting, also between retries), `running`, `success`, `failed` (see `error_message`), `skipped` ' +
+      '(a `send_email` refused by the sending policy, see `SendEmailConfig`; `error_message` says why; not retried).',
   },
 );
 
 export const SendEmailConfigSchema = StrictObject(
   {
-    to: Type.Array(Email(), { minItems: 1, maxItems: 50, description: 'Recipients (1-50); one message addressed to all.' }),
+    to: Type.Array(Email(), {
+      minItems: 1,
+      maxItems: 50,
+      description:
+        'Recipients (1-50); one message addressed to all. Without an active default email account of its own, a workspace ' +
+        'sends through the installation fallback and may then mail only its own members\' addresses.',
+    }),
     // No line breaks: the subject becomes a mail header.
     subject: Type.String({ minLength: 1, maxLength: 255, pattern: '^[^\\r\\n]*$' }),
     body: Type.String({ minLength: 1, maxLength: 10_000, description: 'Plain text; blank lines separate paragraphs.' }),
   },
-  { title: 'SendEmailConfig' },
+  {
+    title: 'SendEmailConfig',
+    description:
+      'Sending policy, checked on every run: through the installation fallback account (the workspace has no active ' +
+      'default account of its own) every recipient must be a member of the workspace; and a workspace sends at most ' +
+      'AUTOMATION_EMAILS_PER_HOUR automation messages in any hour (default 100, test runs included). A run refused by ' +
+      'either rule ends `skipped` with an `error_message` saying which.',
+  },
 );
 export type SendEmailConfig = Static<typeof SendEmailConfigSchema>;
 

@@ -1,11 +1,55 @@
 // The send_email action: one message to the rule's recipients through the workspace's sending account, sent now.
+import type { EmailAccount } from '../../generated/prisma/client.js';
 import type { Db } from '../../plugins/db.js';
+import { scopeToOrganization } from '../../db/tenant-scope.js';
+import { lockOrganization } from '../../db/organization-lock.js';
 import { sendMail, settingsOfAccount, SmtpError, type SmtpSettings } from '../email/mailer.js';
 import { findSendingAccount } from '../email/outbox.js';
 import { renderEmail } from '../email/templates.js';
-import { ActionError } from './action-error.js';
+import { ActionError, ActionSkipped } from './action-error.js';
 import type { EventPayload } from './dispatch.js';
 import type { SendEmailConfig } from './schemas.js';
+
+const HOUR_MS = 60 * 60 * 1000;
+
+/**
+ * The sending policy that keeps the installation's SMTP from being an open relay for anyone who creates a workspace:
+ * through the installation fallback, only the workspace's members may be mailed; and every workspace has an hourly
+ * cap on automation messages. Admission to the cap is counted and recorded with the organization row locked, so
+ * concurrent runs cannot all slip under it; a retried run was admitted on its first attempt already.
+ */
+async function assertSendingAllowed(
+  db: Db,
+  account: EmailAccount,
+  context: { organizationId: string; runId: string; recipients: string[] },
+  perHour: number,
+): Promise<void> {
+  const tenant = scopeToOrganization(db, context.organizationId);
+  if (account.organizationId === null) {
+    const wanted = [...new Set(context.recipients.map((address) => address.toLowerCase()))];
+    const members = await tenant.membership.findMany({ where: { user: { email: { in: wanted } } }, select: { user: { select: { email: true } } } });
+    const allowed = new Set(members.map((m) => m.user.email));
+    const strangers = wanted.filter((address) => !allowed.has(address));
+    if (strangers.length > 0) {
+      throw new ActionSkipped(
+        `Not sent: without an email account of its own, the workspace may only email its members (${strangers.length} ` +
+          'recipient(s) are not members). Configure a default email account for the workspace.',
+      );
+    }
+  }
+  const admitted = await tenant.$transaction(async (tx) => {
+    await lockOrganization(tx, context.organizationId);
+    if (await tx.automationEmailSend.findFirst({ where: { runId: context.runId }, select: { id: true } })) return true;
+    const since = new Date(Date.now() - HOUR_MS);
+    await tx.automationEmailSend.deleteMany({ where: { sentAt: { lte: since } } });
+    if ((await tx.automationEmailSend.count()) >= perHour) return false;
+    await tx.automationEmailSend.create({ data: { organizationId: context.organizationId, runId: context.runId } });
+    return true;
+  });
+  if (!admitted) {
+    throw new ActionSkipped(`Not sent: the workspace reached its limit of ${perHour} automation emails per hour. Later events send again.`);
+  }
+}
 
 /**
  * Sends through the organization's default account or the installation fallback. `db` is the unscoped client on
@@ -13,8 +57,8 @@ import type { SendEmailConfig } from './schemas.js';
  */
 export async function sendEmailAction(
   config: SendEmailConfig,
-  context: { automationName: string; payload: EventPayload },
-  deps: { db: Db; encryptionKey: Buffer | null },
+  context: { automationName: string; runId: string; payload: EventPayload },
+  deps: { db: Db; encryptionKey: Buffer | null; automationEmailsPerHour: number },
 ): Promise<void> {
   const account = await findSendingAccount(deps.db, context.payload.organization_id);
   if (!account) {
@@ -23,6 +67,12 @@ export async function sendEmailAction(
       false,
     );
   }
+  await assertSendingAllowed(
+    deps.db,
+    account,
+    { organizationId: context.payload.organization_id, runId: context.runId, recipients: config.to },
+    deps.automationEmailsPerHour,
+  );
   let settings: SmtpSettings;
   try {
     settings = settingsOfAccount(account, deps.encryptionKey);

@@ -104,7 +104,7 @@ export async function getAutomation(tenant: CrmScope, id: string): Promise<Autom
 
 /**
  * Executes the rule's action now, whether the rule is active or not (a real send, not a dry run), and records the
- * run as `success` or `failed`; a failed action is a result, not an error. No retries here: the caller sees the
+ * run as `success`, `failed` or `skipped` (refused by the sending policy); a failed action is a result, not an error. No retries here: the caller sees the
  * outcome of this one attempt.
  */
 export async function testAutomation(tenant: CrmScope, id: string, input: AutomationTest, deps: ActionDeps): Promise<AutomationRun> {
@@ -127,7 +127,7 @@ export async function testAutomation(tenant: CrmScope, id: string, input: Automa
       trigger: automation.trigger,
       payload: asJson(payload),
       status: outcome.status,
-      errorMessage: outcome.status === 'failed' ? outcome.errorMessage : null,
+      errorMessage: outcome.status === 'success' ? null : outcome.errorMessage,
       attempts: 1,
       startedAt,
       finishedAt: new Date(),
