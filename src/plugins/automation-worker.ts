@@ -10,6 +10,7 @@ export default fp(
       encryptionKey: app.config.emailEncryptionKey,
       allowPrivateTargets: app.config.webhookAllowPrivate,
       automationEmailsPerHour: app.config.automationEmailsPerHour,
+      smtpAllowPrivate: app.config.smtpAllowPrivate,
       log: app.log,
     };
     runPollLoop(app, 'automation worker', app.config.outboxPollIntervalMs, () => processRunBatch(app.db, deps));

@@ -166,7 +166,7 @@ t.test('several workers at once never execute a run twice; a lost lease is taken
     await tx.automationRun.updateMany({ where: { automationId: rule.id }, data: { nextAttemptAt: future } });
   });
   await app.db.automationRun.updateMany({ where: { automationId: rule.id }, data: { nextAttemptAt: new Date() } });
-  const deps = { db: app.db, encryptionKey: app.config.emailEncryptionKey, allowPrivateTargets: true, automationEmailsPerHour: 100, log: app.log };
+  const deps = { db: app.db, encryptionKey: app.config.emailEncryptionKey, allowPrivateTargets: true, automationEmailsPerHour: 100, smtpAllowPrivate: true, log: app.log };
   // Three more workers beside the app's own, all polling at once.
   const claimed = await Promise.all([1, 2, 3].map(() => processRunBatch(app.db, deps)));
   t.comment(`claimed by the extra workers: ${claimed.join(', ')}`);

@@ -16,7 +16,7 @@ const WRONG_PASSWORD = 'not-the-org-smtp-password';
 
 const { organizationId } = await setupInstallation(app, fallback);
 
-const runBatch = () => processOutboxBatch(app.db, key, app.log);
+const runBatch = () => processOutboxBatch(app.db, key, app.log, true);
 let sequence = 0;
 const address = (label: string) => `${label}-${(sequence += 1)}@example.test`;
 
@@ -154,7 +154,7 @@ t.test('a 5xx refusal of the message is permanent: failed at once', async (t) =>
 t.test('a password that cannot be decrypted (key changed) is recorded and retried', async (t) => {
   const to = address('wrong-key');
   await enqueue(to, { organizationId });
-  await processOutboxBatch(app.db, Buffer.alloc(32, 9), app.log);
+  await processOutboxBatch(app.db, Buffer.alloc(32, 9), app.log, true);
   t.match(await rowTo(to), { status: 'pending', attempts: 1, lastError: /cannot be decrypted/ });
   await app.db.emailOutbox.updateMany({ where: { toAddress: to }, data: { nextAttemptAt: new Date() } });
   await runBatch();

@@ -1,10 +1,10 @@
 // Automations cannot turn the installation's SMTP into a relay: members-only through the fallback, hourly cap per workspace.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { buildTestApp, json } from '../helpers/app.js';
 import { createUser, setupInstallation } from '../helpers/fixtures.js';
 import { startMailbox } from '../helpers/mailbox.js';
 
-async function scenery(t: Tap, env: Record<string, string> = {}) {
+async function scenery(t: Test, env: Record<string, string> = {}) {
   const mailbox = await startMailbox(t);
   const { app } = await buildTestApp(t, env);
   const { admin, organizationId } = await setupInstallation(app, mailbox);
@@ -24,7 +24,6 @@ async function scenery(t: Tap, env: Record<string, string> = {}) {
   }
   return { app, mailbox, mate, call, rule, finishedRuns };
 }
-type Tap = Parameters<Parameters<typeof t.test>[1]>[0];
 
 t.test('through the installation fallback, automations may only mail the workspace members', async (t) => {
   const { mailbox, mate, call, rule, finishedRuns } = await scenery(t);

@@ -1,6 +1,7 @@
 // Email accounts: the stored SMTP password never follows a change of server, and hosts obey the network policy.
 import t from 'tap';
-import { buildTestApp, json } from '../helpers/app.js';
+import { encryptSecret } from '../../src/lib/crypto.js';
+import { TEST_EMAIL_KEY, buildTestApp, json } from '../helpers/app.js';
 import { createUser, setupInstallation } from '../helpers/fixtures.js';
 import { startMailbox } from '../helpers/mailbox.js';
 
@@ -59,4 +60,24 @@ t.test('workspace email accounts may not point at private or loopback hosts unle
   });
   t.equal(moved.statusCode, 400, 'nor can an account be moved to a private host');
   t.ok(json(moved).errors?.host);
+
+  // Checked again when sending (a name can resolve to an internal address; rows may predate the policy).
+  const internal = await startMailbox(t, { username: 'internal-user', password: 'internal-secret-Pw3' });
+  const stored = await app.db.emailAccount.create({
+    data: {
+      organizationId,
+      name: 'Internal',
+      host: internal.host,
+      port: internal.port,
+      username: internal.username,
+      passwordEncrypted: encryptSecret(internal.password, Buffer.from(TEST_EMAIL_KEY, 'base64')),
+      fromEmail: 'crm@example.test',
+      useTls: false,
+      isDefault: false,
+    },
+  });
+  const probe = await app.inject({ method: 'POST', url: `${url}${stored.id}/test/`, headers: owner.headers, payload: { recipient: 'probe@example.test' } });
+  t.equal(probe.statusCode, 502, 'the test send is refused');
+  t.equal(json(probe).code, 'smtp_failed');
+  t.equal(internal.messages.length, 0, 'no connection carried a message to the internal server');
 });

@@ -1,4 +1,6 @@
-// Decides which network addresses a webhook may reach: public unicast only (no loopback, private or special ranges).
+// Decides which network addresses a webhook or workspace SMTP account may reach: public unicast only (no loopback,
+// private or special ranges).
+import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 
 /** IANA special-purpose ranges (RFC 6890 and successors) that a server-side request must never reach. */
@@ -62,4 +64,15 @@ export function bareHostname(url: URL): string {
 export function isObviouslyPrivateHost(hostname: string): boolean {
   if (isIP(hostname) !== 0) return !isPublicAddress(hostname);
   return hostname === 'localhost' || hostname.endsWith('.localhost');
+}
+
+export interface ResolvedAddress {
+  address: string;
+  family: number;
+}
+
+/** Every address of a host (a literal IP is its own answer), so the caller can check all of them before connecting. */
+export async function resolveHost(hostname: string): Promise<ResolvedAddress[]> {
+  const family = isIP(hostname);
+  return family !== 0 ? [{ address: hostname, family }] : lookup(hostname, { all: true, verbatim: true });
 }

@@ -180,6 +180,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         encryptionKey: app.config.emailEncryptionKey,
         allowPrivateTargets: app.config.webhookAllowPrivate,
         automationEmailsPerHour: app.config.automationEmailsPerHour,
+        smtpAllowPrivate: app.config.smtpAllowPrivate,
         log: request.log,
       });
       reply.code(201);

@@ -21,6 +21,8 @@ export interface ActionDeps {
   allowPrivateTargets: boolean;
   /** AUTOMATION_EMAILS_PER_HOUR: send_email messages a workspace may send in any hour. */
   automationEmailsPerHour: number;
+  /** EMAIL_SMTP_ALLOW_PRIVATE: otherwise a workspace's own account may only reach public addresses. */
+  smtpAllowPrivate: boolean;
   log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
 }
 

@@ -58,7 +58,7 @@ async function assertSendingAllowed(
 export async function sendEmailAction(
   config: SendEmailConfig,
   context: { automationName: string; runId: string; payload: EventPayload },
-  deps: { db: Db; encryptionKey: Buffer | null; automationEmailsPerHour: number },
+  deps: { db: Db; encryptionKey: Buffer | null; automationEmailsPerHour: number; smtpAllowPrivate: boolean },
 ): Promise<void> {
   const account = await findSendingAccount(deps.db, context.payload.organization_id);
   if (!account) {
@@ -85,7 +85,7 @@ export async function sendEmailAction(
     footer: `Sent by the automation "${context.automationName}" on the event ${context.payload.event}.`,
   });
   try {
-    await sendMail(settings, { to: config.to.join(', '), ...message });
+    await sendMail(settings, { to: config.to.join(', '), ...message }, { publicOnly: account.organizationId !== null && !deps.smtpAllowPrivate });
   } catch (error) {
     // SmtpError messages carry only a category and reply code; a connection failure may pass, the rest will not.
     if (error instanceof SmtpError) throw new ActionError(error.message, error.category === 'connection');

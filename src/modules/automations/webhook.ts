@@ -1,11 +1,10 @@
 // The webhook action: POSTs the event JSON to a checked public address, signed with HMAC-SHA256, within 5 seconds.
 import { createHmac } from 'node:crypto';
-import { lookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
-import { isIP, type LookupFunction } from 'node:net';
+import type { LookupFunction } from 'node:net';
 import { ActionError } from './action-error.js';
-import { bareHostname, isObviouslyPrivateHost, isPublicAddress } from './network-policy.js';
+import { bareHostname, isObviouslyPrivateHost, isPublicAddress, resolveHost, type ResolvedAddress } from './network-policy.js';
 
 /** Whole delivery budget: DNS, connection, TLS, request and response. */
 export const WEBHOOK_TIMEOUT_MS = 5000;
@@ -41,15 +40,9 @@ export function webhookUrlProblem(value: string, allowPrivate: boolean): string 
   return null;
 }
 
-interface ResolvedAddress {
-  address: string;
-  family: number;
-}
-
 /** Resolves the host and refuses it when any of its addresses is not public (unless private targets are allowed). */
 async function resolveTarget(hostname: string, allowPrivate: boolean): Promise<ResolvedAddress> {
-  const family = isIP(hostname);
-  const addresses = family !== 0 ? [{ address: hostname, family }] : await lookup(hostname, { all: true, verbatim: true });
+  const addresses = await resolveHost(hostname);
   if (addresses.length === 0) throw new ActionError('Webhook host name does not resolve.', false);
   if (!allowPrivate && addresses.some((a) => !isPublicAddress(a.address))) {
     throw new ActionError('Webhook target resolves to a private, loopback or otherwise non-public address; refused.', false);

@@ -29,7 +29,8 @@ const collection = '/organizations/:organization_id/email-accounts/';
 const item = '/organizations/:organization_id/email-accounts/:account_id/';
 const HOST_POLICY =
   'A `host` that is a loopback, private, link-local or otherwise non-public IP address, or `localhost`, is a 400 ' +
-  '(`errors.host`) unless the server sets EMAIL_SMTP_ALLOW_PRIVATE.';
+  '(`errors.host`) unless the server sets EMAIL_SMTP_ALLOW_PRIVATE; host names are checked again after DNS on every ' +
+  'send (a name resolving to such an address fails the send).';
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
   const guard = [app.resolveTenant, app.requireCapability('MANAGE_SETTINGS')];

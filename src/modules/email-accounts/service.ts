@@ -193,7 +193,7 @@ export async function testEmailAccount(
     paragraphs: [`This is a test of the email account "${account.name}" of the workspace "${deps.organization.name}". It works.`],
   });
   try {
-    await sendMail(settingsOfAccount(account, deps.encryptionKey), { to: recipient, ...message });
+    await sendMail(settingsOfAccount(account, deps.encryptionKey), { to: recipient, ...message }, { publicOnly: !deps.allowPrivateHosts });
   } catch (error) {
     if (!(error instanceof SmtpError)) throw error;
     deps.log.warn({ emailAccountId: account.id, category: error.category, responseCode: error.responseCode }, 'SMTP test send failed');

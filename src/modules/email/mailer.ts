@@ -1,6 +1,7 @@
 // Sends one message through an SMTP account with nodemailer; failures surface without credentials.
 import nodemailer from 'nodemailer';
 import { decryptSecret } from '../../lib/crypto.js';
+import { isPublicAddress, resolveHost } from '../automations/network-policy.js';
 
 /** SMTP settings with the password in clear (decrypted, or as just submitted); never logged or returned. */
 export interface SmtpSettings {
@@ -23,10 +24,32 @@ export interface OutgoingMessage {
 
 const TIMEOUT_MS = 10_000;
 
-/** Sends and resolves when the server accepted the message; rejects with a credential-free SmtpError. */
-export async function sendMail(settings: SmtpSettings, message: OutgoingMessage): Promise<void> {
+/**
+ * The address to connect to when only public ones are allowed: every address of the host must be public (a name
+ * resolving to an internal address is refused), and the connection goes to the checked one, not to a second answer.
+ */
+async function publicTarget(host: string): Promise<string> {
+  let addresses;
+  try {
+    addresses = await resolveHost(host.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, ''));
+  } catch {
+    throw new SmtpError('connection');
+  }
+  if (addresses.length === 0) throw new SmtpError('connection');
+  if (!addresses.every((a) => isPublicAddress(a.address))) throw new SmtpError('blocked');
+  return addresses[0]!.address;
+}
+
+/**
+ * Sends and resolves when the server accepted the message; rejects with a credential-free SmtpError. `publicOnly`
+ * (workspace accounts, unless EMAIL_SMTP_ALLOW_PRIVATE) refuses hosts that resolve to non-public addresses.
+ */
+export async function sendMail(settings: SmtpSettings, message: OutgoingMessage, options: { publicOnly?: boolean } = {}): Promise<void> {
+  const address = options.publicOnly ? await publicTarget(settings.host) : null;
   const transport = nodemailer.createTransport({
-    host: settings.host,
+    // The checked address; TLS still verifies the certificate against the configured name.
+    host: address ?? settings.host,
+    ...(address ? { servername: settings.host } : {}),
     port: settings.port,
     secure: settings.useSsl,
     requireTLS: settings.useTls && !settings.useSsl,
@@ -57,8 +80,12 @@ export async function sendMail(settings: SmtpSettings, message: OutgoingMessage)
 /** An SMTP failure reduced to what is safe to store and log: a category and the server's reply code. */
 export class SmtpError extends Error {
   override name = 'SmtpError';
-  constructor(readonly category: 'connection' | 'authentication' | 'rejected' | 'other', readonly responseCode?: number) {
-    super(`SMTP ${category} failure${responseCode ? ` (reply ${responseCode})` : ''}`);
+  constructor(readonly category: 'connection' | 'authentication' | 'rejected' | 'blocked' | 'other', readonly responseCode?: number) {
+    super(
+      category === 'blocked'
+        ? 'SMTP host refused: it resolves to a private, loopback or otherwise non-public address'
+        : `SMTP ${category} failure${responseCode ? ` (reply ${responseCode})` : ''}`,
+    );
   }
 
   static from(error: unknown): SmtpError {

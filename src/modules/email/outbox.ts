@@ -73,7 +73,7 @@ async function accountForRow(db: Db, accountId: string | null) {
  * Sends one claimed row; resolves to null when the server accepted it, else to the failure and whether to retry.
  * Database errors propagate: the row then stays claimed until its lease ends and is tried again.
  */
-async function sendRow(db: Db, encryptionKey: Buffer | null, row: ClaimedRow): Promise<{ reason: string; retry: boolean } | null> {
+async function sendRow(db: Db, encryptionKey: Buffer | null, allowPrivateHosts: boolean, row: ClaimedRow): Promise<{ reason: string; retry: boolean } | null> {
   if (row.attempts > MAX_ATTEMPTS) return { reason: 'delivery was interrupted too often', retry: false };
   const retryable = row.attempts < MAX_ATTEMPTS;
   const account = await accountForRow(db, row.email_account_id);
@@ -86,12 +86,16 @@ async function sendRow(db: Db, encryptionKey: Buffer | null, row: ClaimedRow): P
     return { reason: 'the stored SMTP password cannot be decrypted (EMAIL_ENCRYPTION_KEY missing or changed)', retry: retryable };
   }
   try {
-    await sendMail(settings, { to: row.to_address, subject: row.subject, text: row.text_body ?? '', html: row.html_body ?? '' });
+    await sendMail(
+      settings,
+      { to: row.to_address, subject: row.subject, text: row.text_body ?? '', html: row.html_body ?? '' },
+      { publicOnly: account.organizationId !== null && !allowPrivateHosts },
+    );
     return null;
   } catch (error) {
     if (!(error instanceof SmtpError)) throw error;
     // A 5xx refusal of the message or recipient is permanent; connection and login problems may be fixed meanwhile.
-    const permanent = error.category === 'rejected' && (error.responseCode ?? 0) >= 500;
+    const permanent = (error.category === 'rejected' && (error.responseCode ?? 0) >= 500) || error.category === 'blocked';
     return { reason: error.message, retry: retryable && !permanent };
   }
 }
@@ -100,7 +104,13 @@ async function sendRow(db: Db, encryptionKey: Buffer | null, row: ClaimedRow): P
  * Claims due rows (safe with several instances: FOR UPDATE SKIP LOCKED plus a lease, so a crashed worker's rows
  * come back), sends them one by one, and records the outcome. Returns how many rows it claimed.
  */
-export async function processOutboxBatch(db: Db, encryptionKey: Buffer | null, log: { warn(obj: object, msg: string): void }): Promise<number> {
+export async function processOutboxBatch(
+  db: Db,
+  encryptionKey: Buffer | null,
+  log: { warn(obj: object, msg: string): void },
+  /** EMAIL_SMTP_ALLOW_PRIVATE: otherwise workspace accounts may only reach public addresses. */
+  allowPrivateHosts: boolean,
+): Promise<number> {
   const rows = await db.$queryRaw<ClaimedRow[]>`
     UPDATE email_outbox SET attempts = attempts + 1, next_attempt_at = now() + ${LEASE_MS} * interval '1 millisecond'
     WHERE id IN (
@@ -109,7 +119,7 @@ export async function processOutboxBatch(db: Db, encryptionKey: Buffer | null, l
     )
     RETURNING id, email_account_id, to_address, subject, text_body, html_body, attempts`;
   for (const row of rows) {
-    const failure = await sendRow(db, encryptionKey, row);
+    const failure = await sendRow(db, encryptionKey, allowPrivateHosts, row);
     if (failure) log.warn({ outboxId: row.id, attempts: row.attempts, final: !failure.retry, reason: failure.reason }, 'email delivery failed');
     // The bodies may carry single-use links: they are kept only while another attempt is due.
     const data: Prisma.EmailOutboxUpdateManyMutationInput = !failure
