@@ -1,11 +1,13 @@
 // Deleting an account while an ownership transfer to it commits never leaves an active workspace without an owner.
 import t from 'tap';
-import { buildTestApp } from '../helpers/app.js';
+import { buildTestApp, json } from '../helpers/app.js';
 import { createUser, setupInstallation } from '../helpers/fixtures.js';
 import { holdLocks, track } from '../helpers/locks.js';
+import { linkIn, startMailbox, tokenOf } from '../helpers/mailbox.js';
 
+const mailbox = await startMailbox(t);
 const { app, databaseUrl } = await buildTestApp(t);
-const { admin: owner, organizationId } = await setupInstallation(app);
+const { admin: owner, organizationId } = await setupInstallation(app, mailbox);
 
 t.test('an ownership transfer accepted while the new owner deletes the account', async (t) => {
   const heir = await createUser(app, { membership: { organizationId, role: 'admin' } });
@@ -34,4 +36,29 @@ t.test('an ownership transfer accepted while the new owner deletes the account',
     (deleted === 204 && transferred === 404 && owners[0]?.userId === owner.id) || (deleted === 409 && transferred === 200 && owners[0]?.userId === heir.id),
     'one of the two wins cleanly',
   );
+});
+
+t.test('an owner handoff accepted while the new owner deletes the account', async (t) => {
+  const heir = await createUser(app, { email: 'heir-of-hooli@example.test' });
+  const created = await app.inject({
+    method: 'POST', url: '/api/v1/organizations/', headers: owner.headers, payload: { name: 'Hooli', owner_email: heir.email },
+  });
+  t.equal(created.statusCode, 201);
+  const hooliId = json(created).id as string;
+  const token = tokenOf(linkIn(await mailbox.waitForTo(heir.email), '/invite/'));
+  const holder = await holdLocks(t, databaseUrl);
+  await holder.query('SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE', [heir.id]);
+  const deletion = track(
+    app.inject({ method: 'POST', url: '/api/v1/auth/me/delete/', headers: heir.headers, payload: { password: heir.password, confirmation: 'DELETE' } }),
+  );
+  await holder.waitForLockWaiters(1);
+  const accept = track(app.inject({ method: 'POST', url: `/api/v1/invitations/${token}/accept/`, headers: heir.headers, payload: {} }));
+  await holder.waitForLockWaiters(2, accept.settled);
+  await holder.release();
+  const [deleted, accepted] = [(await deletion.promise).statusCode, (await accept.promise).statusCode];
+  const hooli = await app.db.organization.findUniqueOrThrow({ where: { id: hooliId }, include: { memberships: true } });
+  const owners = hooli.memberships.filter((m) => m.role === 'owner');
+  t.ok(hooli.status !== 'active' || owners.length === 1, `an active workspace has its owner (deletion ${deleted}, accept ${accepted}, ${hooli.status})`);
+  t.ok((deleted === 409 && accepted === 201) || (deleted === 204 && accepted !== 201), 'one of the two wins cleanly');
+  t.ok(accepted < 500, 'no server error');
 });
