@@ -62,3 +62,25 @@ t.test('an owner handoff accepted while the new owner deletes the account', asyn
   t.ok((deleted === 409 && accepted === 201) || (deleted === 204 && accepted !== 201), 'one of the two wins cleanly');
   t.ok(accepted < 500, 'no server error');
 });
+
+t.test('a handoff accepted by an account deleted while the acceptance waits answers 401, not 500', async (t) => {
+  const heir = await createUser(app, { email: 'heir-of-initech@example.test' });
+  const created = await app.inject({
+    method: 'POST', url: '/api/v1/organizations/', headers: owner.headers, payload: { name: 'Initech', owner_email: heir.email },
+  });
+  const initechId = json(created).id as string;
+  const token = tokenOf(linkIn(await mailbox.waitForTo(heir.email), '/invite/'));
+  // The acceptance waits for the workspace row while the account is deleted.
+  const holder = await holdLocks(t, databaseUrl);
+  await holder.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [initechId]);
+  const accept = track(app.inject({ method: 'POST', url: `/api/v1/invitations/${token}/accept/`, headers: heir.headers, payload: {} }));
+  await holder.waitForLockWaiters(1, accept.settled);
+  const deleted = await app.inject({
+    method: 'POST', url: '/api/v1/auth/me/delete/', headers: heir.headers, payload: { password: heir.password, confirmation: 'DELETE' },
+  });
+  t.equal(deleted.statusCode, 204);
+  await holder.release();
+  t.equal((await accept.promise).statusCode, 401, 'the acceptance of a deleted account is refused');
+  const initech = await app.db.organization.findUniqueOrThrow({ where: { id: initechId }, include: { memberships: true } });
+  t.equal(initech.status, 'pending_owner', 'the workspace still waits for its owner');
+});

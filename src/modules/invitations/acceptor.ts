@@ -2,7 +2,7 @@
 import type { Prisma, User } from '../../generated/prisma/client.js';
 import type { Db } from '../../plugins/db.js';
 import type { CurrentUser } from '../../plugins/auth.js';
-import { ProblemError, conflict, forbidden, validationFailed, type FieldErrors } from '../../lib/problem.js';
+import { ProblemError, conflict, forbidden, unauthorized, validationFailed, type FieldErrors } from '../../lib/problem.js';
 import { hashPassword, passwordProblems } from '../../lib/passwords.js';
 import { isUniqueViolation } from '../../lib/prisma-errors.js';
 import { profileChanges } from '../account/profile-service.js';
@@ -78,7 +78,13 @@ export async function identifyAcceptor(db: Db, user: CurrentUser | null, body: A
  * there is one. `created` is that new user, whose tokens the response carries.
  */
 export async function acceptingUser(tx: Prisma.TransactionClient, acceptor: Acceptor): Promise<{ id: string; created: User | null }> {
-  if (acceptor.kind === 'existing') return { id: acceptor.userId, created: null };
+  if (acceptor.kind === 'existing') {
+    // Locked like the membership's foreign key would, but checked: an account deleted while this request was in
+    // flight answers 401 instead of failing the insert.
+    const rows = await tx.$queryRaw<unknown[]>`SELECT 1 FROM users WHERE id = ${acceptor.userId}::uuid FOR KEY SHARE`;
+    if (rows.length === 0) throw unauthorized();
+    return { id: acceptor.userId, created: null };
+  }
   const { account } = acceptor;
   try {
     const created = await tx.user.create({
