@@ -30,6 +30,21 @@ const keyGenerators: Record<RateLimitPresetName, (request: FastifyRequest) => st
   testSends: byActor,
 };
 
+/** Presets that run beside another one on the same route (the plugin's own handler runs only once per request). */
+const STACKABLE: ReadonlySet<RateLimitPresetName> = new Set(['tokenPerIp']);
+
+type Limiter = (request: FastifyRequest) => Promise<{ isAllowed: true } | { isAllowed: false; isExceeded: boolean; ttlInSeconds: number }>;
+
+/** A preHandler answering 429 with `Retry-After` like the plugin's own, built on a limiter that can be stacked. */
+function stackable(limiter: Limiter): preHandlerAsyncHookHandler {
+  return async (request, reply) => {
+    const result = await limiter(request);
+    if (result.isAllowed || !result.isExceeded) return;
+    reply.header('retry-after', String(result.ttlInSeconds));
+    throw Object.assign(new Error(`Rate limit exceeded, retry in ${result.ttlInSeconds} seconds.`), { statusCode: 429 });
+  };
+}
+
 export default fp(
   async (app) => {
     const redis = app.config.redisUrl
@@ -45,10 +60,9 @@ export default fp(
     const presets = new Map<RateLimitPresetName, preHandlerAsyncHookHandler>();
     for (const name of Object.keys(keyGenerators) as RateLimitPresetName[]) {
       const setting = app.config.rateLimits[name];
-      presets.set(
-        name,
-        app.rateLimit({ max: setting.max, timeWindow: setting.timeWindowMs, keyGenerator: keyGenerators[name], groupId: name }) as preHandlerAsyncHookHandler,
-      );
+      // Prefixed with the preset: the Redis store keeps every preset in one key space.
+      const options = { max: setting.max, timeWindow: setting.timeWindowMs, keyGenerator: (request: FastifyRequest) => `${name}|${keyGenerators[name](request)}` };
+      presets.set(name, STACKABLE.has(name) ? stackable(app.createRateLimit(options)) : (app.rateLimit(options) as preHandlerAsyncHookHandler));
     }
     app.decorate('rateLimitPreset', (name: RateLimitPresetName) => presets.get(name)!);
   },

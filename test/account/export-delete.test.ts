@@ -21,6 +21,8 @@ t.test('the export holds account, profile and memberships, and nothing else', as
   });
   await app.db.company.create({ data: { organizationId, name: 'Confidential Widgets Ltd', email: 'buyer@widgets.test' } });
   await app.inject({ method: 'POST', url: '/api/v1/auth/password-reset/', payload: { email: carol.email } });
+  // The worker creates the link: once its email has arrived, the reset token row exists.
+  await mailbox.waitForTo(carol.email);
 
   const res = await exportOf(carol);
   t.equal(res.statusCode, 200);

@@ -15,6 +15,16 @@ t.test('sign-in attempts are capped per client IP whatever the username', async 
   t.equal((await attempt('dan', '10.9.0.2')).statusCode, 401, 'another address is not affected');
 });
 
+t.test('the per-IP cap and the per IP and username limit both apply to each attempt', async (t) => {
+  const { app } = await buildTestApp(t, { RATE_LIMIT_TOKEN_PER_IP_PER_MINUTE: '4', RATE_LIMIT_TOKEN_PER_MINUTE: '2' });
+  const attempt = (username: string) =>
+    app.inject({ method: 'POST', url: '/api/v1/auth/token/', remoteAddress: '10.9.1.1', payload: { username, password: 'guess-guess-guess' } });
+  t.same([(await attempt('eve')).statusCode, (await attempt('eve')).statusCode], [401, 401]);
+  t.equal((await attempt('eve')).statusCode, 429, 'the third attempt for one username is refused');
+  t.equal((await attempt('fay')).statusCode, 401, 'another username is still checked');
+  t.equal((await attempt('gus')).statusCode, 429, 'the per-IP cap counts every attempt');
+});
+
 t.test('password change and account deletion share a per-user limit', async (t) => {
   const { app } = await buildTestApp(t, { RATE_LIMIT_PASSWORD_CHECKS_PER_HOUR: '3' });
   const victim = await createUser(app);
