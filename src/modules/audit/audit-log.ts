@@ -1,0 +1,67 @@
+// Writes rows of the append-only audit log, always on the caller's client so a row commits with the change it records.
+import type { Prisma } from '../../generated/prisma/client.js';
+import type { Db } from '../../plugins/db.js';
+
+/** The actions the audit log records (admin-console.md); a row never names anything else. */
+export const AUDIT_ACTIONS = [
+  'admin.signed_in',
+  'admin.sign_in_failed',
+  'admin.signed_out',
+  'user.deactivated',
+  'user.reactivated',
+  'user.signed_out_everywhere',
+  'user.password_reset_sent',
+  'workspace.created',
+  'workspace.cancelled',
+  'workspace.deleted',
+  'workspace.owner_invitation_resent',
+  'invitation.sent',
+  'invitation.resent',
+  'invitation.revoked',
+  'invitation.accepted',
+  'member.role_changed',
+  'ownership.transferred',
+  'member.removed',
+  'installation_admin.invited',
+  'installation_admin.accepted',
+  'account.password_changed',
+  'account.password_reset',
+  'account.email_changed',
+  'account.deleted',
+  'email.retried',
+  'setup.completed',
+] as const;
+
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/** Who did it: a user (id and username at that moment), the one-time setup, or the service itself. */
+export type AuditActor = { type: 'user'; userId: string; username: string } | { type: 'setup' } | { type: 'system' };
+
+export interface AuditEntry {
+  actor: AuditActor;
+  action: AuditAction;
+  target: { type: string; id?: string | null };
+  organizationId?: string | null;
+  /** The client's address as the app sees it (after TRUST_PROXY); null for background work. */
+  ip?: string | null;
+}
+
+/**
+ * Appends one row. Pass the transaction client of the change being recorded: if the change rolls back, so does
+ * its audit row, and a committed change always has one. Never pass tokens, passwords or message bodies.
+ */
+export async function recordAudit(client: Db | Prisma.TransactionClient, entry: AuditEntry): Promise<void> {
+  const { actor } = entry;
+  await client.auditLog.create({
+    data: {
+      actorType: actor.type,
+      actorUserId: actor.type === 'user' ? actor.userId : null,
+      actorUsername: actor.type === 'user' ? actor.username : null,
+      action: entry.action,
+      targetType: entry.target.type,
+      targetId: entry.target.id ?? null,
+      organizationId: entry.organizationId ?? null,
+      clientIp: entry.ip ?? null,
+    },
+  });
+}
