@@ -65,3 +65,9 @@ export async function recordAudit(client: Db | Prisma.TransactionClient, entry: 
     },
   });
 }
+
+/** What a service needs to write the audit row of an action: who asks, and from where. */
+export interface AuditContext {
+  actor: AuditActor;
+  ip: string | null;
+}
