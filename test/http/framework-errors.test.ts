@@ -1,6 +1,6 @@
 // Every error Fastify or a plugin raises around a handler leaves as problem+json with its status; the list is Fastify's own.
 import t from 'tap';
-import { errorCodes } from 'fastify';
+import { errorCodes, type InjectOptions } from 'fastify';
 import { buildTestApp, json } from '../helpers/app.js';
 import { setupInstallation } from '../helpers/fixtures.js';
 
@@ -10,7 +10,7 @@ const companies = `/api/v1/organizations/${organizationId}/companies/`;
 const jsonType = { 'content-type': 'application/json' };
 
 /** Fastify's request-time error codes, each with a request that raises it here and the status it must answer. */
-const reachable: Record<string, { request: Parameters<typeof app.inject>[0]; status: number; code: string }> = {
+const reachable: Record<string, { request: InjectOptions; status: number; code: string }> = {
   FST_ERR_CTP_BODY_TOO_LARGE: { request: { method: 'POST', url: companies, headers: { ...admin.headers, ...jsonType }, payload: JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10) }) }, status: 413, code: 'payload_too_large' },
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { request: { method: 'POST', url: companies, headers: { ...admin.headers, 'content-type': 'text/plain' }, payload: 'name' }, status: 415, code: 'unsupported_media_type' },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { request: { method: 'POST', url: companies, headers: { ...admin.headers, ...jsonType, 'content-length': '3' }, payload: '{"name":"x"}' }, status: 400, code: 'bad_request' },
@@ -18,7 +18,7 @@ const reachable: Record<string, { request: Parameters<typeof app.inject>[0]; sta
   FST_ERR_CTP_INVALID_JSON_BODY: { request: { method: 'POST', url: companies, headers: { ...admin.headers, ...jsonType }, payload: '{"name":' }, status: 400, code: 'malformed_json' },
   FST_ERR_BAD_URL: { request: { method: 'GET', url: '/api/v1/organizations/%E0%A4%A/companies/', headers: admin.headers }, status: 400, code: 'bad_request' },
   FST_ERR_MAX_PARAM_LENGTH: { request: { method: 'GET', url: `/api/v1/organizations/${'a'.repeat(600)}/companies/`, headers: admin.headers }, status: 414, code: 'uri_too_long' },
-  FST_ERR_NOT_FOUND: { request: { method: 'PROPFIND', url: companies, headers: admin.headers }, status: 404, code: 'not_found' },
+  FST_ERR_NOT_FOUND: { request: { method: 'PROPFIND' as InjectOptions['method'], url: companies, headers: admin.headers }, status: 404, code: 'not_found' },
   FST_ERR_VALIDATION: { request: { method: 'GET', url: `${companies}?limit=many`, headers: admin.headers }, status: 400, code: 'validation_failed' },
 };
 
