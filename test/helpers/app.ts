@@ -1,7 +1,7 @@
 // Builds the app for one test file against its own fresh database, and closes both when the test ends.
 import type { Test } from 'tap';
 import type { LightMyRequestResponse } from 'fastify';
-import { buildApp, type App } from '../../src/app.js';
+import { buildApp, type App, type BuildOptions } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createTestDatabase } from './database.js';
 
@@ -16,7 +16,7 @@ export interface TestApp {
 }
 
 /** Starts an app on a fresh database. `env` overrides the test defaults (same names as the real env vars). */
-export async function buildTestApp(t: Test, env: Record<string, string | undefined> = {}): Promise<TestApp> {
+export async function buildTestApp(t: Test, env: Record<string, string | undefined> = {}, options: BuildOptions = {}): Promise<TestApp> {
   const database = await createTestDatabase();
   const config = loadConfig({
     NODE_ENV: 'test',
@@ -36,7 +36,7 @@ export async function buildTestApp(t: Test, env: Record<string, string | undefin
     ...env,
   });
   const logs: string[] = [];
-  const app = await buildApp(config, { logStream: { write: (line: string) => void logs.push(line) } });
+  const app = await buildApp(config, { ...options, logStream: { write: (line: string) => void logs.push(line) } });
   await app.ready();
   t.teardown(async () => {
     await app.close();

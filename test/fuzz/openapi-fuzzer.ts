@@ -1,0 +1,241 @@
+// Property-based fuzzing driven by the committed OpenAPI document: generated requests, checked against what the document declares.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import fc from 'fast-check';
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import pg from 'pg';
+import type { InjectOptions } from 'fastify';
+import type { App } from '../../src/app.js';
+import { projectRoot } from '../../src/lib/project-root.js';
+
+type Schema = Record<string, any>;
+
+interface Operation {
+  id: string;
+  method: string;
+  path: string;
+  params: { name: string; in: 'path' | 'query'; schema: Schema }[];
+  body: Schema | undefined;
+  responses: Map<string, ValidateFunction | null>;
+}
+
+/** A caller of the fuzzed requests; `foreignIds` must never appear in an answer to it. */
+export interface Caller {
+  name: string;
+  authorization: string | undefined;
+  foreignIds: string[];
+}
+
+export interface Scenery {
+  callers: Caller[];
+  /** Values for path parameters by name (ids of both workspaces, so cross-tenant access is tried too). */
+  pathValues: Record<string, string[]>;
+}
+
+export interface Finding {
+  operation: string;
+  caller: string;
+  request: InjectOptions;
+  status: number;
+  problem: string;
+  body: string;
+}
+
+export interface FuzzReport {
+  requests: number;
+  counts: Map<string, Map<number, number>>;
+  findings: Finding[];
+}
+
+/**
+ * Operations that would destroy the scenery they are fuzzed against when a generated request happens to be valid
+ * (the seeded callers' own sessions, passwords, accounts and workspaces); every other operation is fuzzed.
+ */
+const SPARED = new Set(['deleteAccount', 'changePassword', 'logout', 'deleteOrganization', 'completeSetup', 'testSetupSmtp']);
+
+const document = JSON.parse(readFileSync(path.join(projectRoot, 'openapi', 'openapi.json'), 'utf8')) as Schema;
+
+function deref(schema: Schema | undefined): Schema {
+  let current = schema ?? {};
+  while (typeof current.$ref === 'string') {
+    current = current.$ref.replace(/^#\//, '').split('/').reduce((node: Schema, key: string) => node[key], document);
+  }
+  return current;
+}
+
+function operations(): Operation[] {
+  const ajv = addFormats.default(new Ajv({ strict: false, allErrors: false, validateFormats: true }));
+  ajv.addSchema({ $id: 'openapi', components: document.components });
+  const compile = (schema: Schema | undefined) =>
+    schema ? ajv.compile(JSON.parse(JSON.stringify(schema).replace(/"#\/components\//g, '"openapi#/components/'))) : null;
+  const result: Operation[] = [];
+  for (const [route, methods] of Object.entries(document.paths as Record<string, Schema>)) {
+    for (const [method, op] of Object.entries(methods)) {
+      if (SPARED.has(op.operationId)) continue;
+      const responses = new Map<string, ValidateFunction | null>();
+      for (const [status, response] of Object.entries(op.responses as Record<string, Schema>)) {
+        const resolved = deref(response);
+        const content = resolved.content as Record<string, { schema?: Schema }> | undefined;
+        const schema = content ? Object.values(content)[0]?.schema : undefined;
+        responses.set(status, compile(schema));
+      }
+      result.push({
+        id: op.operationId,
+        method: method.toUpperCase(),
+        path: route,
+        params: ((op.parameters ?? []) as Schema[]).map(deref).filter((p) => p.in === 'path' || p.in === 'query') as Operation['params'],
+        body: op.requestBody ? deref(Object.values(deref(op.requestBody).content as Record<string, { schema: Schema }>)[0]!.schema) : undefined,
+        responses,
+      });
+    }
+  }
+  return result;
+}
+
+const nasty = fc.constantFrom(
+  '', ' ', '%', '_', '\\', '%_\\', "'; DROP TABLE companies; --", '<script>alert(1)</script>', '../../etc/passwd', '\u0000',
+  '\ud800', '🚀', 'ß'.repeat(300), 'x'.repeat(10_000), '00000000-0000-0000-0000-000000000000', 'null', 'true', '-1', '1e309',
+  '9'.repeat(40), 'a@b', 'user@example.test',
+);
+
+/** Values that fit the schema's shape most of the time, and deliberately do not the rest of the time. */
+function valueOf(raw: Schema | undefined, depth = 0): fc.Arbitrary<unknown> {
+  const schema = deref(raw);
+  const wrong = depth > 2 ? fc.constant(null) : fc.oneof(fc.anything({ maxDepth: 2 }), nasty, fc.integer(), fc.constant(null));
+  const branches = (schema.oneOf ?? schema.anyOf) as Schema[] | undefined;
+  if (branches) return fc.oneof(...branches.map((branch) => valueOf(branch, depth + 1)), wrong);
+  if (schema.const !== undefined) return fc.oneof({ weight: 4, arbitrary: fc.constant(schema.const) }, { weight: 1, arbitrary: wrong });
+  if (Array.isArray(schema.enum)) return fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...schema.enum) }, { weight: 1, arbitrary: wrong });
+  const type = Array.isArray(schema.type) ? schema.type.find((t: string) => t !== 'null') : schema.type;
+  let fitting: fc.Arbitrary<unknown>;
+  switch (type) {
+    case 'string':
+      fitting =
+        schema.format === 'email' ? fc.oneof(fc.emailAddress(), nasty)
+        : schema.format === 'uuid' ? fc.oneof(fc.uuid(), nasty)
+        : schema.format === 'uri' ? fc.oneof(fc.webUrl(), nasty)
+        : schema.format === 'date' ? fc.oneof(fc.constantFrom('2000-01-01', '1999-02-30', '0000-00-00'), nasty)
+        : fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 20 }), nasty);
+      break;
+    case 'integer':
+    case 'number':
+      fitting = fc.oneof(fc.integer({ min: -5, max: 300 }), fc.integer(), fc.double(), fc.constantFrom(Number.MAX_SAFE_INTEGER, 1e308, -0));
+      break;
+    case 'boolean':
+      fitting = fc.boolean();
+      break;
+    case 'array':
+      fitting = depth > 2 ? fc.constant([]) : fc.array(valueOf(schema.items, depth + 1), { maxLength: 4 });
+      break;
+    case 'object':
+    default: {
+      if (depth > 2 || !schema.properties) return fc.oneof(fc.constant({}), wrong);
+      const properties = schema.properties as Record<string, Schema>;
+      const keys = Object.keys(properties);
+      const record = fc.record(Object.fromEntries(keys.map((key) => [key, valueOf(properties[key], depth + 1)])), {
+        requiredKeys: [],
+      });
+      // Mostly with every required field present; sometimes missing some, or with an extra one.
+      const required = (schema.required ?? []) as string[];
+      fitting = fc.tuple(record, fc.boolean(), fc.option(fc.string({ maxLength: 8 }))).map(([value, fill, extra]) => {
+        const result = { ...(value as Record<string, unknown>) };
+        if (fill) for (const key of required) if (!(key in result)) result[key] = fc.sample(valueOf(properties[key], depth + 1), 1)[0];
+        if (extra) result[`x_${extra}`] = extra;
+        return result;
+      });
+    }
+  }
+  return fc.oneof({ weight: 5, arbitrary: fitting }, { weight: 1, arbitrary: wrong });
+}
+
+function requestOf(operation: Operation, scenery: Scenery): fc.Arbitrary<{ caller: Caller; request: InjectOptions }> {
+  const pathArbs = operation.params
+    .filter((p) => p.in === 'path')
+    .map((p) => fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...(scenery.pathValues[p.name] ?? ['x'])) }, { weight: 1, arbitrary: fc.oneof(fc.uuid(), nasty) }).map((v) => [p.name, v] as const));
+  const queryArbs = operation.params
+    .filter((p) => p.in === 'query')
+    .map((p) => fc.option(fc.oneof(valueOf(p.schema), nasty), { freq: 2 }).map((v) => [p.name, v] as const));
+  const body = operation.body ? fc.oneof({ weight: 6, arbitrary: valueOf(operation.body) }, { weight: 1, arbitrary: fc.anything({ maxDepth: 3 }) }) : fc.constant(undefined);
+  return fc.record({
+    caller: fc.constantFrom(...scenery.callers),
+    pathValues: fc.tuple(...pathArbs),
+    query: fc.tuple(...queryArbs),
+    body,
+  }).map(({ caller, pathValues, query, body: payload }) => {
+    let url = operation.path;
+    for (const [name, value] of pathValues) url = url.replace(`{${name}}`, encodeURIComponent(String(value)));
+    const search = new URLSearchParams();
+    for (const [name, value] of query) if (value !== null && value !== undefined) search.set(name, typeof value === 'string' ? value : JSON.stringify(value));
+    const qs = search.toString();
+    const request: InjectOptions = {
+      method: operation.method as InjectOptions['method'],
+      url: qs ? `${url}?${qs}` : url,
+      headers: { ...(caller.authorization ? { authorization: caller.authorization } : {}), ...(payload !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(payload !== undefined ? { payload: JSON.stringify(payload) ?? 'null' } : {}),
+    };
+    return { caller, request };
+  });
+}
+
+/** One checksum per table: any change of any row shows. */
+async function checksums(client: pg.Client): Promise<Map<string, string>> {
+  const { rows: tables } = await client.query<{ name: string }>(
+    `SELECT quote_ident(tablename) AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`,
+  );
+  const parts = tables.map((t) => `SELECT '${t.name}' AS name, md5(coalesce(string_agg(md5(x::text), '' ORDER BY md5(x::text)), '')) AS sum FROM ${t.name} x`);
+  const { rows } = await client.query<{ name: string; sum: string }>(parts.join(' UNION ALL '));
+  return new Map(rows.map((r) => [r.name, r.sum]));
+}
+
+/** Runs `runs` generated requests (spread over every operation) and returns counts and findings. */
+export async function fuzz(app: App, databaseUrl: string, scenery: Scenery, runs: number, seed: number): Promise<FuzzReport> {
+  const ops = operations();
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const report: FuzzReport = { requests: 0, counts: new Map(), findings: [] };
+  try {
+    const perOperation = Math.max(1, Math.ceil(runs / ops.length));
+    for (const [index, operation] of ops.entries()) {
+      const samples = fc.sample(requestOf(operation, scenery), { numRuns: perOperation, seed: seed + index });
+      for (const { caller, request } of samples) {
+        const before = await checksums(client);
+        const res = await app.inject(request);
+        report.requests += 1;
+        const counts = report.counts.get(operation.id) ?? new Map<number, number>();
+        counts.set(res.statusCode, (counts.get(res.statusCode) ?? 0) + 1);
+        report.counts.set(operation.id, counts);
+        const found = (problem: string) =>
+          report.findings.push({ operation: operation.id, caller: caller.name, request, status: res.statusCode, problem, body: res.body.slice(0, 500) });
+        if (res.statusCode >= 500) found('5xx');
+        const declared = operation.responses.has(String(res.statusCode)) || operation.responses.has('default');
+        if (!declared) found(`status ${res.statusCode} not declared`);
+        const validate = operation.responses.get(String(res.statusCode));
+        if (validate && res.body) {
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(res.body);
+          } catch {
+            found('body is not JSON');
+          }
+          if (parsed !== undefined && !validate(parsed)) found(`body does not match: ${JSON.stringify(validate.errors?.slice(0, 2))}`);
+        }
+        if (res.statusCode >= 400 && res.statusCode < 500) {
+          const after = await checksums(client);
+          const changed = [...after].filter(([table, sum]) => before.get(table) !== sum).map(([table]) => table);
+          if (changed.length > 0) found(`a ${res.statusCode} changed ${changed.join(', ')}`);
+        }
+        const leaked = caller.foreignIds.filter((id) => res.body.includes(id));
+        if (leaked.length > 0) found(`answer holds another workspace's id ${leaked[0]}`);
+      }
+    }
+  } finally {
+    await client.end();
+  }
+  return report;
+}
+
+/** "operationId  status×count …" lines, for the test's comments and `make fuzz`. */
+export function formatCounts(report: FuzzReport): string[] {
+  return [...report.counts].map(([id, counts]) => `${id.padEnd(36)} ${[...counts].sort(([a], [b]) => a - b).map(([status, n]) => `${status}×${n}`).join('  ')}`);
+}
