@@ -51,8 +51,18 @@ const problemDescriptions: Record<number, string> = {
   503: 'Not ready.',
 };
 
+/** Headers of a rate-limited operation's answers (@fastify/rate-limit's names), lifted into OpenAPI by @fastify/swagger. */
+export const RATE_LIMIT_HEADERS = {
+  'X-RateLimit-Limit': Type.Integer({ description: 'Requests allowed in the current window.' }),
+  'X-RateLimit-Remaining': Type.Integer({ description: 'Requests left in the current window.' }),
+  'X-RateLimit-Reset': Type.Integer({ description: 'Seconds until the window resets.' }),
+};
+
 const problemResponse = (status: number) => ({
   description: problemDescriptions[status] ?? 'Error.',
+  ...(status === 429
+    ? { headers: { 'Retry-After': Type.Integer({ description: 'Seconds to wait before retrying.' }), ...RATE_LIMIT_HEADERS } }
+    : {}),
   content: { 'application/problem+json': { schema: Type.Ref(ProblemSchema) } },
 });
 
