@@ -14,7 +14,21 @@ export const ProblemSchema = Type.Object(
       }),
     ),
   },
-  { $id: 'Problem', title: 'Problem', description: 'RFC 9457 problem details.' },
+  {
+    $id: 'Problem',
+    title: 'Problem',
+    description: 'RFC 9457 problem details.',
+    examples: [
+      {
+        type: 'https://docs.example/errors/validation-failed',
+        title: 'Validation failed',
+        status: 400,
+        detail: 'Request body is invalid.',
+        code: 'validation_failed',
+        errors: { name: ['This field may not be blank.'] },
+      },
+    ],
+  },
 );
 
 /** A request body object that rejects unknown properties (the API contract: no silent ignoring). */
@@ -60,6 +74,7 @@ export const RATE_LIMIT_HEADERS = {
 
 const problemResponse = (status: number) => ({
   description: problemDescriptions[status] ?? 'Error.',
+  ...(status === 401 ? { headers: { 'WWW-Authenticate': Type.Literal('Bearer', { description: 'The scheme to authenticate with (RFC 6750).' }) } } : {}),
   ...(status === 429
     ? { headers: { 'Retry-After': Type.Integer({ description: 'Seconds to wait before retrying.' }), ...RATE_LIMIT_HEADERS } }
     : {}),
