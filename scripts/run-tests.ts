@@ -1,6 +1,7 @@
 // Runs tap against a migrated template database (crm_template) on a throwaway PostgreSQL, or on TEST_DATABASE_URL's server.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -64,6 +65,10 @@ function runTap(args: string[], templateUrl: string): Promise<number> {
 }
 
 async function main(): Promise<number> {
+  if (!existsSync(process.env.REDIS_SERVER_BIN ?? '/usr/bin/redis-server')) {
+    const consequence = process.env.CI ? 'the Redis tests FAIL under CI' : 'the Redis tests are SKIPPED';
+    console.error(`\n*** WARNING: redis-server is not installed (apt-get install redis-server): ${consequence} ***\n`);
+  }
   const cleanups: Array<() => Promise<unknown>> = [];
   // A signal during the setup (about a second) lets it finish or fail, then skips tap; the cleanups run either way.
   let interrupted: NodeJS.Signals | undefined;

@@ -2,6 +2,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ProblemError, type FieldErrors } from '../lib/problem.js';
+import { isDatabaseUnavailable } from '../lib/database-errors.js';
 
 const PROBLEM_TYPE_BASE = 'https://docs.example/errors/';
 
@@ -107,6 +108,14 @@ function toProblem(error: unknown, request: FastifyRequest): { body: ProblemBody
   }
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
     return { body: problem(fe.statusCode, 'bad_request', 'Bad request', 'The request could not be processed.') };
+  }
+  if (isDatabaseUnavailable(error)) {
+    // An outage, not a bug: the client may retry, and the pool reconnects once PostgreSQL is back.
+    request.log.warn({ err: error }, 'database unavailable');
+    return {
+      body: problem(503, 'database_unavailable', 'Service unavailable', 'The database is not reachable; try again shortly.'),
+      headers: { 'retry-after': '5' },
+    };
   }
   request.log.error({ err: error }, 'unhandled error');
   return { body: problem(500, 'internal_error', 'Internal server error', 'An unexpected error occurred.') };

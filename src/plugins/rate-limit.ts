@@ -4,6 +4,7 @@ import rateLimit from '@fastify/rate-limit';
 import { Redis } from 'ioredis';
 import type { FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import type { Config } from '../config.js';
+import { serviceUnavailable } from '../lib/problem.js';
 
 export type RateLimitPresetName = keyof Config['rateLimits'];
 
@@ -30,6 +31,16 @@ const keyGenerators: Record<RateLimitPresetName, (request: FastifyRequest) => st
   testSends: byActor,
 };
 
+/**
+ * With REDIS_URL set and Redis unreachable, these presets fail closed (503, the request is not served): they are the
+ * brute-force and hashing guards, and a limiter that silently stops counting is what an attacker would wait for.
+ * Every other preset fails open (the request is served uncounted, and a warning is logged).
+ */
+const FAIL_CLOSED: ReadonlySet<RateLimitPresetName> = new Set(['setup', 'token', 'tokenPerIp', 'passwordReset', 'passwordChecks']);
+
+const limiterUnavailable = () =>
+  serviceUnavailable('rate_limiter_unavailable', 'The rate limiter is unavailable; try again shortly.', { 'retry-after': '5' });
+
 /** Presets that run beside another one on the same route (the plugin's own handler runs only once per request). */
 const STACKABLE: ReadonlySet<RateLimitPresetName> = new Set(['tokenPerIp']);
 
@@ -45,12 +56,38 @@ function stackable(limiter: Limiter): preHandlerAsyncHookHandler {
   };
 }
 
+/** A store failure (anything but the limiter's own 429) becomes a 503 problem instead of an opaque 500. */
+function failingClosed(handler: preHandlerAsyncHookHandler): preHandlerAsyncHookHandler {
+  return async function (this: unknown, request, reply) {
+    try {
+      await handler.call(this as never, request, reply);
+    } catch (error) {
+      if ((error as { statusCode?: number }).statusCode === 429) throw error;
+      request.log.warn({ err: { message: (error as Error).message } }, 'rate limiter unavailable: request refused');
+      throw limiterUnavailable();
+    }
+  };
+}
+
 export default fp(
   async (app) => {
+    // No offline queue and a command timeout: while Redis is away a counter fails within a second instead of
+    // holding the request; ioredis keeps reconnecting in the background, so counting resumes when Redis is back.
     const redis = app.config.redisUrl
-      ? new Redis(app.config.redisUrl, { connectTimeout: 1000, maxRetriesPerRequest: 1, lazyConnect: false })
+      ? new Redis(app.config.redisUrl, { connectTimeout: 1000, commandTimeout: 1000, maxRetriesPerRequest: 1, enableOfflineQueue: false })
       : undefined;
-    if (redis) app.addHook('onClose', async () => void (await redis.quit()));
+    if (redis) {
+      let lastWarning = 0;
+      redis.on('error', (error: Error) => {
+        // Reconnection attempts repeat the same error; one line every ten seconds is enough to see the outage.
+        if (Date.now() - lastWarning < 10_000) return;
+        lastWarning = Date.now();
+        app.log.warn({ err: { message: error.message } }, 'rate limiter: Redis unreachable');
+      });
+      app.addHook('onClose', async () => {
+        await redis.quit().catch(() => redis.disconnect());
+      });
+    }
     await app.register(rateLimit, {
       global: false,
       ...(redis ? { redis, nameSpace: 'crm-rate-limit:' } : {}),
@@ -61,8 +98,15 @@ export default fp(
     for (const name of Object.keys(keyGenerators) as RateLimitPresetName[]) {
       const setting = app.config.rateLimits[name];
       // Prefixed with the preset: the Redis store keeps every preset in one key space.
-      const options = { max: setting.max, timeWindow: setting.timeWindowMs, keyGenerator: (request: FastifyRequest) => `${name}|${keyGenerators[name](request)}` };
-      presets.set(name, STACKABLE.has(name) ? stackable(app.createRateLimit(options)) : (app.rateLimit(options) as preHandlerAsyncHookHandler));
+      const failClosed = FAIL_CLOSED.has(name);
+      const options = {
+        max: setting.max,
+        timeWindow: setting.timeWindowMs,
+        keyGenerator: (request: FastifyRequest) => `${name}|${keyGenerators[name](request)}`,
+        skipOnError: !failClosed,
+      };
+      const handler = STACKABLE.has(name) ? stackable(app.createRateLimit(options)) : (app.rateLimit(options) as preHandlerAsyncHookHandler);
+      presets.set(name, failClosed ? failingClosed(handler) : handler);
     }
     app.decorate('rateLimitPreset', (name: RateLimitPresetName) => presets.get(name)!);
   },

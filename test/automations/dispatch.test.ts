@@ -183,7 +183,8 @@ t.test('several workers at once never execute a run twice; a lost lease is taken
   await app.db.automationRun.update({
     where: { id: lost.id }, data: { status: 'running', finishedAt: null, lockedUntil: new Date(Date.now() - 1000) },
   });
-  const [takenOver] = await waitForRuns(orgId, (rs) => rs.find((r) => r.id === lost.id)?.attempts === 2, rule.id)
+  // The claim already shows attempt 2 (still running): wait for its outcome.
+  const [takenOver] = await waitForRuns(orgId, (rs) => rs.some((r) => r.id === lost.id && r.attempts === 2 && r.status !== 'running'), rule.id)
     .then((rs) => rs.filter((r) => r.id === lost.id));
   t.match(takenOver, { status: 'success', attempts: 2 });
 });

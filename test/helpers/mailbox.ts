@@ -21,6 +21,12 @@ export interface Mailbox {
   username: string;
   password: string;
   messages: ReceivedMail[];
+  /**
+   * While true, a message is read to its end and then never answered (the sender hangs in DATA, as with a server
+   * that dies mid-transaction); its raw text goes to `held`, not to `messages`.
+   */
+  stall: boolean;
+  held: string[];
   /** Resolves with the first message (already received or arriving within `timeoutMs`) that matches. */
   waitFor(predicate: (mail: ReceivedMail) => boolean, timeoutMs?: number): Promise<ReceivedMail>;
   /** Resolves with the newest message to `address`, waiting for it if needed. */
@@ -57,6 +63,11 @@ export async function startMailbox(t: Test, options: MailboxOptions = {}): Promi
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('end', () => {
+        if (mailbox.stall) {
+          mailbox.held.push(Buffer.concat(chunks).toString('utf8'));
+          for (const wake of waiters) wake();
+          return;
+        }
         if (options.rejectMessages) {
           return callback(Object.assign(new Error('Message refused by test server'), { responseCode: 550 }));
         }
@@ -89,6 +100,8 @@ export async function startMailbox(t: Test, options: MailboxOptions = {}): Promi
     username,
     password,
     messages,
+    stall: false,
+    held: [],
     waitFor(predicate, timeoutMs = 10_000) {
       return new Promise((resolve, reject) => {
         const check = () => {

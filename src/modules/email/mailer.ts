@@ -20,6 +20,8 @@ export interface OutgoingMessage {
   subject: string;
   text: string;
   html: string;
+  /** A fixed Message-ID (`<…@…>`), so that every attempt at one message carries the same one and a server can deduplicate. */
+  messageId?: string;
 }
 
 const TIMEOUT_MS = 10_000;
@@ -69,6 +71,7 @@ export async function sendMail(settings: SmtpSettings, message: OutgoingMessage,
       subject: message.subject,
       text: message.text,
       html: message.html,
+      ...(message.messageId ? { messageId: message.messageId } : {}),
     });
   } catch (error) {
     throw SmtpError.from(error);

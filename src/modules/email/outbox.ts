@@ -52,6 +52,12 @@ const BATCH = 10;
 /** Backoff before attempt n+1: 10 s, 40 s, 2.5 min, 10 min, 40 min (with ±20 % jitter). */
 export const retryDelayMs = (attempts: number) => Math.round(10_000 * 4 ** (attempts - 1) * (0.8 + Math.random() * 0.4));
 
+/**
+ * The Message-ID of an outbox row: the same on every attempt, so a retry after a crash mid-send (the server may
+ * have accepted the first one) can be recognised as a duplicate by the receiving side.
+ */
+export const outboxMessageId = (rowId: string, fromEmail: string) => `<outbox.${rowId}@${fromEmail.split('@').pop() ?? 'localhost'}>`;
+
 interface ClaimedRow {
   id: string;
   email_account_id: string | null;
@@ -88,7 +94,7 @@ async function sendRow(db: Db, encryptionKey: Buffer | null, allowPrivateHosts: 
   try {
     await sendMail(
       settings,
-      { to: row.to_address, subject: row.subject, text: row.text_body ?? '', html: row.html_body ?? '' },
+      { to: row.to_address, subject: row.subject, text: row.text_body ?? '', html: row.html_body ?? '', messageId: outboxMessageId(row.id, settings.fromEmail) },
       { publicOnly: account.organizationId !== null && !allowPrivateHosts },
     );
     return null;

@@ -1,0 +1,71 @@
+// Starts a real Redis (Debian's redis-server) on a free port for one test file; without one, CI fails and a local run skips loudly.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { once } from 'node:events';
+import type { Test } from 'tap';
+
+const REDIS_SERVER = process.env.REDIS_SERVER_BIN ?? '/usr/bin/redis-server';
+
+export interface TestRedis {
+  url: string;
+  port: number;
+  /** Stops the server (a simulated outage); `start()` brings it back on the same port, empty. */
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function waitForPort(port: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = createConnection({ port, host: '127.0.0.1' }, () => {
+        socket.end();
+        resolve(true);
+      });
+      socket.on('error', () => resolve(false));
+    });
+    if (open) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`redis-server did not listen on ${port} within 10 s`);
+}
+
+/**
+ * Returns a running Redis, or undefined after skipping the test when redis-server is not installed. Under CI the
+ * absence is an error: CI installs it (.ci/run), and a green run must never hide skipped Redis tests.
+ */
+export async function startTestRedis(t: Test): Promise<TestRedis | undefined> {
+  if (!existsSync(REDIS_SERVER)) {
+    const message = `redis-server not found at ${REDIS_SERVER}: install it (apt-get install redis-server) to run the Redis tests`;
+    if (process.env.CI) throw new Error(message);
+    console.error(`\n*** WARNING: ${message}; SKIPPING them ***\n`);
+    t.test('tests that need Redis', { skip: message }, async () => {});
+    return undefined;
+  }
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    // No persistence: every start is an empty Redis, like a restarted cache.
+    child = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    await waitForPort(port);
+  };
+  const stop = async () => {
+    if (!child || child.exitCode !== null) return;
+    const exited = once(child, 'exit');
+    child.kill('SIGKILL');
+    await exited;
+  };
+  await start();
+  t.teardown(stop);
+  return { url: `redis://127.0.0.1:${port}`, port, stop, start };
+}
