@@ -8,11 +8,13 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './config.js';
 import { redactUrl } from './lib/log-redaction.js';
 import { configurePasswordHashing } from './lib/passwords.js';
-import errorsPlugin from './plugins/errors.js';
+import errorsPlugin, { renderError } from './plugins/errors.js';
+import storableTextPlugin from './plugins/storable-text.js';
 import dbPlugin from './plugins/db.js';
 import authPlugin from './plugins/auth.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
 import openapiPlugin from './plugins/openapi.js';
+import metricsPlugin from './plugins/metrics.js';
 import outboxPlugin from './plugins/outbox.js';
 import tenancyPlugin from './plugins/tenancy.js';
 import automationWorkerPlugin from './plugins/automation-worker.js';
@@ -71,6 +73,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     genReqId: () => randomUUID(),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     return503OnClosing: true,
+    frameworkErrors: renderError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler());
@@ -81,8 +84,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   for (const warning of config.warnings) app.log.warn(warning);
 
   await app.register(errorsPlugin);
+  await app.register(storableTextPlugin);
   await app.register(helmet, { global: true });
   await app.register(dbPlugin);
+  await app.register(metricsPlugin);
   await app.register(authPlugin);
   await app.register(rateLimitPlugin);
   await app.register(openapiPlugin);

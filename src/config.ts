@@ -22,6 +22,8 @@ export const EnvSchema = Type.Object({
   REFRESH_TOKEN_TTL: Type.Optional(PositiveInteger),
   TRUST_PROXY: Type.Optional(Type.String()),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  METRICS_PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 32 })),
   LOG_LEVEL: Type.Optional(
     Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
   ),
@@ -65,6 +67,8 @@ export interface Config {
   refreshTokenTtl: number;
   trustProxy: boolean | number | string;
   redisUrl: string | undefined;
+  /** Prometheus metrics: their own listener on HOST:port, and/or /metrics on the API port behind a Bearer token. */
+  metrics: { port: number | null; token: string | null };
   logLevel: string;
   webhookAllowPrivate: boolean;
   /** Whether workspace email accounts may point at loopback/private hosts (the installation fallback always may). */
@@ -167,6 +171,7 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
     refreshTokenTtl: num(valid.REFRESH_TOKEN_TTL, 604_800),
     trustProxy: parseTrustProxy(valid.TRUST_PROXY),
     redisUrl: valid.REDIS_URL,
+    metrics: { port: valid.METRICS_PORT === undefined ? null : Number(valid.METRICS_PORT), token: valid.METRICS_TOKEN ?? null },
     logLevel: valid.LOG_LEVEL ?? 'info',
     webhookAllowPrivate: valid.AUTOMATION_WEBHOOK_ALLOW_PRIVATE === 'true' || valid.AUTOMATION_WEBHOOK_ALLOW_PRIVATE === '1',
     smtpAllowPrivate: valid.EMAIL_SMTP_ALLOW_PRIVATE === 'true' || valid.EMAIL_SMTP_ALLOW_PRIVATE === '1',

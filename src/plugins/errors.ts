@@ -99,6 +99,8 @@ function toProblem(error: unknown, request: FastifyRequest): { body: ProblemBody
     case 'FST_ERR_BAD_URL':
     case 'FST_ERR_ASYNC_CONSTRAINT':
       return { body: problem(400, 'bad_request', 'Bad request', 'The request URL is malformed.') };
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return { body: problem(414, 'uri_too_long', 'URI too long', 'A path parameter of the request URL is too long.') };
   }
   if (fe.statusCode === 429) {
     return { body: problem(429, 'rate_limited', 'Too many requests', 'Request was throttled. Try again later.') };
@@ -126,13 +128,19 @@ export function sendProblem(reply: FastifyReply, body: ProblemBody, headers?: Re
   return reply.code(body.status).type('application/problem+json').send(body);
 }
 
+/**
+ * Renders any error as problem+json. The app's error handler, and Fastify's `frameworkErrors` option (the router's
+ * own refusals: a malformed URL, an over-long path parameter, which never reach the error handler), both use it.
+ */
+export function renderError(error: unknown, request: FastifyRequest, reply: FastifyReply) {
+  const { body, headers } = toProblem(error, request);
+  if (body.status >= 400 && body.status < 500) request.log.info({ code: body.code, status: body.status }, 'request rejected');
+  return sendProblem(reply, body, headers);
+}
+
 export default fp(
   async (app) => {
-    app.setErrorHandler((error, request, reply) => {
-      const { body, headers } = toProblem(error, request);
-      if (body.status >= 400 && body.status < 500) request.log.info({ code: body.code, status: body.status }, 'request rejected');
-      return sendProblem(reply, body, headers);
-    });
+    app.setErrorHandler(renderError);
     app.setNotFoundHandler((request, reply) =>
       sendProblem(reply, problem(404, 'not_found', 'Not found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
     );
