@@ -14,7 +14,21 @@ export const ProblemSchema = Type.Object(
       }),
     ),
   },
-  { $id: 'Problem', title: 'Problem', description: 'RFC 9457 problem details.' },
+  {
+    $id: 'Problem',
+    title: 'Problem',
+    description: 'RFC 9457 problem details.',
+    examples: [
+      {
+        type: 'https://docs.example/errors/validation-failed',
+        title: 'Validation failed',
+        status: 400,
+        detail: 'Request body is invalid.',
+        code: 'validation_failed',
+        errors: { name: ['This field may not be blank.'] },
+      },
+    ],
+  },
 );
 
 /** A request body object that rejects unknown properties (the API contract: no silent ignoring). */
@@ -51,8 +65,19 @@ const problemDescriptions: Record<number, string> = {
   503: 'Not ready.',
 };
 
+/** Headers of a rate-limited operation's answers (@fastify/rate-limit's names), lifted into OpenAPI by @fastify/swagger. */
+export const RATE_LIMIT_HEADERS = {
+  'X-RateLimit-Limit': Type.Integer({ description: 'Requests allowed in the current window.' }),
+  'X-RateLimit-Remaining': Type.Integer({ description: 'Requests left in the current window.' }),
+  'X-RateLimit-Reset': Type.Integer({ description: 'Seconds until the window resets.' }),
+};
+
 const problemResponse = (status: number) => ({
   description: problemDescriptions[status] ?? 'Error.',
+  ...(status === 401 ? { headers: { 'WWW-Authenticate': Type.Literal('Bearer', { description: 'The scheme to authenticate with (RFC 6750).' }) } } : {}),
+  ...(status === 429
+    ? { headers: { 'Retry-After': Type.Integer({ description: 'Seconds to wait before retrying.' }), ...RATE_LIMIT_HEADERS } }
+    : {}),
   content: { 'application/problem+json': { schema: Type.Ref(ProblemSchema) } },
 });
 

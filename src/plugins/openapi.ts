@@ -14,7 +14,52 @@ Conventions:
 - Unknown properties in a request body are rejected with 400 (CRM create bodies ignore \`organization\`/\`organization_id\`: the tenant comes from the path).
 - Organizations the caller cannot access answer 404, never 403, so their existence is not revealed.
 - Lists return a JSON array, newest first; pass \`limit\` (1-200, default 50) and follow the \`Link: <...>; rel="next"\` header.
-- Bodies over 1 MiB answer 413; bodies that are not JSON answer 415; rate limits answer 429 with \`Retry-After\`.`;
+- Bodies over 1 MiB answer 413; bodies that are not JSON answer 415; rate limits answer 429 with \`Retry-After\`.
+- Public operations say \`security: []\`; the others need the bearer token (\`bearerAuth\`).
+- Path ids are UUIDs: \`/api/v1/organizations/provisioning/{organization_id}/\` and \`/api/v1/organizations/{organization_id}/...\` never match the same URL, since \`provisioning\` is not a UUID.`;
+
+interface OpenApiResponse {
+  headers?: Record<string, { required?: boolean; schema?: unknown; description?: string }>;
+}
+interface OpenApiOperation {
+  requestBody?: { required?: boolean };
+  security?: Array<Record<string, string[]>>;
+  responses?: Record<string, OpenApiResponse>;
+}
+interface OpenApiDocument {
+  paths?: Record<string, Record<string, OpenApiOperation>>;
+  components?: { schemas?: Record<string, unknown> };
+}
+type JsonSchema = { [key: string]: unknown };
+
+/** The X-RateLimit-* headers of a 429 response (as declared by `responses()`), to declare on its success responses. */
+const rateLimitHeaders = (limited: OpenApiResponse) =>
+  Object.fromEntries(Object.entries(limited.headers ?? {}).filter(([name]) => name.startsWith('X-RateLimit-')));
+
+/**
+ * A `oneOf` with a `discriminator` (see automations' `discriminatedUnion`) can only select named schemas: its
+ * inline branches move to components (by their title) and the discriminator maps each tag value to its branch.
+ * Only the document changes; the routes keep validating against the inline schemas.
+ */
+function nameDiscriminatedBranches(node: unknown, components: Record<string, unknown>): void {
+  if (Array.isArray(node)) return node.forEach((child) => nameDiscriminatedBranches(child, components));
+  if (node === null || typeof node !== 'object') return;
+  const schema = node as JsonSchema;
+  for (const child of Object.values(schema)) nameDiscriminatedBranches(child, components);
+  const discriminator = schema.discriminator as { propertyName: string; mapping?: Record<string, string> } | undefined;
+  if (!discriminator || !Array.isArray(schema.oneOf)) return;
+  discriminator.mapping = {};
+  schema.oneOf = (schema.oneOf as JsonSchema[]).map((branch) => {
+    const title = branch.title;
+    // A TypeBox literal reaches the document as `enum: [value]`.
+    const property = (branch.properties as Record<string, { const?: unknown; enum?: unknown[] }> | undefined)?.[discriminator.propertyName];
+    const tag = property?.const ?? (property?.enum?.length === 1 ? property.enum[0] : undefined);
+    if (typeof title !== 'string' || typeof tag !== 'string') throw new Error(`discriminated branch without title or tag: ${JSON.stringify(branch)}`);
+    components[title] = branch;
+    discriminator.mapping![tag] = `#/components/schemas/${title}`;
+    return { $ref: `#/components/schemas/${title}` };
+  });
+}
 
 export default fp(
   async (app) => {
@@ -31,7 +76,7 @@ export default fp(
     await app.register(swagger, {
       openapi: {
         openapi: '3.1.0',
-        info: { title: 'Workspace CRM API', version: '1.0.0', description: API_DESCRIPTION },
+        info: { title: 'Workspace CRM API', version: '1.0.0', description: API_DESCRIPTION, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
         servers: [{ url: '/' }],
         components: {
           securitySchemes: {
@@ -54,12 +99,26 @@ export default fp(
         ],
       },
       transformObject: (documentObject) => {
-        const document = (documentObject as { openapiObject: { paths?: Record<string, Record<string, { requestBody?: { required?: boolean } }>> } }).openapiObject;
+        const document = (documentObject as { openapiObject: OpenApiDocument }).openapiObject;
+        // A copy: the edits below must not reach the schemas the routes validate and serialize with.
+        document.paths = structuredClone(document.paths);
         for (const [url, item] of Object.entries(document.paths ?? {})) {
           for (const [method, operation] of Object.entries(item)) {
             if (operation.requestBody && optionalBodies.has(`${method} ${url}`)) operation.requestBody.required = false;
+            // Protected routes name the bearer scheme; one that names none is public and says so (linters and
+            // generated clients otherwise cannot tell "public" from "undocumented").
+            operation.security ??= [];
+            const limited = operation.responses?.['429'];
+            if (limited?.headers?.['Retry-After']) {
+              limited.headers['Retry-After'].required = true;
+              // The rate limiter reports the window on every answer of a limited route, not only on the 429.
+              for (const [status, response] of Object.entries(operation.responses ?? {})) {
+                if (/^2\d\d$/.test(status)) response.headers = { ...response.headers, ...rateLimitHeaders(limited) };
+              }
+            }
           }
         }
+        nameDiscriminatedBranches(document.paths, (document.components ??= {}).schemas ??= {});
         return document;
       },
       refResolver: {

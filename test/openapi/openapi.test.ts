@@ -14,6 +14,8 @@ const require = createRequire(import.meta.url);
 const generated = await generateOpenApiDocument();
 const document = JSON.parse(generated) as {
   openapi: string;
+  info: { license?: { name: string } };
+  servers: Array<{ url: string }>;
   tags: Array<{ name: string }>;
   components: { schemas: Record<string, unknown>; securitySchemes: Record<string, unknown> };
   paths: Record<string, Record<string, Operation>>;
@@ -24,7 +26,8 @@ interface Operation {
   tags?: string[];
   summary?: string;
   security?: Array<Record<string, string[]>>;
-  responses?: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>;
+  parameters?: Array<{ in: string; name: string }>;
+  responses?: Record<string, { headers?: Record<string, { required?: boolean }>; content?: Record<string, { schema?: { $ref?: string } }> }>;
 }
 
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options']);
@@ -60,6 +63,22 @@ t.test('OpenAPI 3.1.0; every operation has a unique camelCase operationId, a sum
       for (const scheme of Object.keys(requirement)) t.ok(document.components.securitySchemes[scheme], `${name}: scheme ${scheme}`);
     }
   }
+});
+
+t.test('security on every operation, the response headers the service sends, a license and a relative server', async (t) => {
+  t.ok(document.info.license?.name, 'info.license');
+  t.same(document.servers, [{ url: '/' }], 'a relative server: Swagger UI calls whatever host serves it');
+  for (const { name, operation } of operations) {
+    t.ok(Array.isArray(operation.security), `${name}: security declared (public ones say [])`);
+    const headers = (status: string) => Object.keys(operation.responses?.[status]?.headers ?? {});
+    if (operation.parameters?.some((p) => p.in === 'query' && p.name === 'cursor')) t.ok(headers('200').includes('Link'), `${name}: Link on 200`);
+    if (operation.responses?.['429']) {
+      t.equal(operation.responses['429'].headers?.['Retry-After']?.required, true, `${name}: Retry-After required on 429`);
+    }
+    if (operation.responses?.['401']) t.ok(headers('401').includes('WWW-Authenticate'), `${name}: WWW-Authenticate on 401`);
+  }
+  const exportAccount = operations.find((o) => o.operation.operationId === 'exportAccount')!.operation;
+  t.ok(Object.keys(exportAccount.responses?.['200']?.headers ?? {}).some((h) => h.toLowerCase() === 'content-disposition'), 'Content-Disposition on the export');
 });
 
 t.test('every 4xx/5xx response is the Problem schema as application/problem+json', async (t) => {

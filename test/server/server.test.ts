@@ -1,73 +1,11 @@
 // Starts the built server as a real process with `npm start`: readiness, migrations, embedded database, clean SIGTERM.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { once } from 'node:events';
 import t from 'tap';
-import { projectRoot } from '../../src/lib/project-root.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { TEST_SETUP_TOKEN } from '../helpers/app.js';
-
-if (!existsSync(path.join(projectRoot, 'dist', 'src', 'server.js'))) {
-  throw new Error('dist/src/server.js is missing: run `npm run build` (make test does) before this test');
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-interface Started {
-  child: ChildProcess;
-  origin: string;
-  output: () => string;
-}
-
-async function startServer(env: Record<string, string>): Promise<Started> {
-  const port = await freePort();
-  let output = '';
-  const child = spawn('npm', ['start', '--silent'], {
-    cwd: projectRoot,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    // Own process group, so a failed test can kill npm and the server together.
-    detached: true,
-  });
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const origin = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}):\n${output}`);
-    const ready = await fetch(`${origin}/readyz`).then((r) => r.status, () => 0);
-    // Ready, and the start-up banner (written just after listen) is out.
-    if (ready === 200 && output.includes('Swagger UI:')) return { child, origin, output: () => output };
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`server not ready within 60 s:\n${output}`);
-}
-
-/** Last resort at teardown: nothing of a failed test may keep running. */
-function killGroup(server: Started) {
-  try {
-    process.kill(-server.child.pid!, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-}
-
-async function stop(server: Started): Promise<number | null> {
-  server.child.kill('SIGTERM');
-  const [code] = (await once(server.child, 'exit')) as [number | null];
-  return code;
-}
+import { killGroup, startServer, stop } from '../helpers/server.js';
 
 t.test('npm start on DATABASE_URL: ready, serves the API and the docs, exits 0 on SIGTERM', async (t) => {
   const database = await createTestDatabase({ empty: true });

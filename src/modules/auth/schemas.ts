@@ -10,7 +10,10 @@ export const TokenPairSchema = Type.Object(
     access: Type.String({ description: 'Access JWT: send it as `Authorization: Bearer <access>`.' }),
     refresh: Type.String({ description: 'Refresh JWT: single use; store the new one every refresh returns.' }),
   },
-  { title: 'TokenPair' },
+  {
+    title: 'TokenPair',
+    examples: [{ access: 'eyJhbGciOiJIUzI1NiJ9.example-access-claims.signature', refresh: 'eyJhbGciOiJIUzI1NiJ9.example-refresh-claims.signature' }],
+  },
 );
 
 export const SignInSchema = StrictObject(
@@ -18,7 +21,7 @@ export const SignInSchema = StrictObject(
     username: Type.String({ minLength: 1, maxLength: 150, description: 'Exact username (email addresses are not accepted).' }),
     password: Password(),
   },
-  { title: 'SignIn' },
+  { title: 'SignIn', examples: [{ username: 'ada', password: 'correct-horse-battery' }] },
 );
 
 /** Body of refresh and logout: the refresh token of one session. */

@@ -22,7 +22,21 @@ export const CompanySchema = Type.Object(
     created_at: Timestamp(),
     updated_at: Timestamp(),
   },
-  { title: 'Company' },
+  {
+    title: 'Company',
+    examples: [
+      {
+        id: '7c9e6679-7425-40de-944b-e07fc1f90ae7',
+        name: 'Initech',
+        email: 'hello@initech.example',
+        phone_number: '+1 555 0100',
+        website: 'https://initech.example',
+        lifecycle_stage: 'customer',
+        created_at: '2026-01-15T09:30:00.000Z',
+        updated_at: '2026-02-01T14:05:00.000Z',
+      },
+    ],
+  },
 );
 export type CompanyDto = Static<typeof CompanySchema>;
 

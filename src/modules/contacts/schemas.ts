@@ -17,7 +17,23 @@ export const ContactSchema = Type.Object(
     created_at: Timestamp(),
     updated_at: Timestamp(),
   },
-  { title: 'Contact' },
+  {
+    title: 'Contact',
+    examples: [
+      {
+        id: '3f2504e0-4f89-41d3-9a0c-0305e82c3301',
+        company_id: '7c9e6679-7425-40de-944b-e07fc1f90ae7',
+        first_name: 'Ada',
+        last_name: 'Lovelace',
+        email: 'ada@initech.example',
+        phone_number: null,
+        department: 'Engineering',
+        job_title: 'CTO',
+        created_at: '2026-01-15T09:45:00.000Z',
+        updated_at: '2026-01-15T09:45:00.000Z',
+      },
+    ],
+  },
 );
 export type ContactDto = Static<typeof ContactSchema>;
 

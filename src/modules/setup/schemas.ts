@@ -40,7 +40,19 @@ export const SetupRequestSchema = StrictObject(
     }),
     smtp: Type.Optional(SmtpAccountInputSchema),
   },
-  { title: 'SetupRequest' },
+  {
+    title: 'SetupRequest',
+    examples: [
+      {
+        setup_token: '<the value of SERVICE_SETUP_TOKEN>',
+        username: 'admin',
+        email: 'admin@acme.example',
+        password: 'correct-horse-battery',
+        organization_name: 'Acme',
+        organization_slug: 'acme',
+      },
+    ],
+  },
 );
 export type SetupRequest = Static<typeof SetupRequestSchema>;
 
