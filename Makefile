@@ -7,7 +7,8 @@ NPM_FLAGS := --no-audit --no-fund --loglevel=error
 # PATH: npm on the system's Node only installs it.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help install generate build run dev test typecheck lint-openapi migrate migration migration-check openapi bench clean
+# fuzz: see test/fuzz/. FUZZ_RUNS and FUZZ_SEED choose the size and the sequence.
+.PHONY: fuzz help install generate build run dev test typecheck lint-openapi migrate migration migration-check openapi bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -68,6 +69,9 @@ openapi: generate ## regenerate openapi/openapi.json from the route schemas
 
 bench: build ## seed 1M companies and measure the API with autocannon (not part of make test)
 	node --import tsx scripts/bench.ts
+
+fuzz: build ## fuzz every OpenAPI operation with 10,000 generated requests (FUZZ_RUNS, FUZZ_SEED); prints counts per operation and status
+	FUZZ_RUNS=$${FUZZ_RUNS:-10000} npm test -- --timeout=3600 test/fuzz/fuzz.test.ts
 
 clean: ## remove build output (keeps $(DATA_DIR))
 	rm -rf dist src/generated .tap

@@ -28,9 +28,12 @@ interface AjvIssue {
 
 /** Turns Ajv's validation issues into `{ field: [messages] }` with dotted paths. */
 function fieldErrors(issues: AjvIssue[], context: string | undefined): FieldErrors {
-  const errors: FieldErrors = {};
+  // A Map, not an object: field names come from the client, and `valueOf` or `__proto__` must stay plain keys.
+  const errors = new Map<string, string[]>();
   const add = (field: string, message: string) => {
-    const list = (errors[field || context || 'body'] ??= []);
+    const key = field || context || 'body';
+    const list = errors.get(key) ?? [];
+    errors.set(key, list);
     if (!list.includes(message)) list.push(message);
   };
   for (const issue of issues) {
@@ -68,7 +71,7 @@ function fieldErrors(issues: AjvIssue[], context: string | undefined): FieldErro
         add(base, issue.message ? issue.message.charAt(0).toUpperCase() + issue.message.slice(1) + '.' : 'Invalid value.');
     }
   }
-  return errors;
+  return Object.fromEntries(errors);
 }
 
 /** Maps any thrown error to a problem body; unknown errors become an opaque 500. */

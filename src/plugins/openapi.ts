@@ -108,6 +108,11 @@ export default fp(
             // Protected routes name the bearer scheme; one that names none is public and says so (linters and
             // generated clients otherwise cannot tell "public" from "undocumented").
             operation.security ??= [];
+            // The router refuses a path parameter over 200 characters before any route runs.
+            const badRequest = operation.responses?.['400'] as (OpenApiResponse & { description?: string }) | undefined;
+            if (url.includes('{') && badRequest && operation.responses) {
+              operation.responses['414'] ??= { ...structuredClone(badRequest), description: 'A path parameter is longer than 200 characters.' } as OpenApiResponse;
+            }
             const limited = operation.responses?.['429'];
             if (limited?.headers?.['Retry-After']) {
               limited.headers['Retry-After'].required = true;

@@ -29,7 +29,7 @@ export default fp(
       const found: string[] = [];
       for (const part of [request.params, request.query, request.body]) unstorablePaths(part, '', found);
       if (found.length === 0) return;
-      const errors: FieldErrors = Object.fromEntries(found.map((field) => [field || 'body', [MESSAGE]]));
+      const errors: FieldErrors = Object.fromEntries(new Map(found.map((field) => [field || 'body', [MESSAGE]])));
       throw validationFailed(errors, 'The request contains text that cannot be stored.');
     });
   },

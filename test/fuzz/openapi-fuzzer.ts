@@ -99,6 +99,40 @@ const nasty = fc.constantFrom(
   '9'.repeat(40), 'a@b', 'user@example.test',
 );
 
+/** Values that satisfy the schema (formats, lengths, enums, required fields, no extra fields): requests that can succeed. */
+function validValueOf(raw: Schema | undefined, depth = 0): fc.Arbitrary<unknown> {
+  const schema = deref(raw);
+  const branches = (schema.oneOf ?? schema.anyOf) as Schema[] | undefined;
+  if (branches) return fc.oneof(...branches.map((branch) => validValueOf(branch, depth + 1)));
+  if (schema.const !== undefined) return fc.constant(schema.const);
+  if (Array.isArray(schema.enum)) return fc.constantFrom(...schema.enum);
+  const type = Array.isArray(schema.type) ? schema.type.find((t: string) => t !== 'null') : schema.type;
+  switch (type) {
+    case 'string': {
+      if (schema.format === 'email') return fc.emailAddress().filter((e) => e.length <= (schema.maxLength ?? 254));
+      if (schema.format === 'uuid') return fc.uuid();
+      if (schema.format === 'uri') return fc.constantFrom('https://example.com/', 'https://example.org/a?b=c');
+      if (schema.format === 'date') return fc.constantFrom('1990-05-17', '2001-12-31');
+      const minLength = Number(schema.minLength ?? 0);
+      return fc.string({ minLength: Math.max(minLength, 1), maxLength: Math.max(minLength, Math.min(Number(schema.maxLength ?? 30), 30)) })
+        .filter((text) => text.trim().length >= minLength && (!schema.pattern || new RegExp(schema.pattern as string, 'u').test(text)));
+    }
+    case 'integer':
+      return fc.integer({ min: Number(schema.minimum ?? 0), max: Number(schema.maximum ?? 1000) });
+    case 'number':
+      return fc.double({ min: Number(schema.minimum ?? 0), max: Number(schema.maximum ?? 1000), noNaN: true });
+    case 'boolean':
+      return fc.boolean();
+    case 'array':
+      return depth > 3 ? fc.constant([]) : fc.array(validValueOf(schema.items, depth + 1), { minLength: Number(schema.minItems ?? 0), maxLength: Math.max(Number(schema.minItems ?? 0), 3) });
+    default: {
+      const properties = (schema.properties ?? {}) as Record<string, Schema>;
+      const required = (schema.required ?? []) as string[];
+      return fc.record(Object.fromEntries(Object.keys(properties).map((key) => [key, validValueOf(properties[key], depth + 1)])), { requiredKeys: required });
+    }
+  }
+}
+
 /** Values that fit the schema's shape most of the time, and deliberately do not the rest of the time. */
 function valueOf(raw: Schema | undefined, depth = 0): fc.Arbitrary<unknown> {
   const schema = deref(raw);
@@ -149,6 +183,15 @@ function valueOf(raw: Schema | undefined, depth = 0): fc.Arbitrary<unknown> {
   return fc.oneof({ weight: 5, arbitrary: fitting }, { weight: 1, arbitrary: wrong });
 }
 
+/** A lone surrogate has no UTF-8 form: it travels as the bytes a careless client would send for it. */
+function encodePathValue(value: string): string {
+  try {
+    return encodeURIComponent(value);
+  } catch {
+    return '%ED%A0%80';
+  }
+}
+
 function requestOf(operation: Operation, scenery: Scenery): fc.Arbitrary<{ caller: Caller; request: InjectOptions }> {
   const pathArbs = operation.params
     .filter((p) => p.in === 'path')
@@ -156,7 +199,9 @@ function requestOf(operation: Operation, scenery: Scenery): fc.Arbitrary<{ calle
   const queryArbs = operation.params
     .filter((p) => p.in === 'query')
     .map((p) => fc.option(fc.oneof(valueOf(p.schema), nasty), { freq: 2 }).map((v) => [p.name, v] as const));
-  const body = operation.body ? fc.oneof({ weight: 6, arbitrary: valueOf(operation.body) }, { weight: 1, arbitrary: fc.anything({ maxDepth: 3 }) }) : fc.constant(undefined);
+  const body = operation.body
+    ? fc.oneof({ weight: 3, arbitrary: validValueOf(operation.body) }, { weight: 3, arbitrary: valueOf(operation.body) }, { weight: 1, arbitrary: fc.anything({ maxDepth: 3 }) })
+    : fc.constant(undefined);
   return fc.record({
     caller: fc.constantFrom(...scenery.callers),
     pathValues: fc.tuple(...pathArbs),
@@ -164,7 +209,7 @@ function requestOf(operation: Operation, scenery: Scenery): fc.Arbitrary<{ calle
     body,
   }).map(({ caller, pathValues, query, body: payload }) => {
     let url = operation.path;
-    for (const [name, value] of pathValues) url = url.replace(`{${name}}`, encodeURIComponent(String(value)));
+    for (const [name, value] of pathValues) url = url.replace(`{${name}}`, encodePathValue(String(value)));
     const search = new URLSearchParams();
     for (const [name, value] of query) if (value !== null && value !== undefined) search.set(name, typeof value === 'string' ? value : JSON.stringify(value));
     const qs = search.toString();
