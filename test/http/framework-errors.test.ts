@@ -62,3 +62,9 @@ t.test('JWT errors and the rate limit answer problem+json too', async (t) => {
   t.match(limited.headers['content-type'], /^application\/problem\+json/);
   t.match(json(limited), { status: 429, code: 'rate_limited' });
 });
+
+t.test('unknown body fields named like Object.prototype members are reported as plain fields (found by the fuzzer: was a 500)', async (t) => {
+  const res = await app.inject({ method: 'POST', url: companies, headers: { ...admin.headers, ...jsonType }, payload: '{"name":"x","valueOf":1,"constructor":2,"toString":3}' });
+  t.equal(res.statusCode, 400);
+  t.match(json(res), { code: 'validation_failed', errors: { valueOf: ['Unknown field.'], constructor: ['Unknown field.'] } });
+});
