@@ -1,6 +1,7 @@
 // The tenant-scoped client and page reader: queries with no organization filter at all (a forgotten `where`) still
 // read, update, delete and create only the bound organization's rows; nested queries that could cross tenants are refused.
 import t from 'tap';
+import { SEARCH_SCAN_ROWS } from '../../src/lib/text-search.js';
 import { scopeToOrganization, TenantScopeError } from '../../src/db/tenant-scope.js';
 import { scopePages } from '../../src/db/tenant-pages.js';
 import { companyService } from '../../src/modules/companies/service.js';
@@ -56,16 +57,57 @@ t.test('reads without any filter see only the bound organization', async (t) => 
 
 t.test('the raw-SQL page reader of a list, called with no filter, reads only its organization', async (t) => {
   const pages = scopePages(app.pg, A);
-  const companies = await companyService.list(pages, {}, { limit: 100 });
+  const { rows: companies } = await companyService.list(pages, {}, { limit: 100 });
   t.same(companies.map((row) => row.id).sort(), a.companies.map((c) => c.id).sort());
-  const contacts = await contactService.list(pages, {}, { limit: 100 });
+  const { rows: contacts } = await contactService.list(pages, {}, { limit: 100 });
   t.same(contacts.map((row) => row.id), [a.contact.id]);
-  t.same(await companyService.list(pages, { search: 'B company' }, { limit: 100 }), [], 'a term only the other tenant has');
-  t.same(await contactService.list(pages, { companyId: b.companies[0]!.id }, { limit: 100 }), [], 'the other tenant\'s company');
-  const [newestOfB] = await companyService.list(scopePages(app.pg, B), {}, { limit: 1 });
+  t.same(await companyService.list(pages, { search: 'B company' }, { limit: 100 }), { rows: [] }, 'a term only the other tenant has');
+  t.same(await contactService.list(pages, { companyId: b.companies[0]!.id }, { limit: 100 }), { rows: [] }, 'the other tenant\'s company');
+  const [newestOfB] = (await companyService.list(scopePages(app.pg, B), {}, { limit: 1 })).rows;
   const after = { createdAt: new Date(newestOfB!.created_at), id: newestOfB!.id };
-  const afterForeignCursor = await companyService.list(pages, {}, { after, limit: 100 });
+  const { rows: afterForeignCursor } = await companyService.list(pages, {}, { after, limit: 100 });
   t.ok(afterForeignCursor.every((row) => a.companies.some((c) => c.id === row.id)), 'a cursor from the other tenant');
+});
+
+t.test('a search scans, stops at its bound and resumes only inside its organization', async (t) => {
+  // A: its three companies, then two scan windows of rows without the term; B: look-alikes that match A's term,
+  // newer and older than A's rows.
+  const fill = (organizationId: string, prefix: string, shift: number) =>
+    app.pg.query(
+      `INSERT INTO companies (id, organization_id, name, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, $2 || n, now() - make_interval(secs => n - $4), now() FROM generate_series(1, $3) AS n`,
+      [organizationId, prefix, SEARCH_SCAN_ROWS * 2, shift],
+    );
+  await fill(A, 'A filler ', 0);
+  await fill(B, 'A company look-alike ', SEARCH_SCAN_ROWS);
+  const pages = scopePages(app.pg, A);
+  const seen: string[] = [];
+  const stops: string[] = [];
+  let after: { createdAt: Date; id: string } | undefined;
+  for (let read = 0; read < 10; read++) {
+    const { rows, scannedTo } = await companyService.list(pages, { search: 'a company' }, { limit: 2, after });
+    seen.push(...rows.slice(0, 2).map((row) => row.id));
+    if (scannedTo) stops.push(scannedTo.id);
+    after = rows.length > 2 ? { createdAt: new Date(rows[1]!.created_at), id: rows[1]!.id } : scannedTo;
+    if (!after) break;
+  }
+  t.notOk(after, 'the links end');
+  t.same(seen.sort(), a.companies.map((c) => c.id).sort(), 'A\'s three companies, none of B\'s look-alikes');
+  t.ok(stops.length >= 2, 'the scan stopped at its bound');
+  const stoppedAt = await db.company.findMany({ where: { id: { in: stops } }, select: { organizationId: true } });
+  t.same(new Set(stoppedAt.map((row) => row.organizationId)), new Set([A]), 'every stop is a row of A');
+
+  const lookAlike = await db.company.findFirstOrThrow({ where: { organizationId: B, name: 'A company look-alike 1' } });
+  const foreign = { createdAt: lookAlike.createdAt, id: lookAlike.id };
+  const fromForeignCursor = await companyService.list(pages, { search: 'look-alike' }, { after: foreign, limit: 100 });
+  t.same(fromForeignCursor.rows, [], 'a cursor from B only positions');
+  t.same(
+    await contactService.list(pages, { companyId: b.companies[0]!.id, search: 'b' }, { limit: 100 }),
+    { rows: [] },
+    'B\'s company as the sought filter',
+  );
+  await db.company.deleteMany({ where: { OR: [{ organizationId: A, name: { startsWith: 'A filler ' } }, { organizationId: B, name: { startsWith: 'A company look-alike ' } }] } });
+  t.same(await bSnapshot(), untouchedB);
 });
 
 t.test('updates and deletes without a filter touch only the bound organization', async (t) => {

@@ -42,6 +42,7 @@ const contactPage = pageTable<ContactDto, 'company_id'>(
   'contacts',
   ['id', 'company_id', 'first_name', 'last_name', 'email', 'phone_number', 'department', 'job_title'],
   ['company_id'],
+  ['company_id'],
 );
 
 /** The columns a body sets; absent fields stay undefined (unchanged), `organization`/`organization_id` are dropped. */

@@ -3,7 +3,7 @@
 // record type supplies its queries.
 import { Prisma } from '../../generated/prisma/client.js';
 import type { TenantDb, TenantTx } from '../../db/tenant-scope.js';
-import type { TenantPages } from '../../db/tenant-pages.js';
+import type { PageRows, TenantPages } from '../../db/tenant-pages.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import type { PageRequest } from '../../lib/pagination.js';
 import type { ProblemError } from '../../lib/problem.js';
@@ -23,8 +23,8 @@ export interface RecordQueries<Row, Dto extends Record<string, unknown>, Create,
   notFound(): ProblemError;
   /** The answer to a foreign key violation (a reference outside the organization), when the record has one. */
   invalidReference?(): ProblemError;
-  /** Newest first, `page.limit + 1` records (already in API shape) for the pager. */
-  list(pages: TenantPages, filters: Filters, page: PageRequest): Promise<Dto[]>;
+  /** Newest first, `page.limit + 1` records (already in API shape) for the pager, and where a short search page stopped. */
+  list(pages: TenantPages, filters: Filters, page: PageRequest): Promise<PageRows<Dto>>;
   find(db: TenantDb, id: string): Promise<Row | null>;
   insert(tx: TenantTx, body: Create, organizationId: string): Promise<Row>;
   /** Changes the body's fields; Prisma's P2025 when the record does not exist. */
