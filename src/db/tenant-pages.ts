@@ -11,6 +11,8 @@ const IDENTIFIER = /^[a-z][a-z_]*$/;
 /** What a list reads: a tenant table, the API fields it returns, and the columns a list may filter by equality. */
 export interface PageTable<Row, Filter extends string> {
   readonly table: string;
+  /** The API fields besides the timestamps: the columns a write may set (all but `id`). */
+  readonly columns: readonly string[];
   readonly selectList: string;
   readonly filterColumns: readonly Filter[];
   /** The filter columns an index serves in list order: a search scan seeks them instead of counting other rows. */
@@ -34,7 +36,7 @@ export function pageTable<Row extends { id: string; created_at: string }, Filter
     if (!IDENTIFIER.test(name)) throw new Error(`not a plain SQL identifier: ${name}`);
   }
   const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`;
-  return { table, selectList: [...columns, iso('created_at'), iso('updated_at')].join(', '), filterColumns, indexedFilters };
+  return { table, columns, selectList: [...columns, iso('created_at'), iso('updated_at')].join(', '), filterColumns, indexedFilters };
 }
 
 /** The page (`limit + 1` rows are read, so the pager knows whether more remain) and its conditions. */

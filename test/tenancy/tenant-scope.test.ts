@@ -4,7 +4,8 @@ import t from 'tap';
 import { SEARCH_SCAN_ROWS } from '../../src/lib/text-search.js';
 import { scopeToOrganization, TenantScopeError } from '../../src/db/tenant-scope.js';
 import { scopePages } from '../../src/db/tenant-pages.js';
-import { companyService } from '../../src/modules/companies/service.js';
+import { scopeWrites } from '../../src/db/tenant-writes.js';
+import { companyPage, companyService } from '../../src/modules/companies/service.js';
 import { contactService } from '../../src/modules/contacts/service.js';
 import { buildTestApp } from '../helpers/app.js';
 import { createUser } from '../helpers/fixtures.js';
@@ -116,12 +117,44 @@ t.test('updates and deletes without a filter touch only the bound organization',
   await t.rejects(scoped.company.update({ where: { id: b.companies[1]!.id }, data: { name: 'hijacked' } }), notFoundError);
   await t.rejects(scoped.contact.delete({ where: { id: b.contact.id } }), notFoundError);
   await t.rejects(
-    companyService.update({ db: scoped, organizationId: A }, b.companies[1]!.id, { name: 'hijacked' }),
+    companyService.update({ db: scoped, organizationId: A, writes: scopeWrites(app.pg, A) }, b.companies[1]!.id, { name: 'hijacked' }),
     { status: 404, code: 'company_not_found' },
   );
   await t.rejects(companyService.remove(scoped, b.companies[2]!.id), { status: 404, code: 'company_not_found' });
   await scoped.company.update({ where: { id: a.companies[1]!.id }, data: { organizationId: B, name: 'moved?' } });
   t.equal((await db.company.findUniqueOrThrow({ where: { id: a.companies[1]!.id } })).organizationId, A, 'organizationId cannot be changed');
+  t.same(await bSnapshot(), untouchedB, 'the other organization is untouched');
+});
+
+t.test('the raw-SQL writer creates and changes only rows of its organization, and queues only its rules\' runs', async (t) => {
+  const writes = scopeWrites(app.pg, A);
+  const scope = { db: scoped, organizationId: A, writes };
+  // Both organizations have an active rule for each event: only A's may get runs from A's writes.
+  const rule = (organizationId: string, trigger: 'company_created' | 'company_updated' | 'contact_created') =>
+    db.automation.create({ data: { organizationId, name: `${trigger} rule`, trigger, actionType: 'webhook', actionConfig: { url: 'https://hooks.example.com/x' } } });
+  const rules = await Promise.all([A, B].flatMap((org) => [rule(org, 'company_created'), rule(org, 'company_updated'), rule(org, 'contact_created')]));
+  const runsBefore = await db.automationRun.count();
+
+  const created = await companyService.create(scope, { name: 'via writer', organization_id: B } as never);
+  t.equal((await db.company.findUniqueOrThrow({ where: { id: created.id } })).organizationId, A, 'an organization_id in the body is no column of the write');
+  await t.rejects(companyService.update(scope, b.companies[1]!.id, { name: 'hijacked' }), { status: 404, code: 'company_not_found' });
+  t.equal(await writes.update(companyPage, b.companies[1]!.id, { name: 'hijacked' }, 'company.updated'), undefined, 'another tenant\'s id: no row');
+  await t.rejects(
+    contactService.create(scope, { company_id: b.companies[0]!.id, first_name: 'X', last_name: 'Y' }),
+    { status: 400, code: 'validation_failed' },
+    'a contact of A cannot point at B\'s company',
+  );
+  await t.rejects(
+    contactService.update(scope, a.contact.id, { company_id: b.companies[0]!.id }),
+    { status: 400, code: 'validation_failed' },
+  );
+  const runs = await db.automationRun.findMany({ where: { automationId: { in: rules.map((r) => r.id) } } });
+  t.equal(runs.length, 1, 'one run: the company created in A');
+  t.same(runs.map((run) => [run.organizationId, run.automationId]), [[A, rules[0]!.id]]);
+  t.equal(await db.automationRun.count(), runsBefore + 1, 'failed and foreign writes queued nothing');
+  await db.automationRun.deleteMany({ where: { automationId: { in: rules.map((r) => r.id) } } });
+  await db.automation.deleteMany({ where: { id: { in: rules.map((r) => r.id) } } });
+  await db.company.delete({ where: { id: created.id } });
   t.same(await bSnapshot(), untouchedB, 'the other organization is untouched');
 });
 

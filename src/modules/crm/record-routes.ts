@@ -4,6 +4,7 @@ import type { Static, TObject } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantDb } from '../../db/tenant-scope.js';
 import type { PageRows, TenantPages } from '../../db/tenant-pages.js';
+import { scopeWrites } from '../../db/tenant-writes.js';
 import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
 import { DEFAULT_LIMIT, decodeCursor, pageResponse, paginate, positionOfApiRow, type PageRequest } from '../../lib/pagination.js';
 import { requireTenant } from '../../plugins/tenancy.js';
@@ -51,7 +52,7 @@ const security = [{ bearerAuth: [] }];
 /** The CRM scope (tenant-bound client and organization id) of a route guarded by `app.resolveTenant`. */
 export function scopeOf(request: FastifyRequest): CrmScope {
   const tenant = requireTenant(request);
-  return { db: tenant.db, organizationId: tenant.organization.id };
+  return { db: tenant.db, organizationId: tenant.organization.id, writes: scopeWrites(request.server.pg, tenant.organization.id) };
 }
 
 export function registerRecordRoutes<S extends RecordSchemas, Filters>(
