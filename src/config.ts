@@ -1,6 +1,7 @@
 // Reads and validates every environment variable once at boot, and exposes them as one typed object.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
@@ -27,6 +28,7 @@ export const EnvSchema = Type.Object({
   ),
   AUTOMATION_WEBHOOK_ALLOW_PRIVATE: Type.Optional(BooleanString),
   OUTBOX_POLL_INTERVAL_MS: Type.Optional(PositiveInteger),
+  WEB_CONCURRENCY: Type.Optional(PositiveInteger),
   RATE_LIMIT_SETUP_PER_MINUTE: Type.Optional(PositiveInteger),
   RATE_LIMIT_TOKEN_PER_MINUTE: Type.Optional(PositiveInteger),
   RATE_LIMIT_PASSWORD_RESET_PER_HOUR: Type.Optional(PositiveInteger),
@@ -62,6 +64,8 @@ export interface Config {
   logLevel: string;
   webhookAllowPrivate: boolean;
   outboxPollIntervalMs: number;
+  /** Server processes on the one port (node:cluster); 1 runs the server in the started process itself. */
+  webConcurrency: number;
   rateLimits: {
     setup: RateLimitSetting;
     token: RateLimitSetting;
@@ -138,6 +142,11 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
   }
   const jwtSecret = valid.JWT_SECRET ?? developmentJwtSecret(dataDir);
   const num = (v: string | undefined, fallback: number) => (v === undefined ? fallback : Number(v));
+  // Production uses every core by default; development keeps one process (one log, one debugger target).
+  const webConcurrency = num(valid.WEB_CONCURRENCY, nodeEnv === 'production' ? availableParallelism() : 1);
+  if (webConcurrency > 1 && !valid.REDIS_URL) {
+    warnings.push(`WEB_CONCURRENCY=${webConcurrency} without REDIS_URL: each process counts rate limits on its own, so a client gets up to ${webConcurrency} times each limit.`);
+  }
 
   return {
     nodeEnv,
@@ -156,6 +165,7 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
     logLevel: valid.LOG_LEVEL ?? 'info',
     webhookAllowPrivate: valid.AUTOMATION_WEBHOOK_ALLOW_PRIVATE === 'true' || valid.AUTOMATION_WEBHOOK_ALLOW_PRIVATE === '1',
     outboxPollIntervalMs: num(valid.OUTBOX_POLL_INTERVAL_MS, 2000),
+    webConcurrency,
     rateLimits: {
       setup: { max: num(valid.RATE_LIMIT_SETUP_PER_MINUTE, 5), timeWindowMs: MINUTE },
       token: { max: num(valid.RATE_LIMIT_TOKEN_PER_MINUTE, 10), timeWindowMs: MINUTE },
