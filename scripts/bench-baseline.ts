@@ -13,6 +13,7 @@ import { CompanySchema } from '../src/modules/companies/schemas.js';
 import { companyPage, companyService } from '../src/modules/companies/service.js';
 import { ContactSchema } from '../src/modules/contacts/schemas.js';
 import { contactService } from '../src/modules/contacts/service.js';
+import { OrganizationSchema, RoleSchema } from '../src/modules/organizations/organization-dto.js';
 import { AUTHENTICATED_USER_COLUMNS, type AuthenticatedRow } from '../src/plugins/auth.js';
 
 const { DATABASE_URL, JWT_SECRET, PORT } = process.env;
@@ -20,6 +21,8 @@ if (!DATABASE_URL || !JWT_SECRET || !PORT) throw new Error('DATABASE_URL, JWT_SE
 const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 10 });
 const app = Fastify({ logger: false });
 await app.register(fastifyJwt, { secret: JWT_SECRET, verify: { algorithms: ['HS256'] } });
+// The shared schemas the response bodies refer to.
+for (const schema of [RoleSchema, OrganizationSchema]) app.addSchema(schema);
 
 interface Claims {
   sub: string;

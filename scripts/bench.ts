@@ -303,6 +303,9 @@ async function measure(server: Server, token: string, scenario: Omit<Scenario, '
   };
   if (warmup > 0) await autocannon({ ...options, duration: warmup });
   const result = await autocannon({ ...options, duration: seconds });
+  if (server.process.exitCode !== null || server.process.signalCode !== null) {
+    throw new Error(`the server exited (${server.process.exitCode ?? server.process.signalCode}) during "${scenario.name}"`);
+  }
   return {
     rps: result.requests.average,
     p50: result.latency.p50,
