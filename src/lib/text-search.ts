@@ -19,7 +19,7 @@ export function foldCase(text: string): string {
  * How many rows, in list order from the cursor, one search page reads at most: the bound of its cost whatever the
  * term and wherever its matches are. A page that found no more than `limit` matches there ends at the last row read.
  */
-export const SEARCH_SCAN_ROWS = 2_000;
+export const SEARCH_SCAN_ROWS = 1_000;
 
 /** The pattern a `search` query parameter must match: no control characters (U+0000–U+001F). */
 export const SEARCH_TERM_PATTERN = '^[^\\u0000-\\u001f]*$';

@@ -103,7 +103,7 @@ t.test('contacts: searched within one company across pages (its index is sought,
   await app.pg.query(
     `INSERT INTO contacts (id, organization_id, company_id, first_name, last_name, email, created_at, updated_at)
      SELECT gen_random_uuid(), $1, CASE WHEN n % 2 = 0 THEN $2::uuid ELSE $3::uuid END, 'Person', 'No ' || n,
-            CASE WHEN n % 1000 IN (0, 1) THEN 'found' || n || '@example.test' END, now() - make_interval(secs => n), now()
+            CASE WHEN n % ($4 / 6) IN (0, 1) THEN 'found' || n || '@example.test' END, now() - make_interval(secs => n), now()
      FROM generate_series(1, $4) AS n`,
     [a.id, one!.id, other!.id, SEARCH_SCAN_ROWS * 3],
   );
