@@ -1,6 +1,7 @@
 // Reads and validates every environment variable once at boot, and exposes them as one typed object.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
@@ -31,6 +32,7 @@ export const EnvSchema = Type.Object({
   EMAIL_SMTP_ALLOW_PRIVATE: Type.Optional(BooleanString),
   OUTBOX_POLL_INTERVAL_MS: Type.Optional(PositiveInteger),
   AUTOMATION_EMAILS_PER_HOUR: Type.Optional(PositiveInteger),
+  WEB_CONCURRENCY: Type.Optional(PositiveInteger),
   RATE_LIMIT_SETUP_PER_MINUTE: Type.Optional(PositiveInteger),
   RATE_LIMIT_TOKEN_PER_MINUTE: Type.Optional(PositiveInteger),
   RATE_LIMIT_TOKEN_PER_IP_PER_MINUTE: Type.Optional(PositiveInteger),
@@ -78,6 +80,8 @@ export interface Config {
   automationEmailsPerHour: number;
   /** Concurrent argon2 hashes, and how many more may wait before callers get 503. */
   passwordHashing: { concurrency: number; queue: number };
+  /** Server processes on the one port (node:cluster); 1 runs the server in the started process itself. */
+  webConcurrency: number;
   rateLimits: {
     setup: RateLimitSetting;
     token: RateLimitSetting;
@@ -156,6 +160,11 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
   }
   const jwtSecret = valid.JWT_SECRET ?? developmentJwtSecret(dataDir);
   const num = (v: string | undefined, fallback: number) => (v === undefined ? fallback : Number(v));
+  // Production uses every core by default; development keeps one process (one log, one debugger target).
+  const webConcurrency = num(valid.WEB_CONCURRENCY, nodeEnv === 'production' ? availableParallelism() : 1);
+  if (webConcurrency > 1 && !valid.REDIS_URL) {
+    warnings.push(`WEB_CONCURRENCY=${webConcurrency} without REDIS_URL: each process counts rate limits on its own, so a client gets up to ${webConcurrency} times each limit.`);
+  }
 
   return {
     nodeEnv,
@@ -178,6 +187,7 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
     outboxPollIntervalMs: num(valid.OUTBOX_POLL_INTERVAL_MS, 2000),
     automationEmailsPerHour: num(valid.AUTOMATION_EMAILS_PER_HOUR, 100),
     passwordHashing: { concurrency: num(valid.PASSWORD_HASH_CONCURRENCY, 2), queue: num(valid.PASSWORD_HASH_QUEUE, 32) },
+    webConcurrency,
     rateLimits: {
       setup: { max: num(valid.RATE_LIMIT_SETUP_PER_MINUTE, 5), timeWindowMs: MINUTE },
       token: { max: num(valid.RATE_LIMIT_TOKEN_PER_MINUTE, 10), timeWindowMs: MINUTE },

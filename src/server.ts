@@ -1,9 +1,93 @@
 // Entry point: config → embedded PostgreSQL when DATABASE_URL is unset → migrations → app → listen; SIGTERM drains.
+// With WEB_CONCURRENCY > 1 this process does the first steps once and then supervises that many server processes
+// (node:cluster) sharing the port; SIGTERM drains them all before the embedded database stops.
+import cluster, { type Worker } from 'node:cluster';
+import { once } from 'node:events';
 import closeWithGrace from 'close-with-grace';
-import { ConfigError, loadConfig } from './config.js';
+import pg from 'pg';
+import { ConfigError, loadConfig, type Config } from './config.js';
 import { buildApp } from './app.js';
-import { startEmbeddedPostgres } from './db/embedded-postgres.js';
+import { startEmbeddedPostgres, type RunningPostgres } from './db/embedded-postgres.js';
 import { applyMigrations } from './db/migrate.js';
+
+/** How long a drain may take before close-with-grace (one process) or the supervisor (several) gives up. */
+const DRAIN_MS = 10_000;
+
+/** The start-up lines: where the API listens, its database and, on an empty installation, how setup starts. */
+function banner(config: Config, embedded: RunningPostgres | undefined, counts: { users: number; organizations: number }): string {
+  const origin = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
+  const processes = config.webConcurrency > 1 ? ` (${config.webConcurrency} processes)` : '';
+  const lines = [`Workspace CRM API listening on ${origin}${processes}`, `Swagger UI: ${origin}/docs  (OpenAPI: ${origin}/openapi.json)`];
+  if (!embedded) lines.push('Database: DATABASE_URL');
+  else lines.push(`Database: embedded PostgreSQL, data in ${config.dataDir}`);
+  if (counts.users === 0 && counts.organizations === 0) {
+    lines.push(
+      config.setupToken
+        ? 'First-run setup is open: POST /api/v1/setup/ with setup_token = the value of SERVICE_SETUP_TOKEN (make run keeps it in .data/setup-token) to create the first administrator and workspace.'
+        : 'First-run setup is unavailable: set SERVICE_SETUP_TOKEN (at least 32 characters) and restart.',
+    );
+  }
+  return lines.join('\n') + '\n';
+}
+
+/**
+ * Builds the app and listens; a signal closes it (in-flight requests, workers, pool), then `after` runs. A server
+ * process of several leaves SIGINT, which a terminal sends the whole group, to its supervisor: the drain is asked
+ * for once (a second signal would make close-with-grace exit at once).
+ */
+async function serve(config: Config, after: () => Promise<void>) {
+  const app = await buildApp(config);
+  if (cluster.isWorker) process.on('SIGINT', () => {});
+  closeWithGrace({ delay: DRAIN_MS, logger: false, skip: cluster.isWorker ? ['SIGINT'] : [] }, async ({ signal, err }) => {
+    if (err) app.log.error({ err }, 'shutting down after an error');
+    else app.log.info({ signal }, 'shutting down: draining in-flight requests');
+    await app.close();
+    await after();
+  });
+  await app.listen({ port: config.port, host: config.host });
+  return app;
+}
+
+/**
+ * Forks the server processes and waits for all of them to listen. SIGTERM or SIGINT is passed on as SIGTERM to
+ * each; the database stops after the last has exited. A process that exits on its own takes the others down: the
+ * service never runs short-handed.
+ */
+async function supervise(config: Config, embedded: RunningPostgres | undefined): Promise<void> {
+  const workers: Worker[] = [];
+  let stopping = false;
+  const stopAll = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    const alive = workers.filter((worker) => !worker.isDead());
+    for (const worker of alive) worker.process.kill('SIGTERM');
+    const timer = setTimeout(() => alive.forEach((worker) => worker.process.kill('SIGKILL')), DRAIN_MS + 2_000);
+    await Promise.all(alive.map((worker) => (worker.isDead() ? undefined : once(worker, 'exit'))));
+    clearTimeout(timer);
+    await embedded?.stop();
+    process.exit(code);
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void stopAll(0));
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) return;
+    process.stderr.write(`Server process ${worker.process.pid} exited (${signal ?? code}): stopping the others.\n`);
+    void stopAll(1);
+  });
+  // The processes read the same environment, plus the database this process started.
+  const env = embedded ? { DATABASE_URL: embedded.url } : {};
+  for (let n = 0; n < config.webConcurrency; n++) workers.push(cluster.fork(env));
+  await Promise.all(workers.map((worker) => once(worker, 'listening')));
+  const client = new pg.Client({ connectionString: config.databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ users: number; organizations: number }>(
+      'SELECT (SELECT count(*)::int FROM users) AS users, (SELECT count(*)::int FROM organizations) AS organizations',
+    );
+    process.stdout.write(banner(config, embedded, rows[0]!));
+  } finally {
+    await client.end();
+  }
+}
 
 async function main(): Promise<void> {
   let config;
@@ -17,6 +101,11 @@ async function main(): Promise<void> {
     throw error;
   }
 
+  if (cluster.isWorker) {
+    await serve(config, async () => {});
+    return;
+  }
+
   // The embedded server's own output is noise unless someone is debugging it.
   const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
   const embedded = config.databaseUrl
@@ -27,38 +116,19 @@ async function main(): Promise<void> {
       });
   config.databaseUrl ??= embedded?.url;
 
-  let app;
   try {
     const applied = await applyMigrations(config.databaseUrl!);
     if (applied.length > 0) process.stdout.write(`Applied migrations: ${applied.join(', ')}\n`);
-    app = await buildApp(config);
+    if (config.webConcurrency > 1) return await supervise(config, embedded);
+    const app = await serve(config, async () => {
+      await embedded?.stop();
+    });
+    const [users, organizations] = await Promise.all([app.db.user.count(), app.db.organization.count()]);
+    process.stdout.write(banner(config, embedded, { users, organizations }));
   } catch (error) {
     await embedded?.stop();
     throw error;
   }
-
-  closeWithGrace({ delay: 10_000, logger: false }, async ({ signal, err }) => {
-    if (err) app.log.error({ err }, 'shutting down after an error');
-    else app.log.info({ signal }, 'shutting down: draining in-flight requests');
-    // Closing the app stops accepting connections, waits for in-flight requests, stops workers, closes the pool.
-    await app.close();
-    await embedded?.stop();
-  });
-
-  await app.listen({ port: config.port, host: config.host });
-  const origin = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`;
-  const lines = [`Workspace CRM API listening on ${origin}`, `Swagger UI: ${origin}/docs  (OpenAPI: ${origin}/openapi.json)`];
-  if (!embedded) lines.push('Database: DATABASE_URL');
-  else lines.push(`Database: embedded PostgreSQL, data in ${config.dataDir}`);
-  const [users, organizations] = await Promise.all([app.db.user.count(), app.db.organization.count()]);
-  if (users === 0 && organizations === 0) {
-    lines.push(
-      config.setupToken
-        ? 'First-run setup is open: POST /api/v1/setup/ with setup_token = the value of SERVICE_SETUP_TOKEN (make run keeps it in .data/setup-token) to create the first administrator and workspace.'
-        : 'First-run setup is unavailable: set SERVICE_SETUP_TOKEN (at least 32 characters) and restart.',
-    );
-  }
-  process.stdout.write(lines.join('\n') + '\n');
 }
 
 main().catch((error: unknown) => {

@@ -3,16 +3,20 @@
 // client: `organization_id = $1` is always the first condition, and tables, columns and filterable columns come
 // from the `pageTable` definitions of the services, never from a request; request values are only parameters.
 import type pg from 'pg';
-import type { PageRequest } from '../lib/pagination.js';
-import { foldCase, searchPattern } from '../lib/text-search.js';
+import type { PagePosition, PageRequest } from '../lib/pagination.js';
+import { foldCase, SEARCH_SCAN_ROWS } from '../lib/text-search.js';
 
 const IDENTIFIER = /^[a-z][a-z_]*$/;
 
 /** What a list reads: a tenant table, the API fields it returns, and the columns a list may filter by equality. */
 export interface PageTable<Row, Filter extends string> {
   readonly table: string;
+  /** The API fields besides the timestamps: the columns a write may set (all but `id`). */
+  readonly columns: readonly string[];
   readonly selectList: string;
   readonly filterColumns: readonly Filter[];
+  /** The filter columns an index serves in list order: a search scan seeks them instead of counting other rows. */
+  readonly indexedFilters: readonly Filter[];
   /** Only carries `Row` for the type checker. */
   readonly row?: Row;
 }
@@ -26,12 +30,13 @@ export function pageTable<Row extends { id: string; created_at: string }, Filter
   table: string,
   columns: readonly Exclude<keyof Row & string, 'created_at' | 'updated_at'>[],
   filterColumns: readonly Filter[] = [],
+  indexedFilters: readonly Filter[] = [],
 ): PageTable<Row, Filter> {
   for (const name of [table, ...columns, ...filterColumns]) {
     if (!IDENTIFIER.test(name)) throw new Error(`not a plain SQL identifier: ${name}`);
   }
   const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`;
-  return { table, selectList: [...columns, iso('created_at'), iso('updated_at')].join(', '), filterColumns };
+  return { table, columns, selectList: [...columns, iso('created_at'), iso('updated_at')].join(', '), filterColumns, indexedFilters };
 }
 
 /** The page (`limit + 1` rows are read, so the pager knows whether more remain) and its conditions. */
@@ -42,20 +47,15 @@ export interface PageFilter<Filter extends string> extends PageRequest {
   search?: string;
 }
 
-/**
- * How many of the newest rows a search scans before it asks the trigram index instead. A term in 1 % of the rows
- * fills a page of 50 within about 5,000; a rarer one is cheaper through the index.
- */
-const SEARCH_WINDOW = 10_000;
-
 /** The parts of a page query: its conditions (`organization_id = $1` first) and their parameter values. */
 function conditionsOf<Filter extends string>(organizationId: string, spec: PageTable<unknown, Filter>, filter: PageFilter<Filter>) {
   const values: unknown[] = [organizationId];
   const where = ['organization_id = $1'];
+  const unindexed: string[] = [];
   const parameter = (value: unknown) => `$${values.push(value)}`;
   for (const column of spec.filterColumns) {
     const value = filter.equals?.[column];
-    if (value !== undefined) where.push(`${column} = ${parameter(value)}`);
+    if (value !== undefined) (spec.indexedFilters.includes(column) ? where : unindexed).push(`${column} = ${parameter(value)}`);
   }
   const filtered = values.length > 1;
   if (filter.after) {
@@ -63,7 +63,7 @@ function conditionsOf<Filter extends string>(organizationId: string, spec: PageT
     const at = parameter(filter.after.createdAt);
     where.push(`created_at <= ${at} AND (created_at < ${at} OR id < ${parameter(filter.after.id)})`);
   }
-  return { values, where: where.join(' AND '), filtered, parameter };
+  return { values, where: [...where, ...unindexed].join(' AND '), seek: where.join(' AND '), unindexed, filtered, parameter };
 }
 
 /**
@@ -86,37 +86,58 @@ function listQuery<Filter extends string>(organizationId: string, spec: PageTabl
 }
 
 /**
- * A search, in two steps whose cost does not depend on the planner's estimate of the term's frequency (a sample
- * of a few hundred rows: a 1 % term estimated at 0.3 % made the planner read all 10,000 matches through the
- * trigram index and sort them, 30 ms instead of 1 ms). First the newest SEARCH_WINDOW rows, in index order: a
- * common term fills the page there (`strpos` of the folded term: the same test as the LIKE, and faster without an
- * index). Only when it does not, the matches of the whole table, which are then few enough for the trigram index
- * (materialized, so the planner cannot walk the table in order for a rare term).
+ * The scanned part of a search page: the next SEARCH_SCAN_ROWS rows in list order (the organization's
+ * (created_at, id) index, read lazily), of which it returns the matches (`strpos` of the folded term: the same test
+ * as the LIKE) up to `limit + 1`, plus the last row read (`scan_end`) when the scan went that far, whether it
+ * matches or not: where the next page resumes.
  */
-function searchQueries<Filter extends string>(organizationId: string, spec: PageTable<unknown, Filter>, filter: PageFilter<Filter>, term: string) {
-  const { values, where, parameter } = conditionsOf(organizationId, spec, filter);
+function scanQuery<Filter extends string>(organizationId: string, spec: PageTable<unknown, Filter>, filter: PageFilter<Filter>, term: string): pg.QueryConfig {
+  const { values, seek, unindexed, parameter } = conditionsOf(organizationId, spec, filter);
   const limit = parameter(filter.limit + 1);
-  // The last parameter: the folded term in the first step, its LIKE pattern in the second.
-  const term$ = `$${values.length + 1}`;
-  const window = `(SELECT * FROM ${spec.table} WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ${SEARCH_WINDOW})`;
-  const newest = pageFrom(spec, `(SELECT * FROM ${window} AS newest WHERE strpos(search_text, ${term$}) > 0)`, limit);
-  const all =
-    `WITH matches AS MATERIALIZED (SELECT * FROM ${spec.table} WHERE ${where} AND search_text LIKE ${term$}) ` +
-    pageFrom(spec, 'matches', limit);
-  return {
-    newest: { text: newest, values: [...values, foldCase(term)] },
-    all: { text: all, values: [...values, searchPattern(term)] },
-  };
+  const hit = [`strpos(search_text, ${parameter(foldCase(term))}) > 0`, ...unindexed].join(' AND ');
+  const scanned =
+    `(SELECT *, row_number() OVER (ORDER BY created_at DESC, id DESC) AS scan_row FROM ${spec.table} WHERE ${seek} ` +
+    `ORDER BY created_at DESC, id DESC LIMIT ${SEARCH_SCAN_ROWS})`;
+  const text =
+    `SELECT ${spec.selectList}, ${hit} AS scan_hit, scan_row = ${SEARCH_SCAN_ROWS} AS scan_end FROM ${scanned} AS ${spec.table} ` +
+    `WHERE (${hit}) OR scan_row = ${SEARCH_SCAN_ROWS} ORDER BY ${spec.table}.created_at DESC, ${spec.table}.id DESC LIMIT ${limit}`;
+  return { text, values };
+}
+
+/** Rows of a page (`limit + 1` when more follow) and, when a search page ended its scan early, where it stopped. */
+export interface PageRows<Row> {
+  rows: Row[];
+  /** The last row the search read: the next page starts after it, although this one has at most `limit` rows. */
+  scannedTo?: PagePosition;
+}
+
+type ScanRow = { id: string; created_at: string; scan_hit: boolean; scan_end: boolean };
+
+/**
+ * A search page: the matches of the scan, `limit + 1` when the page filled up before the scan bound (the pager
+ * links after the last one), else all of them and, when the scan stopped at its bound rather than at the last row,
+ * the row it stopped at (the next page resumes after it, however many matches this page has, none included).
+ */
+async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
+  pool: pg.Pool,
+  organizationId: string,
+  spec: PageTable<Row, Filter>,
+  filter: PageFilter<Filter>,
+  term: string,
+): Promise<PageRows<Row>> {
+  const scanned = (await pool.query<Row & ScanRow>(scanQuery(organizationId, spec, filter, term))).rows;
+  const end = scanned.find((row) => row.scan_end);
+  const rows = scanned.filter((row) => row.scan_hit).map(({ scan_hit: _hit, scan_end: _end, ...row }) => row as unknown as Row);
+  if (rows.length > filter.limit || !end) return { rows };
+  return { rows, scannedTo: { createdAt: new Date(end.created_at), id: end.id } };
 }
 
 /** The page reader a tenant-scoped service receives: it can only read rows of `organizationId`. */
 export function scopePages(pool: pg.Pool, organizationId: string) {
   return {
-    async read<Row extends pg.QueryResultRow, Filter extends string>(spec: PageTable<Row, Filter>, filter: PageFilter<Filter>): Promise<Row[]> {
-      if (!filter.search) return (await pool.query<Row>(listQuery(organizationId, spec, filter))).rows;
-      const { newest, all } = searchQueries(organizationId, spec, filter, filter.search);
-      const { rows } = await pool.query<Row>(newest);
-      return rows.length > filter.limit ? rows : (await pool.query<Row>(all)).rows;
+    async read<Row extends pg.QueryResultRow, Filter extends string>(spec: PageTable<Row, Filter>, filter: PageFilter<Filter>): Promise<PageRows<Row>> {
+      if (filter.search) return searchPage(pool, organizationId, spec, filter, filter.search);
+      return { rows: (await pool.query<Row>(listQuery(organizationId, spec, filter))).rows };
     },
   };
 }

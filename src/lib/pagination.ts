@@ -74,21 +74,32 @@ export const positionOfApiRow = (row: { created_at: string; id: string }): PageP
  * when more rows exist.
  */
 export function paginate<T extends PagePosition>(request: FastifyRequest, reply: FastifyReply, rows: T[], limit: number): T[];
-/** The same for rows whose position `positionOf` tells (rows already in API shape: see `positionOfApiRow`). */
-export function paginate<T>(request: FastifyRequest, reply: FastifyReply, rows: T[], limit: number, positionOf: (row: T) => PagePosition): T[];
+/**
+ * The same for rows whose position `positionOf` tells (rows already in API shape: see `positionOfApiRow`).
+ * `scannedTo`: where a page with at most `limit` rows still continues (a search page that stopped at its scan bound).
+ */
+export function paginate<T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  rows: T[],
+  limit: number,
+  positionOf: (row: T) => PagePosition,
+  scannedTo?: PagePosition,
+): T[];
 export function paginate<T>(
   request: FastifyRequest,
   reply: FastifyReply,
   rows: T[],
   limit: number,
   positionOf = (row: T) => row as unknown as PagePosition,
+  scannedTo?: PagePosition,
 ): T[] {
-  if (rows.length <= limit) return rows;
   const page = rows.slice(0, limit);
-  const last = page[page.length - 1]!;
+  const next = rows.length > limit ? positionOf(page[page.length - 1]!) : scannedTo;
+  if (!next) return page;
   const [path, query = ''] = request.url.split('?');
   const params = new URLSearchParams(query);
-  params.set('cursor', encodeCursor(positionOf(last)));
+  params.set('cursor', encodeCursor(next));
   params.set('limit', String(limit));
   reply.header('link', `<${path}?${params.toString()}>; rel="next"`);
   return page;

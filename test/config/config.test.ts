@@ -1,4 +1,5 @@
 // The environment is validated once at boot: bad secrets stop it with a clear message, a short setup token disables setup.
+import { availableParallelism } from 'node:os';
 import t from 'tap';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { buildTestApp, json } from '../helpers/app.js';
@@ -49,4 +50,14 @@ t.test('with a short setup token the app logs the warning and GET /setup/ says u
   t.same(json(res), { available: false });
   t.ok(logs.some((line) => line.includes('SERVICE_SETUP_TOKEN is shorter than 32 characters')), 'warning logged');
   t.notOk(logs.some((line) => line.includes(shortToken)), 'the token itself is not logged');
+});
+
+t.test('WEB_CONCURRENCY: 1 in development, every CPU in production, a warning when rate limits are not shared', async (t) => {
+  t.equal(loadConfig(BASE).webConcurrency, 1);
+  t.equal(loadConfig({ ...BASE, NODE_ENV: 'production' }).webConcurrency, availableParallelism());
+  const two = loadConfig({ ...BASE, WEB_CONCURRENCY: '2' });
+  t.equal(two.webConcurrency, 2);
+  t.match(two.warnings, [/WEB_CONCURRENCY=2 without REDIS_URL/]);
+  t.same(loadConfig({ ...BASE, WEB_CONCURRENCY: '2', REDIS_URL: 'redis://127.0.0.1:6379' }).warnings, []);
+  for (const value of ['0', '-1', 'many']) t.throws(() => loadConfig({ ...BASE, WEB_CONCURRENCY: value }), { message: /WEB_CONCURRENCY/ }, value);
 });

@@ -1,9 +1,11 @@
 // The tenant-scoped client and page reader: queries with no organization filter at all (a forgotten `where`) still
 // read, update, delete and create only the bound organization's rows; nested queries that could cross tenants are refused.
 import t from 'tap';
+import { SEARCH_SCAN_ROWS } from '../../src/lib/text-search.js';
 import { scopeToOrganization, TenantScopeError } from '../../src/db/tenant-scope.js';
 import { scopePages } from '../../src/db/tenant-pages.js';
-import { companyService } from '../../src/modules/companies/service.js';
+import { scopeWrites } from '../../src/db/tenant-writes.js';
+import { companyPage, companyService } from '../../src/modules/companies/service.js';
 import { contactService } from '../../src/modules/contacts/service.js';
 import { buildTestApp } from '../helpers/app.js';
 import { createUser } from '../helpers/fixtures.js';
@@ -56,16 +58,57 @@ t.test('reads without any filter see only the bound organization', async (t) => 
 
 t.test('the raw-SQL page reader of a list, called with no filter, reads only its organization', async (t) => {
   const pages = scopePages(app.pg, A);
-  const companies = await companyService.list(pages, {}, { limit: 100 });
+  const { rows: companies } = await companyService.list(pages, {}, { limit: 100 });
   t.same(companies.map((row) => row.id).sort(), a.companies.map((c) => c.id).sort());
-  const contacts = await contactService.list(pages, {}, { limit: 100 });
+  const { rows: contacts } = await contactService.list(pages, {}, { limit: 100 });
   t.same(contacts.map((row) => row.id), [a.contact.id]);
-  t.same(await companyService.list(pages, { search: 'B company' }, { limit: 100 }), [], 'a term only the other tenant has');
-  t.same(await contactService.list(pages, { companyId: b.companies[0]!.id }, { limit: 100 }), [], 'the other tenant\'s company');
-  const [newestOfB] = await companyService.list(scopePages(app.pg, B), {}, { limit: 1 });
+  t.same(await companyService.list(pages, { search: 'B company' }, { limit: 100 }), { rows: [] }, 'a term only the other tenant has');
+  t.same(await contactService.list(pages, { companyId: b.companies[0]!.id }, { limit: 100 }), { rows: [] }, 'the other tenant\'s company');
+  const [newestOfB] = (await companyService.list(scopePages(app.pg, B), {}, { limit: 1 })).rows;
   const after = { createdAt: new Date(newestOfB!.created_at), id: newestOfB!.id };
-  const afterForeignCursor = await companyService.list(pages, {}, { after, limit: 100 });
+  const { rows: afterForeignCursor } = await companyService.list(pages, {}, { after, limit: 100 });
   t.ok(afterForeignCursor.every((row) => a.companies.some((c) => c.id === row.id)), 'a cursor from the other tenant');
+});
+
+t.test('a search scans, stops at its bound and resumes only inside its organization', async (t) => {
+  // A: its three companies, then two scan windows of rows without the term; B: look-alikes that match A's term,
+  // newer and older than A's rows.
+  const fill = (organizationId: string, prefix: string, shift: number) =>
+    app.pg.query(
+      `INSERT INTO companies (id, organization_id, name, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, $2 || n, now() - make_interval(secs => n - $4), now() FROM generate_series(1, $3) AS n`,
+      [organizationId, prefix, SEARCH_SCAN_ROWS * 2, shift],
+    );
+  await fill(A, 'A filler ', 0);
+  await fill(B, 'A company look-alike ', SEARCH_SCAN_ROWS);
+  const pages = scopePages(app.pg, A);
+  const seen: string[] = [];
+  const stops: string[] = [];
+  let after: { createdAt: Date; id: string } | undefined;
+  for (let read = 0; read < 10; read++) {
+    const { rows, scannedTo } = await companyService.list(pages, { search: 'a company' }, { limit: 2, after });
+    seen.push(...rows.slice(0, 2).map((row) => row.id));
+    if (scannedTo) stops.push(scannedTo.id);
+    after = rows.length > 2 ? { createdAt: new Date(rows[1]!.created_at), id: rows[1]!.id } : scannedTo;
+    if (!after) break;
+  }
+  t.notOk(after, 'the links end');
+  t.same(seen.sort(), a.companies.map((c) => c.id).sort(), 'A\'s three companies, none of B\'s look-alikes');
+  t.ok(stops.length >= 2, 'the scan stopped at its bound');
+  const stoppedAt = await db.company.findMany({ where: { id: { in: stops } }, select: { organizationId: true } });
+  t.same(new Set(stoppedAt.map((row) => row.organizationId)), new Set([A]), 'every stop is a row of A');
+
+  const lookAlike = await db.company.findFirstOrThrow({ where: { organizationId: B, name: 'A company look-alike 1' } });
+  const foreign = { createdAt: lookAlike.createdAt, id: lookAlike.id };
+  const fromForeignCursor = await companyService.list(pages, { search: 'look-alike' }, { after: foreign, limit: 100 });
+  t.same(fromForeignCursor.rows, [], 'a cursor from B only positions');
+  t.same(
+    await contactService.list(pages, { companyId: b.companies[0]!.id, search: 'b' }, { limit: 100 }),
+    { rows: [] },
+    'B\'s company as the sought filter',
+  );
+  await db.company.deleteMany({ where: { OR: [{ organizationId: A, name: { startsWith: 'A filler ' } }, { organizationId: B, name: { startsWith: 'A company look-alike ' } }] } });
+  t.same(await bSnapshot(), untouchedB);
 });
 
 t.test('updates and deletes without a filter touch only the bound organization', async (t) => {
@@ -74,12 +117,44 @@ t.test('updates and deletes without a filter touch only the bound organization',
   await t.rejects(scoped.company.update({ where: { id: b.companies[1]!.id }, data: { name: 'hijacked' } }), notFoundError);
   await t.rejects(scoped.contact.delete({ where: { id: b.contact.id } }), notFoundError);
   await t.rejects(
-    companyService.update({ db: scoped, organizationId: A }, b.companies[1]!.id, { name: 'hijacked' }),
+    companyService.update({ db: scoped, organizationId: A, writes: scopeWrites(app.pg, A) }, b.companies[1]!.id, { name: 'hijacked' }),
     { status: 404, code: 'company_not_found' },
   );
   await t.rejects(companyService.remove(scoped, b.companies[2]!.id), { status: 404, code: 'company_not_found' });
   await scoped.company.update({ where: { id: a.companies[1]!.id }, data: { organizationId: B, name: 'moved?' } });
   t.equal((await db.company.findUniqueOrThrow({ where: { id: a.companies[1]!.id } })).organizationId, A, 'organizationId cannot be changed');
+  t.same(await bSnapshot(), untouchedB, 'the other organization is untouched');
+});
+
+t.test('the raw-SQL writer creates and changes only rows of its organization, and queues only its rules\' runs', async (t) => {
+  const writes = scopeWrites(app.pg, A);
+  const scope = { db: scoped, organizationId: A, writes };
+  // Both organizations have an active rule for each event: only A's may get runs from A's writes.
+  const rule = (organizationId: string, trigger: 'company_created' | 'company_updated' | 'contact_created') =>
+    db.automation.create({ data: { organizationId, name: `${trigger} rule`, trigger, actionType: 'webhook', actionConfig: { url: 'https://hooks.example.com/x' } } });
+  const rules = await Promise.all([A, B].flatMap((org) => [rule(org, 'company_created'), rule(org, 'company_updated'), rule(org, 'contact_created')]));
+  const runsBefore = await db.automationRun.count();
+
+  const created = await companyService.create(scope, { name: 'via writer', organization_id: B } as never);
+  t.equal((await db.company.findUniqueOrThrow({ where: { id: created.id } })).organizationId, A, 'an organization_id in the body is no column of the write');
+  await t.rejects(companyService.update(scope, b.companies[1]!.id, { name: 'hijacked' }), { status: 404, code: 'company_not_found' });
+  t.equal(await writes.update(companyPage, b.companies[1]!.id, { name: 'hijacked' }, 'company.updated'), undefined, 'another tenant\'s id: no row');
+  await t.rejects(
+    contactService.create(scope, { company_id: b.companies[0]!.id, first_name: 'X', last_name: 'Y' }),
+    { status: 400, code: 'validation_failed' },
+    'a contact of A cannot point at B\'s company',
+  );
+  await t.rejects(
+    contactService.update(scope, a.contact.id, { company_id: b.companies[0]!.id }),
+    { status: 400, code: 'validation_failed' },
+  );
+  const runs = await db.automationRun.findMany({ where: { automationId: { in: rules.map((r) => r.id) } } });
+  t.equal(runs.length, 1, 'one run: the company created in A');
+  t.same(runs.map((run) => [run.organizationId, run.automationId]), [[A, rules[0]!.id]]);
+  t.equal(await db.automationRun.count(), runsBefore + 1, 'failed and foreign writes queued nothing');
+  await db.automationRun.deleteMany({ where: { automationId: { in: rules.map((r) => r.id) } } });
+  await db.automation.deleteMany({ where: { id: { in: rules.map((r) => r.id) } } });
+  await db.company.delete({ where: { id: created.id } });
   t.same(await bSnapshot(), untouchedB, 'the other organization is untouched');
 });
 

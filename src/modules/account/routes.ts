@@ -109,7 +109,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           response: responses({ 200: MeSchema }, 401),
         },
       },
-      async (request) => getMe(app.db, requireUser(request)),
+      async (request) => getMe(app.pg, requireUser(request)),
     );
 
     scope.get(

@@ -1,19 +1,26 @@
 // The signed-in user's account as a whole: who am I, the personal data export, and deleting the account.
+import type pg from 'pg';
 import type { Db } from '../../plugins/db.js';
 import type { CurrentUser } from '../../plugins/auth.js';
 import { badRequest, conflict, unauthorized, validationFailed } from '../../lib/problem.js';
 import { verifyPassword } from '../../lib/passwords.js';
+import type { MembershipRole } from '../../generated/prisma/client.js';
 import { newestFirst } from '../../lib/pagination.js';
-import { toOrganizationDto } from '../organizations/organization-dto.js';
+import { toOrganizationDto, type OrganizationDtoSource } from '../organizations/organization-dto.js';
 import { profileFields } from './profile-service.js';
 import type { AccountExportDto } from './schemas.js';
 
-/** The caller and every active workspace they are a member of (pending and cancelled ones stay hidden). */
-export async function getMe(db: Db, user: CurrentUser) {
-  const memberships = await db.membership.findMany({
-    where: { userId: user.id, organization: { status: 'active' } },
-    include: { organization: true },
-    orderBy: newestFirst,
+/**
+ * The caller and every active workspace they are a member of (pending and cancelled ones stay hidden): one named
+ * statement on the pool, planned once per connection (Prisma's include cost two queries and their compilation).
+ */
+export async function getMe(pool: pg.Pool, user: CurrentUser) {
+  const { rows } = await pool.query<MeOrganizationRow>({
+    name: 'get-me-organizations',
+    text: `SELECT m.role, o.id, o.name, o.slug, o.is_personal AS "isPersonal", o.created_at AS "createdAt", o.updated_at AS "updatedAt"
+           FROM memberships m JOIN organizations o ON o.id = m.organization_id AND o.status = 'active'
+           WHERE m.user_id = $1 ORDER BY m.created_at DESC, m.id DESC`,
+    values: [user.id],
   });
   return {
     id: user.id,
@@ -21,9 +28,10 @@ export async function getMe(db: Db, user: CurrentUser) {
     email: user.email,
     is_superuser: user.isSuperuser,
     can_create_workspaces: user.isSuperuser,
-    organizations: memberships.map((m) => toOrganizationDto(m.organization, m.role)),
+    organizations: rows.map((row) => toOrganizationDto(row, row.role)),
   };
 }
+type MeOrganizationRow = OrganizationDtoSource & { role: MembershipRole };
 
 /** Account, profile and membership metadata: built field by field, so no secret can slip in with a new column. */
 export async function exportAccount(db: Db, userId: string): Promise<AccountExportDto> {

@@ -4,7 +4,7 @@ import type { Prisma } from '../../generated/prisma/client.js';
 import { pageTable } from '../../db/tenant-pages.js';
 import { notFound } from '../../lib/problem.js';
 import { recordService } from '../crm/record-service.js';
-import type { CompanyCreate, CompanyDto, CompanyUpdate } from './schemas.js';
+import type { CompanyDto } from './schemas.js';
 
 /** The columns of the API body (not `organizationId`, not the trigger-kept `searchText`). */
 const companyBody = {
@@ -33,31 +33,20 @@ export function toCompanyDto(company: CompanyRow): CompanyDto {
 }
 
 /** The list reads the API fields straight from SQL (see db/tenant-pages.ts). */
-const companyPage = pageTable<CompanyDto, 'lifecycle_stage'>(
+export const companyPage = pageTable<CompanyDto, 'lifecycle_stage'>(
   'companies',
   ['id', 'name', 'email', 'phone_number', 'website', 'lifecycle_stage'],
   ['lifecycle_stage'],
 );
 
-/** The columns a body sets; absent fields stay undefined (unchanged), `organization`/`organization_id` are dropped. */
-const companyColumns = (input: CompanyUpdate) => ({
-  name: input.name,
-  email: input.email,
-  phoneNumber: input.phone_number,
-  website: input.website,
-  lifecycleStage: input.lifecycle_stage,
-});
-
 export const companyService = recordService({
   event: 'company',
   toDto: toCompanyDto,
   notFound: () => notFound('Company not found.', 'company_not_found'),
+  table: companyPage,
   list: (pages, filters: { search?: string; lifecycleStage?: CompanyDto['lifecycle_stage'] }, page) =>
     pages.read(companyPage, { equals: { lifecycle_stage: filters.lifecycleStage }, search: filters.search, ...page }),
   find: (db, id) => db.company.findUnique({ select: companyBody, where: { id } }),
-  insert: (tx, body: CompanyCreate, organizationId) =>
-    tx.company.create({ select: companyBody, data: { ...companyColumns(body), name: body.name, organizationId } }),
-  change: (tx, id, body: CompanyUpdate) => tx.company.update({ select: companyBody, where: { id }, data: companyColumns(body) }),
   /** The company's contacts go with it (the foreign key cascades). */
   remove: async (db, id) => (await db.company.deleteMany({ where: { id } })).count,
 });

@@ -5,7 +5,7 @@ import type { Prisma } from '../../generated/prisma/client.js';
 import { pageTable } from '../../db/tenant-pages.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
 import { recordService } from '../crm/record-service.js';
-import type { ContactCreate, ContactDto, ContactUpdate } from './schemas.js';
+import type { ContactDto } from './schemas.js';
 
 /** The columns of the API body (not `organizationId`, not the trigger-kept `searchText`). */
 const contactBody = {
@@ -42,18 +42,8 @@ const contactPage = pageTable<ContactDto, 'company_id'>(
   'contacts',
   ['id', 'company_id', 'first_name', 'last_name', 'email', 'phone_number', 'department', 'job_title'],
   ['company_id'],
+  ['company_id'],
 );
-
-/** The columns a body sets; absent fields stay undefined (unchanged), `organization`/`organization_id` are dropped. */
-const contactColumns = (input: ContactUpdate) => ({
-  companyId: input.company_id,
-  firstName: input.first_name,
-  lastName: input.last_name,
-  email: input.email,
-  phoneNumber: input.phone_number,
-  department: input.department,
-  jobTitle: input.job_title,
-});
 
 export const contactService = recordService({
   event: 'contact',
@@ -61,14 +51,9 @@ export const contactService = recordService({
   notFound: () => notFound('Contact not found.', 'contact_not_found'),
   /** A company of another organization is indistinguishable from a missing one. */
   invalidReference: () => validationFailed({ company_id: ['No such company in this organization.'] }),
+  table: contactPage,
   list: (pages, filters: { search?: string; companyId?: string }, page) =>
     pages.read(contactPage, { equals: { company_id: filters.companyId }, search: filters.search, ...page }),
   find: (db, id) => db.contact.findUnique({ select: contactBody, where: { id } }),
-  insert: (tx, body: ContactCreate, organizationId) =>
-    tx.contact.create({
-      select: contactBody,
-      data: { ...contactColumns(body), companyId: body.company_id, firstName: body.first_name, lastName: body.last_name, organizationId },
-    }),
-  change: (tx, id, body: ContactUpdate) => tx.contact.update({ select: contactBody, where: { id }, data: contactColumns(body) }),
   remove: async (db, id) => (await db.contact.deleteMany({ where: { id } })).count,
 });

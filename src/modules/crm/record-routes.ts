@@ -3,7 +3,8 @@
 import type { Static, TObject } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantDb } from '../../db/tenant-scope.js';
-import type { TenantPages } from '../../db/tenant-pages.js';
+import type { PageRows, TenantPages } from '../../db/tenant-pages.js';
+import { scopeWrites } from '../../db/tenant-writes.js';
 import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
 import { DEFAULT_LIMIT, decodeCursor, pageResponse, paginate, positionOfApiRow, type PageRequest } from '../../lib/pagination.js';
 import { requireTenant } from '../../plugins/tenancy.js';
@@ -21,7 +22,7 @@ export interface RecordSchemas {
 
 /** What the routes call (a `recordService`); the service owns the behaviour. */
 export interface RecordService<S extends RecordSchemas, Filters> {
-  list(pages: TenantPages, filters: Filters, page: PageRequest): Promise<ApiRecord<S>[]>;
+  list(pages: TenantPages, filters: Filters, page: PageRequest): Promise<PageRows<ApiRecord<S>>>;
   get(db: TenantDb, id: string): Promise<Static<S['record']>>;
   create(scope: CrmScope, body: Static<S['create']>): Promise<Static<S['record']>>;
   update(scope: CrmScope, id: string, body: Static<S['update']>): Promise<Static<S['record']>>;
@@ -51,7 +52,7 @@ const security = [{ bearerAuth: [] }];
 /** The CRM scope (tenant-bound client and organization id) of a route guarded by `app.resolveTenant`. */
 export function scopeOf(request: FastifyRequest): CrmScope {
   const tenant = requireTenant(request);
-  return { db: tenant.db, organizationId: tenant.organization.id };
+  return { db: tenant.db, organizationId: tenant.organization.id, writes: scopeWrites(request.server.pg, tenant.organization.id) };
 }
 
 export function registerRecordRoutes<S extends RecordSchemas, Filters>(
@@ -83,8 +84,8 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
     async (request: FastifyRequest, reply: FastifyReply) => {
       const query = request.query as Static<S['listQuery']> & { limit?: number; cursor?: string };
       const limit = query.limit ?? DEFAULT_LIMIT;
-      const records = await service.list(requireTenant(request).pages, collection.filters(query), { after: decodeCursor(query.cursor), limit });
-      return paginate(request, reply, records, limit, positionOfApiRow);
+      const { rows, scannedTo } = await service.list(requireTenant(request).pages, collection.filters(query), { after: decodeCursor(query.cursor), limit });
+      return paginate(request, reply, rows, limit, positionOfApiRow, scannedTo);
     },
   );
 

@@ -1,7 +1,7 @@
 // Schema pieces shared by the CRM record endpoints (companies, contacts).
 import { Type, type TProperties } from '@sinclair/typebox';
 import { OrganizationParamsSchema } from '../../lib/http-schemas.js';
-import { SEARCH_TERM_PATTERN } from '../../lib/text-search.js';
+import { SEARCH_SCAN_ROWS, SEARCH_TERM_PATTERN } from '../../lib/text-search.js';
 
 const ignored = Type.Optional(
   Type.Unknown({ description: 'Ignored: the organization always comes from the path (accepted for older clients).' }),
@@ -42,8 +42,12 @@ export const SearchTermSchema = (fields: string) =>
       maxLength: 200,
       pattern: SEARCH_TERM_PATTERN,
       description:
-        `Case-insensitive substring of ${fields}. \`%\`, \`_\` and \`\\\` are literal characters; control characters ` +
-        'are refused (400). Terms of three characters or more are served by a trigram index when rare.',
+        `Case-insensitive substring of ${fields}. Every character is literal (\`%\`, \`_\` and \`\\\` too); control ` +
+        `characters are refused (400). A search page reads at most ${SEARCH_SCAN_ROWS.toLocaleString('en')} records, newest ` +
+        'first from the cursor, and returns the matches among them, so its time does not depend on the term: a page can ' +
+        'hold fewer records than `limit`, or none, and still carry `Link: rel="next"`, which then continues after the last ' +
+        'record read. Follow the links until a response has no `Link` header: only then have all matches been returned, ' +
+        'each exactly once, newest first (records created meanwhile are not among them).',
     }),
   );
 

@@ -1,19 +1,22 @@
 // The behaviour every CRM record shares (companies, contacts): reads that answer 404 for unknown and malformed
-// ids, writes in one transaction with their automation event, Prisma errors mapped to the API's answers. Each
+// ids, writes in one statement with their automation event, database errors mapped to the API's answers. Each
 // record type supplies its queries.
-import { Prisma } from '../../generated/prisma/client.js';
-import type { TenantDb, TenantTx } from '../../db/tenant-scope.js';
-import type { TenantPages } from '../../db/tenant-pages.js';
+import type { TenantDb } from '../../db/tenant-scope.js';
+import type { PageRows, PageTable, TenantPages } from '../../db/tenant-pages.js';
+import type { ColumnValues, TenantWrites } from '../../db/tenant-writes.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import type { PageRequest } from '../../lib/pagination.js';
 import type { ProblemError } from '../../lib/problem.js';
-import { dispatchEvent } from '../automations/dispatch.js';
 
-/** The organization a CRM service works in, and its tenant-scoped client. */
+/** The organization a CRM service works in, its tenant-scoped client and its tenant-bound writer. */
 export interface CrmScope {
   db: TenantDb;
   organizationId: string;
+  writes: TenantWrites;
 }
+
+/** PostgreSQL's foreign_key_violation: a reference outside the organization (composite keys). */
+const FOREIGN_KEY_VIOLATION = '23503';
 
 /** The queries and answers of one record type. */
 export interface RecordQueries<Row, Dto extends Record<string, unknown>, Create, Update, Filters> {
@@ -23,12 +26,11 @@ export interface RecordQueries<Row, Dto extends Record<string, unknown>, Create,
   notFound(): ProblemError;
   /** The answer to a foreign key violation (a reference outside the organization), when the record has one. */
   invalidReference?(): ProblemError;
-  /** Newest first, `page.limit + 1` records (already in API shape) for the pager. */
-  list(pages: TenantPages, filters: Filters, page: PageRequest): Promise<Dto[]>;
+  /** The table and API fields the list reads and the writes set and return (a body's field is its column). */
+  table: PageTable<Dto, string>;
+  /** Newest first, `page.limit + 1` records (already in API shape) for the pager, and where a short search page stopped. */
+  list(pages: TenantPages, filters: Filters, page: PageRequest): Promise<PageRows<Dto>>;
   find(db: TenantDb, id: string): Promise<Row | null>;
-  insert(tx: TenantTx, body: Create, organizationId: string): Promise<Row>;
-  /** Changes the body's fields; Prisma's P2025 when the record does not exist. */
-  change(tx: TenantTx, id: string, body: Update): Promise<Row>;
   /** Deletes the record and answers how many rows went (0 or 1). */
   remove(db: TenantDb, id: string): Promise<number>;
 }
@@ -39,20 +41,8 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
   const { event, toDto, notFound } = queries;
 
   function mapWriteError(error: unknown): never {
-    if (error instanceof Prisma.PrismaClientKnownRequestError) {
-      if (error.code === 'P2025') throw notFound();
-      if (error.code === 'P2003' && queries.invalidReference) throw queries.invalidReference();
-    }
+    if ((error as { code?: unknown }).code === FOREIGN_KEY_VIOLATION && queries.invalidReference) throw queries.invalidReference();
     throw error;
-  }
-
-  /** The write and its event in one transaction: automation runs exist exactly when the change commits. */
-  function writeAndDispatch(scope: CrmScope, name: 'created' | 'updated', write: (tx: TenantTx) => Promise<Row>): Promise<Dto> {
-    return scope.db.$transaction(async (tx) => {
-      const record = toDto(await write(tx).catch(mapWriteError));
-      await dispatchEvent(tx, { organizationId: scope.organizationId, name: `${event}.${name}`, data: record });
-      return record;
-    });
   }
 
   async function get(db: TenantDb, id: string): Promise<Dto> {
@@ -64,13 +54,15 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
   return {
     list: queries.list,
     get,
+    /** The record and its `created` event's runs commit together. */
     create: (scope: CrmScope, body: Create): Promise<Dto> =>
-      writeAndDispatch(scope, 'created', (tx) => queries.insert(tx, body, scope.organizationId)),
+      scope.writes.insert(queries.table, body as ColumnValues, `${event}.created`).catch(mapWriteError),
     /** An empty body changes nothing and dispatches no event. */
     async update(scope: CrmScope, id: string, body: Update): Promise<Dto> {
       if (Object.keys(body).length === 0) return get(scope.db, id);
-      if (!isUuid(id)) throw notFound();
-      return writeAndDispatch(scope, 'updated', (tx) => queries.change(tx, id, body));
+      const record = isUuid(id) ? await scope.writes.update(queries.table, id, body as ColumnValues, `${event}.updated`).catch(mapWriteError) : undefined;
+      if (!record) throw notFound();
+      return record;
     },
     async remove(db: TenantDb, id: string): Promise<void> {
       if ((isUuid(id) ? await queries.remove(db, id) : 0) === 0) throw notFound();

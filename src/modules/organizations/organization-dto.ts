@@ -23,7 +23,10 @@ export const OrganizationSchema = Type.Object(
 );
 export type OrganizationDto = Static<typeof OrganizationSchema>;
 
-export function toOrganizationDto(organization: Organization, role: MembershipRole): OrganizationDto {
+/** The organization fields the body shows (a full row, or the columns a raw query selected). */
+export type OrganizationDtoSource = Pick<Organization, 'id' | 'name' | 'slug' | 'isPersonal' | 'createdAt' | 'updatedAt'>;
+
+export function toOrganizationDto(organization: OrganizationDtoSource, role: MembershipRole): OrganizationDto {
   return {
     id: organization.id,
     name: organization.name,

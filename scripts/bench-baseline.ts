@@ -1,0 +1,80 @@
+// The benchmark's baseline: a bare Fastify + pg server (JWT verification and nothing else, no Prisma) that answers
+// the benchmarked requests with the service's statements and response bodies, the limit the service is held to.
+import fastifyJwt from '@fastify/jwt';
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import pg from 'pg';
+import { scopePages } from '../src/db/tenant-pages.js';
+import { scopeWrites } from '../src/db/tenant-writes.js';
+import { decodeCursor, paginate, positionOfApiRow } from '../src/lib/pagination.js';
+import { getMe } from '../src/modules/account/service.js';
+import { MeSchema } from '../src/modules/account/schemas.js';
+import { CompanySchema } from '../src/modules/companies/schemas.js';
+import { companyPage, companyService } from '../src/modules/companies/service.js';
+import { ContactSchema } from '../src/modules/contacts/schemas.js';
+import { contactService } from '../src/modules/contacts/service.js';
+import { OrganizationSchema, RoleSchema } from '../src/modules/organizations/organization-dto.js';
+import { AUTHENTICATED_USER_COLUMNS, type AuthenticatedRow } from '../src/plugins/auth.js';
+
+const { DATABASE_URL, JWT_SECRET, PORT } = process.env;
+if (!DATABASE_URL || !JWT_SECRET || !PORT) throw new Error('DATABASE_URL, JWT_SECRET and PORT are required');
+const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 10 });
+const app = Fastify({ logger: false });
+await app.register(fastifyJwt, { secret: JWT_SECRET, verify: { algorithms: ['HS256'] } });
+// The shared schemas the response bodies refer to.
+for (const schema of [RoleSchema, OrganizationSchema]) app.addSchema(schema);
+
+interface Claims {
+  sub: string;
+  sid: string;
+}
+
+/** The service's authentication round trip: the user and their live session, plus the membership when asked. */
+async function authenticate(request: FastifyRequest, organizationId?: string): Promise<AuthenticatedRow> {
+  const claims = await request.jwtVerify<Claims>();
+  const { rows } = await pool.query<AuthenticatedRow & { role: string | null }>({
+    name: organizationId ? 'baseline-tenant' : 'baseline-user',
+    text: organizationId
+      ? `SELECT ${AUTHENTICATED_USER_COLUMNS}, m.role FROM users u
+         LEFT JOIN memberships m ON m.user_id = u.id AND m.organization_id = $3
+         LEFT JOIN organizations o ON o.id = m.organization_id AND o.status = 'active' WHERE u.id = $1`
+      : `SELECT ${AUTHENTICATED_USER_COLUMNS} FROM users u WHERE u.id = $1`,
+    values: organizationId ? [claims.sub, claims.sid, organizationId] : [claims.sub, claims.sid],
+  });
+  if (!rows[0]?.sessionLive || (organizationId && !rows[0].role)) throw Object.assign(new Error('unauthorized'), { statusCode: 401 });
+  return rows[0];
+}
+
+type OrgRequest = FastifyRequest<{ Params: { organization_id: string }; Querystring: { limit?: string; cursor?: string } }>;
+const page = (request: OrgRequest) => ({ after: decodeCursor(request.query.cursor), limit: Number(request.query.limit ?? 50) });
+
+for (const [path, service, item] of [
+  ['companies', companyService, CompanySchema],
+  ['contacts', contactService, ContactSchema],
+] as const) {
+  app.get(`/api/v1/organizations/:organization_id/${path}/`, { schema: { response: { 200: Type.Array(item) } } }, async (request: OrgRequest, reply: FastifyReply) => {
+    const organizationId = request.params.organization_id;
+    await authenticate(request, organizationId);
+    const { limit, after } = page(request);
+    const { rows, scannedTo } = await service.list(scopePages(pool, organizationId), {}, { after, limit });
+    return paginate(request, reply, rows as Array<{ id: string; created_at: string }>, limit, positionOfApiRow, scannedTo);
+  });
+}
+
+app.get('/api/v1/auth/me/', { schema: { response: { 200: MeSchema } } }, async (request) => {
+  const user = await authenticate(request);
+  return getMe(pool, user);
+});
+
+// The service's statement: the company and its automation runs.
+app.post('/api/v1/organizations/:organization_id/companies/', { schema: { response: { 201: CompanySchema } } }, async (request: OrgRequest, reply) => {
+  const organizationId = request.params.organization_id;
+  await authenticate(request, organizationId);
+  reply.code(201);
+  return scopeWrites(pool, organizationId).insert(companyPage, request.body as Record<string, unknown>, 'company.created');
+});
+
+await app.listen({ port: Number(PORT), host: '127.0.0.1' });
+process.on('SIGTERM', () => {
+  void app.close().then(() => pool.end()).then(() => process.exit(0));
+});

@@ -1,0 +1,65 @@
+// Creates and updates of CRM records together with their automation event, in one statement on the shared pool:
+// the row and the queued runs of the organization's active rules commit together (one statement is one
+// transaction) in one round trip, without Prisma's per-query compilation. Bound to one organization like the page
+// reader: `organization_id = $1` in every part of the statement, tables and columns from the services' `pageTable`
+// definitions, request values only as parameters.
+import type pg from 'pg';
+import type { CrmEventName } from '../modules/automations/dispatch.js';
+import type { PageTable } from './tenant-pages.js';
+
+/** Column values of a write: undefined leaves a column alone (its default on insert), null clears it. */
+export type ColumnValues = Record<string, unknown>;
+
+/**
+ * The statement's tail: queues one run per active rule of `$1` for the event (its name the last-but-one parameter,
+ * the time the last one), whose payload is the event JSON with the written record (`record`, in API shape) as data.
+ */
+function queueRuns(event: string, occurredAt: string): string {
+  return (
+    `, runs AS (INSERT INTO automation_runs (id, organization_id, automation_id, trigger, payload) ` +
+    `SELECT gen_random_uuid(), a.organization_id, a.id, a.trigger, jsonb_build_object('event', ${event}::text, ` +
+    `'organization_id', a.organization_id, 'data', to_jsonb(record), 'occurred_at', ${occurredAt}::text) ` +
+    `FROM automations a CROSS JOIN record WHERE a.organization_id = $1 AND a.trigger = ${event}::automation_trigger AND a.is_active) ` +
+    'SELECT * FROM record'
+  );
+}
+
+/** The writer a tenant-scoped service receives: it can only create and change rows of `organizationId`. */
+export function scopeWrites(pool: pg.Pool, organizationId: string) {
+  /** The columns of `values` the table's API writes (never `id`), with their parameters after `$1`. */
+  function assignments(spec: PageTable<unknown, string>, values: ColumnValues, parameters: unknown[]) {
+    return Object.entries(values)
+      .filter(([column, value]) => value !== undefined && column !== 'id' && spec.columns.includes(column))
+      .map(([column, value]) => ({ column, parameter: `$${parameters.push(value)}` }));
+  }
+  const eventParameters = (parameters: unknown[], event: CrmEventName) => {
+    const name = `$${parameters.push(event)}`;
+    return queueRuns(name, `$${parameters.push(new Date().toISOString())}`);
+  };
+
+  return {
+    /** Inserts the record and queues its event; answers it in API shape. */
+    async insert<Row extends pg.QueryResultRow>(spec: PageTable<Row, string>, values: ColumnValues, event: CrmEventName): Promise<Row> {
+      const parameters: unknown[] = [organizationId];
+      const set = assignments(spec, values, parameters);
+      const columns = ['id', 'organization_id', ...set.map((s) => s.column), 'created_at', 'updated_at'];
+      const row = ['gen_random_uuid()', '$1', ...set.map((s) => s.parameter), 'now()', 'now()'];
+      const text =
+        `WITH record AS (INSERT INTO ${spec.table} (${columns.join(', ')}) VALUES (${row.join(', ')}) RETURNING ${spec.selectList})` +
+        eventParameters(parameters, event);
+      return (await pool.query<Row>(text, parameters)).rows[0]!;
+    },
+    /** Changes the record's given columns and queues its event; undefined when the organization has no such record. */
+    async update<Row extends pg.QueryResultRow>(spec: PageTable<Row, string>, id: string, values: ColumnValues, event: CrmEventName): Promise<Row | undefined> {
+      const parameters: unknown[] = [organizationId, id];
+      const set = assignments(spec, values, parameters).map((s) => `${s.column} = ${s.parameter}`);
+      const text =
+        `WITH record AS (UPDATE ${spec.table} SET ${[...set, 'updated_at = now()'].join(', ')} ` +
+        `WHERE organization_id = $1 AND id = $2 RETURNING ${spec.selectList})` +
+        eventParameters(parameters, event);
+      return (await pool.query<Row>(text, parameters)).rows[0];
+    },
+  };
+}
+
+export type TenantWrites = ReturnType<typeof scopeWrites>;
