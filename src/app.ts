@@ -15,6 +15,7 @@ import authPlugin from './plugins/auth.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
 import openapiPlugin from './plugins/openapi.js';
 import metricsPlugin from './plugins/metrics.js';
+import idempotencyPlugin from './plugins/idempotency.js';
 import outboxPlugin from './plugins/outbox.js';
 import tenancyPlugin from './plugins/tenancy.js';
 import automationWorkerPlugin from './plugins/automation-worker.js';
@@ -88,6 +89,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(helmet, { global: true });
   await app.register(dbPlugin);
   await app.register(metricsPlugin);
+  await app.register(idempotencyPlugin);
   await app.register(authPlugin);
   await app.register(rateLimitPlugin);
   await app.register(openapiPlugin);

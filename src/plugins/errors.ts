@@ -84,6 +84,7 @@ function toProblem(error: unknown, request: FastifyRequest): { body: ProblemBody
     const detail =
       fe.validationContext === 'querystring' ? 'Query parameters are invalid.'
       : fe.validationContext === 'params' ? 'Path parameters are invalid.'
+      : fe.validationContext === 'headers' ? 'Request headers are invalid.'
       : 'Request body is invalid.';
     return {
       body: problem(400, 'validation_failed', 'Validation failed', detail, fieldErrors(fe.validation, fe.validationContext)),

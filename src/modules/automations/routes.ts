@@ -91,6 +91,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         body: AutomationCreateSchema,
         response: responses({ 201: AutomationSchema }, 401, 403, 404, 413, 415),
       },
+      config: { idempotent: true },
       preHandler: canManage,
     },
     async (request, reply) => {

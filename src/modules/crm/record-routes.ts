@@ -101,6 +101,7 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         body: schemas.create,
         response: responses({ 201: schemas.record }, 401, 403, 404),
       },
+      config: { idempotent: true },
       preHandler: write,
     },
     async (request: FastifyRequest, reply: FastifyReply) => {

@@ -84,6 +84,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         body: InvitationCreateSchema,
         response: responses({ 201: InvitationSchema }, 401, 403, 404, 409, 429),
       },
+      config: { idempotent: true },
       preHandler: send,
     },
     async (request, reply) => {

@@ -47,6 +47,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         body: OrganizationCreateSchema,
         response: responses({ 201: OrganizationCreatedSchema }, 401, 403, 409, 429),
       },
+      config: { idempotent: true },
       preHandler: [app.authenticate, app.rateLimitPreset('provisioning')],
     },
     async (request, reply) => {
@@ -73,6 +74,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: responses({ 201: Type.Ref(OrganizationSchema) }, 401, 409),
       },
       preValidation: defaultEmptyBody,
+      config: { idempotent: true },
       preHandler: app.authenticate,
     },
     async (request, reply) => {
