@@ -3,7 +3,7 @@ import t from 'tap';
 import pg from 'pg';
 import { createTestDatabase } from '../helpers/database.js';
 import { startMailbox } from '../helpers/mailbox.js';
-import { killGroup, startServer, stop, type Started } from '../helpers/server.js';
+import { apiClient, killGroup, startServer, stop, type Started } from '../helpers/server.js';
 import { startWebhookTarget } from '../automations/webhook-target.js';
 import { ADMIN } from '../helpers/fixtures.js';
 import { TEST_EMAIL_KEY, TEST_SETUP_TOKEN } from '../helpers/app.js';
@@ -46,15 +46,8 @@ const messageIdOf = (raw: string) => /^Message-ID:\s*(<[^>\r\n]+>)/im.exec(raw)?
 
 let server: Started = await startServer(env);
 t.teardown(() => killGroup(server));
-const call = async (method: string, path: string, body?: unknown, access?: string) => {
-  const res = await fetch(`${server.origin}/api/v1${path}`, {
-    method,
-    headers: { ...(body ? { 'content-type': 'application/json' } : {}), ...(access ? { authorization: `Bearer ${access}` } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-};
+// `server` changes at the restart: each call goes to the current one.
+const call = (method: string, path: string, body?: unknown, access?: string) => apiClient(server)(method, path, body, access);
 
 // Scenery (outside any test: tap closes the file's root test at its first assertion once nothing else is queued).
 const expect201 = (res: { status: number; body: unknown }, what: string) => {

@@ -1,9 +1,10 @@
 // Starts a real Redis (Debian's redis-server) on a free port for one test file; without one, CI fails and a local run skips loudly.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { once } from 'node:events';
 import type { Test } from 'tap';
+import { freePort } from './net.js';
 
 const REDIS_SERVER = process.env.REDIS_SERVER_BIN ?? '/usr/bin/redis-server';
 
@@ -15,14 +16,6 @@ export interface TestRedis {
   start(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 async function waitForPort(port: number): Promise<void> {
   const deadline = Date.now() + 10_000;

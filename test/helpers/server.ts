@@ -1,23 +1,15 @@
 // Starts the built server (`npm start`, dist/src/server.js) as a real process on a free port, and stops it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { once } from 'node:events';
 import { projectRoot } from '../../src/lib/project-root.js';
+import { freePort } from './net.js';
 
 if (!existsSync(path.join(projectRoot, 'dist', 'src', 'server.js'))) {
   throw new Error('dist/src/server.js is missing: run `npm run build` (make test does) before this test');
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 export interface Started {
   child: ChildProcess;
@@ -63,4 +55,17 @@ export async function stop(server: Started): Promise<number | null> {
   server.child.kill('SIGTERM');
   const [code] = (await once(server.child, 'exit')) as [number | null];
   return code;
+}
+
+/** JSON calls to a started server's API: `{status, body}`, with an optional Bearer token. */
+export function apiClient(server: { origin: string }) {
+  return async (method: string, path: string, body?: unknown, access?: string) => {
+    const res = await fetch(`${server.origin}/api/v1${path}`, {
+      method,
+      headers: { ...(body ? { 'content-type': 'application/json' } : {}), ...(access ? { authorization: `Bearer ${access}` } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  };
 }

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { createTestDatabase } from '../helpers/database.js';
 import { startMailbox } from '../helpers/mailbox.js';
 import { startTestRedis } from '../helpers/redis.js';
-import { killGroup, startServer, stop, type Started } from '../helpers/server.js';
+import { apiClient, killGroup, startServer, stop, type Started } from '../helpers/server.js';
 import { startWebhookTarget } from '../automations/webhook-target.js';
 import { ADMIN } from '../helpers/fixtures.js';
 import { TEST_EMAIL_KEY, TEST_SETUP_TOKEN } from '../helpers/app.js';
@@ -38,15 +38,7 @@ if (redis) {
     servers.push(server);
   }
   const [a, b] = servers as [Started, Started];
-  const call = async (server: Started, method: string, path: string, body?: unknown, access?: string) => {
-    const res = await fetch(`${server.origin}/api/v1${path}`, {
-      method,
-      headers: { ...(body ? { 'content-type': 'application/json' } : {}), ...(access ? { authorization: `Bearer ${access}` } : {}) },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  };
+  const call = (server: Started, method: string, path: string, body?: unknown, access?: string) => apiClient(server)(method, path, body, access);
 
   t.test('a limit is counted once across both processes', async (t) => {
     const statuses = [];
