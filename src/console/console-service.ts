@@ -2,6 +2,8 @@
 import type { Db } from '../plugins/db.js';
 import { burnPasswordCheck, verifyPassword } from '../lib/passwords.js';
 import { recordAudit, type AuditContext } from '../modules/audit/audit-log.js';
+import { requestPasswordReset } from '../modules/account/password-service.js';
+import { linkStatus, usableAt } from '../modules/invitations/invitation-link.js';
 import { closeSession, openSession } from './sessions.js';
 
 export const PAGE_SIZE = 50;
@@ -132,4 +134,88 @@ export async function listAudit(db: Db, filter: { actor: string; action: string;
     take: PAGE_SIZE + 1,
   });
   return { rows: rows.slice(0, PAGE_SIZE), hasNext: rows.length > PAGE_SIZE };
+}
+
+/** Queues the ordinary reset email (the same worker path as the API's request) with its audit row. */
+export async function sendPasswordReset(db: Db, userId: string, audit: AuditContext): Promise<boolean> {
+  return db.$transaction(async (tx) => {
+    const user = await tx.user.findUnique({ where: { id: userId }, select: { email: true } });
+    if (!user) return false;
+    await requestPasswordReset(tx as unknown as Db, user.email);
+    await recordAudit(tx, { ...audit, action: 'user.password_reset_sent', target: { type: 'user', id: userId } });
+    return true;
+  });
+}
+
+export const WORKSPACE_STATUSES = ['active', 'pending_owner', 'cancelled'] as const;
+
+export async function listWorkspaces(db: Db, filter: { search: string; status: string; page: number }) {
+  const rows = await db.organization.findMany({
+    where: {
+      ...(filter.search ? { OR: [{ name: { contains: filter.search, mode: 'insensitive' as const } }, { slug: { contains: filter.search, mode: 'insensitive' as const } }] } : {}),
+      ...((WORKSPACE_STATUSES as readonly string[]).includes(filter.status) ? { status: filter.status as (typeof WORKSPACE_STATUSES)[number] } : {}),
+    },
+    orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],
+    skip: (filter.page - 1) * PAGE_SIZE,
+    take: PAGE_SIZE + 1,
+    select: {
+      id: true, name: true, slug: true, status: true, isPersonal: true, createdAt: true, ownerEmail: true,
+      memberships: { where: { role: 'owner' }, select: { user: { select: { username: true } } } },
+      _count: { select: { memberships: true } },
+    },
+  });
+  return { rows: rows.slice(0, PAGE_SIZE), hasNext: rows.length > PAGE_SIZE };
+}
+
+/** A workspace with its members and the counts (never the contents) of its CRM records. */
+export async function workspaceDetail(db: Db, id: string) {
+  return db.organization.findUnique({
+    where: { id },
+    select: {
+      id: true, name: true, slug: true, status: true, isPersonal: true, createdAt: true, ownerEmail: true,
+      createdBy: { select: { username: true } },
+      memberships: { select: { role: true, user: { select: { id: true, username: true } } }, orderBy: { createdAt: 'asc' } },
+      _count: { select: { companies: true, contacts: true, automations: true, runs: true } },
+    },
+  });
+}
+
+export async function listInvitationsAll(db: Db, status: string, page: number) {
+  const now = new Date();
+  const where =
+    status === 'pending' ? usableAt(now)
+    : status === 'accepted' ? { acceptedAt: { not: null } }
+    : status === 'revoked' ? { revokedAt: { not: null } }
+    : status === 'expired' ? { acceptedAt: null, revokedAt: null, expiresAt: { lte: now } }
+    : {};
+  const rows = await db.invitation.findMany({
+    where,
+    orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],
+    skip: (page - 1) * PAGE_SIZE,
+    take: PAGE_SIZE + 1,
+    select: {
+      id: true, email: true, role: true, expiresAt: true, acceptedAt: true, revokedAt: true,
+      organization: { select: { name: true } }, invitedBy: { select: { username: true } },
+    },
+  });
+  return { rows: rows.slice(0, PAGE_SIZE).map((r) => ({ ...r, status: linkStatus(r, now) })), hasNext: rows.length > PAGE_SIZE };
+}
+
+export const RUN_STATUSES = ['queued', 'running', 'success', 'failed', 'skipped'] as const;
+
+/** Runs across workspaces, failed ones first, then newest; only the rule's name and the error, never the payload. */
+export async function listRuns(db: Db, status: string, page: number) {
+  const filter = (RUN_STATUSES as readonly string[]).includes(status) ? status : '';
+  const ids = await db.$queryRaw<{ id: string }[]>`
+    SELECT id FROM automation_runs WHERE (${filter} = '' OR status::text = ${filter})
+    ORDER BY (status = 'failed') DESC, created_at DESC, id LIMIT ${PAGE_SIZE + 1} OFFSET ${(page - 1) * PAGE_SIZE}`;
+  const order = new Map(ids.map((row, i) => [row.id, i]));
+  const rows = await db.automationRun.findMany({
+    where: { id: { in: ids.slice(0, PAGE_SIZE).map((row) => row.id) } },
+    select: {
+      id: true, trigger: true, status: true, errorMessage: true, createdAt: true, finishedAt: true,
+      organization: { select: { name: true } }, automation: { select: { name: true } },
+    },
+  });
+  return { rows: rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!), hasNext: ids.length > PAGE_SIZE };
 }

@@ -7,7 +7,8 @@ import { CONSOLE_CSS } from './stylesheet.js';
 import { SESSION_COOKIE, csrfToken, csrfTokenValid, findSession, type ConsoleSession } from './sessions.js';
 import {
   consoleSignIn, consoleSignOut, dashboardCounts, databaseStatus, listAudit, listOutbox, listUsers, retryEmail, userDetail,
-  OUTBOX_STATUSES, type UserFilter,
+  OUTBOX_STATUSES, RUN_STATUSES, WORKSPACE_STATUSES, listInvitationsAll, listRuns, listWorkspaces, sendPasswordReset, workspaceDetail,
+  type UserFilter,
 } from './console-service.js';
 import { actionButton, errorPage, layout, loginPage, pager, select, yesNo } from './views.js';
 import { deactivateUser, reactivateUser, signOutEverywhere, UserAdminError } from '../modules/users/user-admin-service.js';
@@ -149,12 +150,12 @@ export default async function consoleRoutes(app: FastifyInstance) {
     const [counts, database] = await Promise.all([dashboardCounts(app.db), databaseStatus(app.db)]);
     const rows: [string, number, string][] = [
       ['Users', counts.users, '/admin/users/'],
-      ['Active workspaces', counts.activeWorkspaces, ''],
-      ['Pending handoffs', counts.pendingHandoffs, ''],
-      ['Pending invitations', counts.pendingInvitations, ''],
+      ['Active workspaces', counts.activeWorkspaces, '/admin/organizations/?status=active'],
+      ['Pending handoffs', counts.pendingHandoffs, '/admin/organizations/?status=pending_owner'],
+      ['Pending invitations', counts.pendingInvitations, '/admin/invitations/?status=pending'],
       ['Queued emails', counts.queuedEmails, '/admin/outbox/?status=pending'],
       ['Failed emails', counts.failedEmails, '/admin/outbox/?status=failed'],
-      ['Automation runs failed in the last 24 hours', counts.failedRuns, ''],
+      ['Automation runs failed in the last 24 hours', counts.failedRuns, '/admin/automation-runs/?status=failed'],
     ];
     return page(reply, layout({ title: 'Dashboard', user: pageUser(request) }, html`
 <h2>Counts</h2>
@@ -201,7 +202,8 @@ ${user.memberships.map((m) => html`<tr><td>${m.organization.name}</td><td>${m.or
 </tbody></table>
 <h2>Actions</h2>
 ${user.isActive ? actionButton(`${base}/deactivate/`, 'Deactivate', csrf) : actionButton(`${base}/reactivate/`, 'Reactivate', csrf)}
-${actionButton(`${base}/sign-out-everywhere/`, 'Sign out everywhere', csrf)}`));
+${actionButton(`${base}/sign-out-everywhere/`, 'Sign out everywhere', csrf)}
+${actionButton(`${base}/send-password-reset/`, 'Send password reset', csrf)}`));
   });
 
   const userAction = (path: string, run: (userId: string, request: FastifyRequest) => Promise<void>, done: string) =>
@@ -213,6 +215,69 @@ ${actionButton(`${base}/sign-out-everywhere/`, 'Sign out everywhere', csrf)}`));
   userAction('deactivate', (id, request) => deactivateUser(app.db, id, audit(request)), 'User deactivated and signed out everywhere.');
   userAction('reactivate', (id, request) => reactivateUser(app.db, id, audit(request)), 'User reactivated.');
   userAction('sign-out-everywhere', (id, request) => signOutEverywhere(app.db, id, audit(request)), 'User signed out everywhere.');
+
+  app.post('/users/:id/send-password-reset/', async (request, reply) => {
+    const userId = idParam(request);
+    if (!(await sendPasswordReset(app.db, userId, audit(request)))) throw new ConsoleHttpError(404, 'Not found', 'No such user.');
+    return reply.redirect(`/admin/users/${userId}/?done=${encodeURIComponent('Password reset email queued.')}`, 303);
+  });
+
+  app.get('/organizations/', async (request, reply) => {
+    const search = query(request, 'search').slice(0, 200);
+    const status = (WORKSPACE_STATUSES as readonly string[]).includes(query(request, 'status')) ? query(request, 'status') : '';
+    const { rows, hasNext } = await listWorkspaces(app.db, { search, status, page: pageNumber(request) });
+    const statusName = (s: string) => (s === 'pending_owner' ? 'pending handoff' : s);
+    return page(reply, layout({ title: 'Workspaces', user: pageUser(request) }, html`
+<form method="get" action="/admin/organizations/">
+<label for="search">Search</label> <input id="search" name="search" type="search" value="${search}">
+${select('status', 'Status', status, [['', 'any'], ['active', 'active'], ['pending_owner', 'pending handoff'], ['cancelled', 'cancelled']])}
+<button type="submit">Filter</button></form>
+<table><thead><tr><th scope="col">Name</th><th scope="col">Slug</th><th scope="col">Status</th><th scope="col">Kind</th><th scope="col">Owner</th><th scope="col">Members</th><th scope="col">Created</th></tr></thead><tbody>
+${rows.map((o) => html`<tr><td><a href="/admin/organizations/${o.id}/">${o.name}</a></td><td>${o.slug}</td><td>${statusName(o.status)}</td><td>${o.isPersonal ? 'personal' : 'shared'}</td><td>${o.memberships.map((m) => m.user.username).join(', ') || (o.ownerEmail ?? '')}</td><td>${String(o._count.memberships)}</td><td>${o.createdAt}</td></tr>`)}
+</tbody></table>
+${pager('/admin/organizations/', { search, status }, pageNumber(request), hasNext)}`));
+  });
+
+  app.get('/organizations/:id/', async (request, reply) => {
+    const o = await workspaceDetail(app.db, idParam(request));
+    if (!o) throw new ConsoleHttpError(404, 'Not found', 'No such workspace.');
+    return page(reply, layout({ title: `Workspace ${o.name}`, user: pageUser(request) }, html`
+<dl><dt>Name</dt><dd>${o.name}</dd><dt>Slug</dt><dd>${o.slug}</dd><dt>Status</dt><dd>${o.status === 'pending_owner' ? 'pending handoff' : o.status}</dd>
+<dt>Kind</dt><dd>${o.isPersonal ? 'personal' : 'shared'}</dd><dt>Created</dt><dd>${o.createdAt}</dd></dl>
+${o.status === 'pending_owner' ? html`<h2>Pending handoff</h2><dl><dt>Owner email</dt><dd>${o.ownerEmail ?? ''}</dd><dt>Creator</dt><dd>${o.createdBy?.username ?? 'deleted user'}</dd></dl>` : ''}
+<h2>Members</h2>
+<table><thead><tr><th scope="col">User</th><th scope="col">Role</th></tr></thead><tbody>
+${o.memberships.map((m) => html`<tr><td><a href="/admin/users/${m.user.id}/">${m.user.username}</a></td><td>${m.role}</td></tr>`)}
+</tbody></table>
+<h2>Records (counts only)</h2>
+<table><thead><tr><th scope="col">Kind</th><th scope="col">Count</th></tr></thead><tbody>
+<tr><th scope="row">Companies</th><td>${String(o._count.companies)}</td></tr><tr><th scope="row">Contacts</th><td>${String(o._count.contacts)}</td></tr>
+<tr><th scope="row">Automations</th><td>${String(o._count.automations)}</td></tr><tr><th scope="row">Automation runs</th><td>${String(o._count.runs)}</td></tr>
+</tbody></table>`));
+  });
+
+  app.get('/invitations/', async (request, reply) => {
+    const statuses = ['pending', 'accepted', 'expired', 'revoked'];
+    const status = statuses.includes(query(request, 'status')) ? query(request, 'status') : '';
+    const { rows, hasNext } = await listInvitationsAll(app.db, status, pageNumber(request));
+    return page(reply, layout({ title: 'Invitations', user: pageUser(request) }, html`
+<form method="get" action="/admin/invitations/">${select('status', 'Status', status, [['', 'any'], ...statuses.map((s): [string, string] => [s, s])])} <button type="submit">Filter</button></form>
+<table><thead><tr><th scope="col">Workspace</th><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Status</th><th scope="col">Invited by</th><th scope="col">Expires</th></tr></thead><tbody>
+${rows.map((i) => html`<tr><td>${i.organization.name}</td><td>${i.email}</td><td>${i.role}</td><td>${i.status}</td><td>${i.invitedBy?.username ?? ''}</td><td>${i.expiresAt}</td></tr>`)}
+</tbody></table>
+${pager('/admin/invitations/', { status }, pageNumber(request), hasNext)}`));
+  });
+
+  app.get('/automation-runs/', async (request, reply) => {
+    const status = (RUN_STATUSES as readonly string[]).includes(query(request, 'status')) ? query(request, 'status') : '';
+    const { rows, hasNext } = await listRuns(app.db, status, pageNumber(request));
+    return page(reply, layout({ title: 'Automation runs', user: pageUser(request) }, html`
+<form method="get" action="/admin/automation-runs/">${select('status', 'Status', status, [['', 'any'], ...RUN_STATUSES.map((s): [string, string] => [s, s])])} <button type="submit">Filter</button></form>
+<table><thead><tr><th scope="col">Workspace</th><th scope="col">Rule</th><th scope="col">Trigger</th><th scope="col">Status</th><th scope="col">Error message</th><th scope="col">Created</th><th scope="col">Finished</th></tr></thead><tbody>
+${rows.map((r) => html`<tr><td>${r.organization.name}</td><td>${r.automation.name}</td><td>${r.trigger}</td><td>${r.status}</td><td>${r.errorMessage ?? ''}</td><td>${r.createdAt}</td><td>${r.finishedAt ?? ''}</td></tr>`)}
+</tbody></table>
+${pager('/admin/automation-runs/', { status }, pageNumber(request), hasNext)}`));
+  });
 
   app.get('/outbox/', async (request, reply) => {
     const status = query(request, 'status');

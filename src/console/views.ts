@@ -10,7 +10,10 @@ export interface PageContext {
 const NAV: [string, string][] = [
   ['Dashboard', '/admin/'],
   ['Users', '/admin/users/'],
+  ['Workspaces', '/admin/organizations/'],
+  ['Invitations', '/admin/invitations/'],
   ['Email outbox', '/admin/outbox/'],
+  ['Automation runs', '/admin/automation-runs/'],
   ['Audit log', '/admin/audit/'],
 ];
 
