@@ -68,6 +68,10 @@ export default async function consoleRoutes(app: FastifyInstance) {
   const secret = app.config.jwtSecret;
   const cookieOptions = { httpOnly: true, sameSite: 'strict' as const, path: '/admin', secure: app.config.nodeEnv === 'production' };
 
+  // The console is not an API: its routes stay out of the OpenAPI document (whose description says it exists).
+  app.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, hide: true };
+  });
   await app.register(cookie);
   await app.register(formbody, { bodyLimit: FORM_BODY_LIMIT });
   app.decorateRequest('consoleSession', null);

@@ -14,7 +14,9 @@ Conventions:
 - Unknown properties in a request body are rejected with 400 (CRM create bodies ignore \`organization\`/\`organization_id\`: the tenant comes from the path).
 - Organizations the caller cannot access answer 404, never 403, so their existence is not revealed.
 - Lists return a JSON array, newest first; pass \`limit\` (1-200, default 50) and follow the \`Link: <...>; rel="next"\` header.
-- Bodies over 1 MiB answer 413; bodies that are not JSON answer 415; rate limits answer 429 with \`Retry-After\`.`;
+- Bodies over 1 MiB answer 413; bodies that are not JSON answer 415; rate limits answer 429 with \`Retry-After\`.
+
+A separate administrative console for operators (staff users) is served at \`/admin/\`: server-rendered HTML pages with their own cookie sessions, outside this API and not described in this document; API Bearer tokens do not open it and its cookie does not authorize API requests.`;
 
 export default fp(
   async (app) => {

@@ -65,3 +65,9 @@ t.test('send password reset queues the ordinary reset request with an audit row'
   const queued = (await app.db.passwordResetRequest.count({ where: { email: user.email } })) + (await app.db.passwordResetToken.count({ where: { userId: user.id } }));
   t.ok(queued >= 1, 'a reset request or link exists');
 });
+
+t.test('the OpenAPI document says the console exists but does not describe its routes', async (t) => {
+  const doc = app.swagger() as { info: { description: string }; paths: Record<string, unknown> };
+  t.match(doc.info.description, /console for operators \(staff users\) is served at `\/admin\/`/);
+  t.notOk(Object.keys(doc.paths).some((path) => path.startsWith('/admin')));
+});
