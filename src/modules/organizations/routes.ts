@@ -1,7 +1,7 @@
 // Routes of the workspaces themselves: create, read, delete, provisioning handoffs and personal workspaces.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { requireUser } from '../../plugins/auth.js';
+import { requireUser, userAudit } from '../../plugins/auth.js';
 import { requireTenant } from '../../plugins/tenancy.js';
 import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
 import { defaultEmptyBody } from '../../lib/optional-body.js';
@@ -51,7 +51,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       reply.code(201);
-      return createOrganization(provisioning, requireUser(request), request.body);
+      return createOrganization(provisioning, requireUser(request), request.body, userAudit(request));
     },
   );
 
@@ -77,7 +77,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       reply.code(201);
-      return createPersonalOrganization(app.db, requireUser(request), request.body);
+      return createPersonalOrganization(app.db, requireUser(request), request.body, userAudit(request));
     },
   );
 
@@ -120,7 +120,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       preValidation: defaultEmptyBody,
       preHandler: [app.authenticate, app.rateLimitPreset('provisioning')],
     },
-    async (request) => resendOwnerInvitation(provisioning, requireUser(request), request.params.organization_id),
+    async (request) =>
+      resendOwnerInvitation(provisioning, requireUser(request), request.params.organization_id, userAudit(request)),
   );
 
   app.delete(
@@ -140,7 +141,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: app.authenticate,
     },
     async (request, reply) => {
-      await cancelProvisioning(app.db, requireUser(request), request.params.organization_id);
+      await cancelProvisioning(app.db, requireUser(request), request.params.organization_id, userAudit(request));
       return reply.code(204).send(null);
     },
   );
@@ -180,7 +181,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: [app.resolveTenant, app.requireCapability('DELETE_ORGANIZATION')],
     },
     async (request, reply) => {
-      await deleteOrganization(app.db, requireTenant(request).organization);
+      await deleteOrganization(app.db, requireTenant(request).organization, userAudit(request));
       return reply.code(204).send(null);
     },
   );
