@@ -88,6 +88,8 @@ export default async function consoleRoutes(app: FastifyInstance) {
     reply.header('content-security-policy', CSP);
     reply.header('cache-control', 'no-store');
     reply.header('x-frame-options', 'DENY');
+    // Helmet's no-referrer makes browsers send `Origin: null` on form posts; same-origin keeps the Origin check usable.
+    reply.header('referrer-policy', 'same-origin');
     return payload;
   });
 
