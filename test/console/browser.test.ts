@@ -34,14 +34,14 @@ t.test('sign in, dashboard counts, search and deactivate/reactivate a user', asy
   await page.type('#password', ADMIN.password);
   await clickButton('Sign in');
   t.equal(new URL(page.url()).pathname, '/admin/');
-  const users = await page.$eval('[data-count="Users"]', (el) => el.textContent);
+  const users = await page.$eval('[data-count="Users"]', (el) => (el as unknown as { textContent: string }).textContent);
   t.equal(users, String(await app.db.user.count()));
-  t.equal(await page.$eval('[data-count="Failed emails"]', (el) => el.textContent), '1');
+  t.equal(await page.$eval('[data-count="Failed emails"]', (el) => (el as unknown as { textContent: string }).textContent), '1');
 
   await page.goto(`${address}/admin/users/`);
   await page.type('#search', 'victim');
-  await Promise.all([page.waitForNavigation(), page.$eval('form[method="get"]', (form) => (form as HTMLFormElement).submit())]);
-  const names = await page.$$eval('tbody tr td:first-child', (cells) => cells.map((c) => c.textContent));
+  await Promise.all([page.waitForNavigation(), page.$eval('form[method="get"]', (form) => (form as unknown as { submit(): void }).submit())]);
+  const names = await page.$$eval('tbody tr td:first-child', (cells) => cells.map((c) => (c as unknown as { textContent: string }).textContent));
   t.same(names, ['victim-user']);
   await Promise.all([page.waitForNavigation(), page.click('tbody a')]);
   await clickButton('Deactivate');
@@ -61,9 +61,9 @@ t.test('retry a failed email', async (t) => {
 
 t.test('a <script> in a workspace name renders as text and never runs', async (t) => {
   await page.goto(`${address}/admin/organizations/`);
-  const text = await page.$eval('tbody tr td:first-child', (el) => el.textContent);
+  const text = await page.$eval('tbody tr td:first-child', (el) => (el as unknown as { textContent: string }).textContent);
   t.equal(text, '<script>window.pwned=1</script>Acme');
-  t.equal(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned), undefined);
+  t.equal(await page.evaluate('window.pwned'), undefined);
 });
 
 t.test('sign out; the old cookie then lands on the sign-in page', async (t) => {
