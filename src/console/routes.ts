@@ -13,6 +13,8 @@ import {
 import { actionButton, errorPage, layout, loginPage, pager, select, yesNo } from './views.js';
 import { deactivateUser, reactivateUser, signOutEverywhere, UserAdminError } from '../modules/users/user-admin-service.js';
 import { AUDIT_ACTIONS, type AuditContext } from '../modules/audit/audit-log.js';
+import { revokeInvitation } from '../modules/invitations/service.js';
+import { ProblemError } from '../lib/problem.js';
 
 const SIGN_IN_FAILED = 'Please enter a correct username and password for a staff account.';
 const CSP = "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'; object-src 'none'";
@@ -115,6 +117,11 @@ export default async function consoleRoutes(app: FastifyInstance) {
   app.setErrorHandler((error: FastifyError | ConsoleHttpError, request, reply) => {
     const user = pageUser(request);
     if (error instanceof ConsoleHttpError) return page(reply, errorPage(error.statusCode, error.title, error.message, user), error.statusCode);
+    // A refusal of a reused API service (e.g. revoking an invitation that is no longer pending) keeps its status and text.
+    if (error instanceof ProblemError) {
+      if (error.headers) reply.headers(error.headers);
+      return page(reply, errorPage(error.status, error.title, error.detail, user), error.status);
+    }
     if (error instanceof UserAdminError) {
       return page(reply, errorPage(error.code === 'not_found' ? 404 : 409, error.code === 'not_found' ? 'Not found' : 'Refused', error.message, user), error.code === 'not_found' ? 404 : 409);
     }
@@ -266,12 +273,24 @@ ${o.memberships.map((m) => html`<tr><td><a href="/admin/users/${m.user.id}/">${m
     const statuses = ['pending', 'accepted', 'expired', 'revoked'];
     const status = statuses.includes(query(request, 'status')) ? query(request, 'status') : '';
     const { rows, hasNext } = await listInvitationsAll(app.db, status, pageNumber(request));
+    const csrf = csrfToken(secret, request.consoleSession!.idHash);
+    const notice = query(request, 'done');
     return page(reply, layout({ title: 'Invitations', user: pageUser(request) }, html`
+${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 <form method="get" action="/admin/invitations/">${select('status', 'Status', status, [['', 'any'], ...statuses.map((s): [string, string] => [s, s])])} <button type="submit">Filter</button></form>
-<table><thead><tr><th scope="col">Workspace</th><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Status</th><th scope="col">Invited by</th><th scope="col">Expires</th></tr></thead><tbody>
-${rows.map((i) => html`<tr><td>${i.organization.name}</td><td>${i.email}</td><td>${i.role}</td><td>${i.status}</td><td>${i.invitedBy?.username ?? ''}</td><td>${i.expiresAt}</td></tr>`)}
+<table><thead><tr><th scope="col">Workspace</th><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Status</th><th scope="col">Invited by</th><th scope="col">Expires</th><th scope="col">Action</th></tr></thead><tbody>
+${rows.map((i) => html`<tr><td>${i.organization.name}</td><td>${i.email}</td><td>${i.role}</td><td>${i.status}</td><td>${i.invitedBy?.username ?? ''}</td><td>${i.expiresAt}</td><td>${i.status === 'pending' && i.role !== 'owner' ? actionButton(`/admin/invitations/${i.id}/revoke/`, 'Revoke', csrf) : ''}</td></tr>`)}
 </tbody></table>
 ${pager('/admin/invitations/', { status }, pageNumber(request), hasNext)}`));
+  });
+
+  app.post('/invitations/:id/revoke/', async (request, reply) => {
+    const invitation = await app.db.invitation.findUnique({ where: { id: idParam(request) }, select: { id: true, organization: true } });
+    if (!invitation) throw new ConsoleHttpError(404, 'Not found', 'No such invitation.');
+    const { user } = request.consoleSession!;
+    // The API's own revocation, acting with an owner's reach over the workspace's ordinary invitations.
+    await revokeInvitation(app.db, { organization: invitation.organization, role: 'owner', user }, invitation.id, audit(request));
+    return reply.redirect(`/admin/invitations/?done=${encodeURIComponent('Invitation revoked: its link no longer works.')}`, 303);
   });
 
   app.get('/automation-runs/', async (request, reply) => {

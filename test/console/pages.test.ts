@@ -71,3 +71,19 @@ t.test('the OpenAPI document says the console exists but does not describe its r
   t.match(doc.info.description, /console for operators \(staff users\) is served at `\/admin\/`/);
   t.notOk(Object.keys(doc.paths).some((path) => path.startsWith('/admin')));
 });
+
+t.test('Revoke on a pending invitation uses the API service: its link stops working, one audit row; twice is a 409 page', async (t) => {
+  const invitation = await app.db.invitation.create({
+    data: { organizationId, email: 'revoke-me@example.test', role: 'member', tokenHash: 'c'.repeat(64), expiresAt: new Date(Date.now() + 86_400_000) },
+  });
+  const list = await get('/admin/invitations/?status=pending');
+  t.ok(list.body.includes(`/admin/invitations/${invitation.id}/revoke/`));
+  const revoke = () => app.inject({ method: 'POST', url: `/admin/invitations/${invitation.id}/revoke/`, headers: { ...FORM, cookie }, payload: `_csrf=${csrf}` });
+  t.equal((await revoke()).statusCode, 303);
+  t.ok((await app.db.invitation.findUniqueOrThrow({ where: { id: invitation.id } })).revokedAt);
+  t.equal(await app.db.auditLog.count({ where: { action: 'invitation.revoked', targetId: invitation.id } }), 1);
+  const again = await revoke();
+  t.equal(again.statusCode, 409);
+  t.match(again.body, /only a pending invitation can be revoked/);
+  t.equal(await app.db.auditLog.count({ where: { action: 'invitation.revoked', targetId: invitation.id } }), 1);
+});
