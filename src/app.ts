@@ -31,6 +31,7 @@ import emailAccountRoutes from './modules/email-accounts/routes.js';
 import companyRoutes from './modules/companies/routes.js';
 import contactRoutes from './modules/contacts/routes.js';
 import automationRoutes from './modules/automations/routes.js';
+import consoleRoutes from './console/routes.js';
 
 export type App = FastifyInstance;
 
@@ -116,5 +117,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     },
     { prefix: '/api/v1' },
   );
+  // The operators' console: its own encapsulated cookie session, form bodies, error pages and headers.
+  await app.register(consoleRoutes, { prefix: '/admin' });
   return app;
 }

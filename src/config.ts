@@ -44,6 +44,8 @@ export const EnvSchema = Type.Object({
   RATE_LIMIT_PROVISIONING_PER_DAY: Type.Optional(PositiveInteger),
   RATE_LIMIT_ADMIN_INVITATIONS_PER_DAY: Type.Optional(PositiveInteger),
   RATE_LIMIT_TEST_SENDS_PER_HOUR: Type.Optional(PositiveInteger),
+  ADMIN_SESSION_IDLE_SECONDS: Type.Optional(PositiveInteger),
+  ADMIN_SESSION_MAX_SECONDS: Type.Optional(PositiveInteger),
 });
 export type Env = Static<typeof EnvSchema>;
 
@@ -93,6 +95,8 @@ export interface Config {
     adminInvitations: RateLimitSetting;
     testSends: RateLimitSetting;
   };
+  /** Admin console sessions: idle timeout and absolute lifetime, in seconds. */
+  adminSession: { idleSeconds: number; maxSeconds: number };
   /** Problems that do not stop the boot but that an operator must see in the log. */
   warnings: string[];
 }
@@ -199,6 +203,7 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
       adminInvitations: { max: num(valid.RATE_LIMIT_ADMIN_INVITATIONS_PER_DAY, 10), timeWindowMs: DAY },
       testSends: { max: num(valid.RATE_LIMIT_TEST_SENDS_PER_HOUR, 60), timeWindowMs: HOUR },
     },
+    adminSession: { idleSeconds: num(valid.ADMIN_SESSION_IDLE_SECONDS, 1800), maxSeconds: num(valid.ADMIN_SESSION_MAX_SECONDS, 43_200) },
     warnings,
   };
 }

@@ -5,6 +5,7 @@ import type { FastifyRequest } from 'fastify';
 import { forbidden, unauthorized } from '../lib/problem.js';
 import { isUuid } from '../lib/http-schemas.js';
 import { createTokenService, type TokenService } from '../modules/auth/token-service.js';
+import type { AuditContext } from '../modules/audit/audit-log.js';
 
 export interface CurrentUser {
   id: string;
@@ -27,15 +28,18 @@ export interface AccessClaims {
  * same round trip as whatever else a query fetches: the user, and whether the session (refresh family) is live.
  */
 export const AUTHENTICATED_USER_COLUMNS = `u.id, u.username, u.email, u.is_superuser AS "isSuperuser",
-  u.token_version AS "tokenVersion",
+  u.token_version AS "tokenVersion", u.is_active AS "isActive",
   EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.family_id = $2 AND r.revoked_at IS NULL
           AND r.used_at IS NULL AND r.expires_at > now()) AS "sessionLive"`;
 
-export type AuthenticatedRow = CurrentUser & { sessionLive: boolean };
+export type AuthenticatedRow = CurrentUser & { sessionLive: boolean; isActive: boolean };
 
-/** 401 unless the row exists, carries the token's version (no password change since) and a live session. */
+/**
+ * 401 unless the row exists, is active (a deactivated user's tokens stop at once), carries the token's version (no
+ * password change since) and a live session.
+ */
 export function checkAuthenticatedRow(row: AuthenticatedRow | undefined, claims: AccessClaims): CurrentUser {
-  if (!row || row.tokenVersion !== claims.ver || !row.sessionLive) throw invalidAccess();
+  if (!row || !row.isActive || row.tokenVersion !== claims.ver || !row.sessionLive) throw invalidAccess();
   return { id: row.id, username: row.username, email: row.email, isSuperuser: row.isSuperuser, tokenVersion: row.tokenVersion };
 }
 
@@ -105,6 +109,12 @@ export function assertInstallationAdmin(user: CurrentUser, action: string): void
 export function requireUser(request: FastifyRequest): CurrentUser {
   if (!request.currentUser) throw unauthorized();
   return request.currentUser;
+}
+
+/** The audit context of a signed-in request: the user as actor, and the client address the app sees. */
+export function userAudit(request: FastifyRequest): AuditContext {
+  const user = requireUser(request);
+  return { actor: { type: 'user', userId: user.id, username: user.username }, ip: request.ip };
 }
 
 declare module 'fastify' {

@@ -16,7 +16,9 @@ Conventions:
 - Lists return a JSON array, newest first; pass \`limit\` (1-200, default 50) and follow the \`Link: <...>; rel="next"\` header.
 - Bodies over 1 MiB answer 413; bodies that are not JSON answer 415; rate limits answer 429 with \`Retry-After\`.
 - Public operations say \`security: []\`; the others need the bearer token (\`bearerAuth\`).
-- Path ids are UUIDs: \`/api/v1/organizations/provisioning/{organization_id}/\` and \`/api/v1/organizations/{organization_id}/...\` never match the same URL, since \`provisioning\` is not a UUID.`;
+- Path ids are UUIDs: \`/api/v1/organizations/provisioning/{organization_id}/\` and \`/api/v1/organizations/{organization_id}/...\` never match the same URL, since \`provisioning\` is not a UUID.
+
+A separate administrative console for operators (staff users) is served at \`/admin/\`: server-rendered HTML pages with their own cookie sessions, outside this API and not described in this document; API Bearer tokens do not open it and its cookie does not authorize API requests.`;
 
 interface OpenApiResponse {
   headers?: Record<string, { required?: boolean; schema?: unknown; description?: string }>;

@@ -8,6 +8,7 @@ import { randomToken, sha256Hex } from '../../lib/crypto.js';
 import { enqueueEmail } from '../email/outbox.js';
 import { renderEmail } from '../email/templates.js';
 import { updateAccount } from './profile-service.js';
+import { recordAudit, type AuditContext } from '../audit/audit-log.js';
 import type { SettingsPatch } from './schemas.js';
 
 const CONFIRMATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
@@ -78,8 +79,11 @@ const confirmationInvalid = () =>
 const emailTaken = () =>
   conflict('email_taken', 'Another account already uses this email address.', { email: ['Another account already uses this email address.'] });
 
-/** Makes the pending address the account's email; the link is consumed and reset links sent to the old address die. */
-export async function confirmEmailChange(db: Db, token: string): Promise<void> {
+/**
+ * Makes the pending address the account's email; the link is consumed and reset links sent to the old address die.
+ * The audit row's actor is the account's user (the link is the credential).
+ */
+export async function confirmEmailChange(db: Db, token: string, audit: Pick<AuditContext, 'ip'>): Promise<void> {
   try {
     await db.$transaction(async (tx) => {
       const now = new Date();
@@ -91,7 +95,13 @@ export async function confirmEmailChange(db: Db, token: string): Promise<void> {
         data: { usedAt: now },
       });
       if (claimed.count === 0) throw confirmationInvalid();
-      await tx.user.update({ where: { id: request.userId }, data: { email: request.newEmail } });
+      const user = await tx.user.update({ where: { id: request.userId }, data: { email: request.newEmail }, select: { username: true } });
+      await recordAudit(tx, {
+        actor: { type: 'user', userId: request.userId, username: user.username },
+        ip: audit.ip,
+        action: 'account.email_changed',
+        target: { type: 'user', id: request.userId },
+      });
       await tx.passwordResetToken.updateMany({ where: { userId: request.userId, usedAt: null }, data: { usedAt: now } });
     });
   } catch (error) {

@@ -7,6 +7,7 @@ import { randomToken, sha256Hex } from '../../lib/crypto.js';
 import { enqueueEmail } from '../email/outbox.js';
 import { renderEmail } from '../email/templates.js';
 import type { TokenService } from '../auth/token-service.js';
+import { recordAudit, type AuditContext } from '../audit/audit-log.js';
 
 const RESET_LINK_TTL_MS = 60 * 60 * 1000;
 
@@ -24,23 +25,32 @@ async function hashNewPassword(password: string, user: { username: string; email
 
 /**
  * Stores the new hash and ends what the old password opened: refresh tokens are revoked, the token version bump kills
- * older access tokens, and unused reset links die.
+ * older access tokens, console sessions end, and unused reset links die.
  */
 async function storePassword(tx: Prisma.TransactionClient, tokens: TokenService, userId: string, passwordHash: string): Promise<void> {
   await tx.user.update({ where: { id: userId }, data: { passwordHash, tokenVersion: { increment: 1 } } });
   await tokens.revokeAllForUser(userId, tx);
   await tx.passwordResetToken.updateMany({ where: { userId, usedAt: null }, data: { usedAt: new Date() } });
+  await tx.adminSession.deleteMany({ where: { userId } });
 }
 
 /** Changes the caller's password. No new tokens are issued: the caller signs in again like every other session. */
-export async function changePassword(deps: Deps, userId: string, input: { current_password: string; new_password: string }): Promise<void> {
+export async function changePassword(
+  deps: Deps,
+  userId: string,
+  input: { current_password: string; new_password: string },
+  audit: AuditContext,
+): Promise<void> {
   const user = await deps.db.user.findUnique({ where: { id: userId }, select: { username: true, email: true, passwordHash: true } });
   if (!user) throw unauthorized();
   if (!(await verifyPassword(user.passwordHash, input.current_password))) {
     throw badRequest('wrong_password', 'The current password is incorrect.', { current_password: ['The current password is incorrect.'] });
   }
   const passwordHash = await hashNewPassword(input.new_password, user);
-  await deps.db.$transaction((tx) => storePassword(tx, deps.tokens, userId, passwordHash));
+  await deps.db.$transaction(async (tx) => {
+    await storePassword(tx, deps.tokens, userId, passwordHash);
+    await recordAudit(tx, { ...audit, action: 'account.password_changed', target: { type: 'user', id: userId } });
+  });
 }
 
 /** `<uidb64>` of a reset link: base64url of the user id. */
@@ -95,8 +105,16 @@ export async function processPasswordResetRequests(db: Db, appUrl: string): Prom
 
 const resetLinkInvalid = () => notFound('This password reset link is invalid, has expired or was already used.', 'reset_link_invalid');
 
-/** Sets a new password through a reset link; the link is consumed, and every other link and session ends. */
-export async function confirmPasswordReset(deps: Deps, link: { uidb64: string; token: string }, newPassword: string): Promise<void> {
+/**
+ * Sets a new password through a reset link; the link is consumed, and every other link and session ends. The audit
+ * row's actor is the link's user.
+ */
+export async function confirmPasswordReset(
+  deps: Deps,
+  link: { uidb64: string; token: string },
+  newPassword: string,
+  audit: Pick<AuditContext, 'ip'>,
+): Promise<void> {
   const userId = decodeUid(link.uidb64);
   const row = userId
     ? await deps.db.passwordResetToken.findUnique({
@@ -114,5 +132,11 @@ export async function confirmPasswordReset(deps: Deps, link: { uidb64: string; t
     });
     if (claimed.count === 0) throw resetLinkInvalid();
     await storePassword(tx, deps.tokens, row.userId, passwordHash);
+    await recordAudit(tx, {
+      actor: { type: 'user', userId: row.userId, username: row.user.username },
+      ip: audit.ip,
+      action: 'account.password_reset',
+      target: { type: 'user', id: row.userId },
+    });
   });
 }

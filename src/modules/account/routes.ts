@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { DetailSchema, NoContent, responses } from '../../lib/http-schemas.js';
-import { requireUser } from '../../plugins/auth.js';
+import { requireUser, userAudit } from '../../plugins/auth.js';
 import {
   AccountExportSchema,
   DeleteAccountSchema,
@@ -68,7 +68,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      await confirmPasswordReset({ db: app.db, tokens: app.tokens }, request.params, request.body.new_password);
+      await confirmPasswordReset({ db: app.db, tokens: app.tokens }, request.params, request.body.new_password, { ip: request.ip });
       return { detail: 'Your password has been set. Sign in with the new password.' };
     },
   );
@@ -89,7 +89,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      await confirmEmailChange(app.db, request.params.token);
+      await confirmEmailChange(app.db, request.params.token, { ip: request.ip });
       return { detail: 'Your email address has been changed.' };
     },
   );
@@ -221,7 +221,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         preHandler: passwordChecks,
       },
       async (request, reply) => {
-        await deleteAccount(app.db, requireUser(request).id, request.body);
+        await deleteAccount(app.db, requireUser(request).id, request.body, userAudit(request));
         return reply.code(204).send(null);
       },
     );
@@ -244,7 +244,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         preHandler: passwordChecks,
       },
       async (request) => {
-        await changePassword({ db: app.db, tokens: app.tokens }, requireUser(request).id, request.body);
+        await changePassword({ db: app.db, tokens: app.tokens }, requireUser(request).id, request.body, userAudit(request));
         return { detail: 'Your password has been changed. Sign in again with the new password.' };
       },
     );

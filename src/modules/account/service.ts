@@ -8,6 +8,7 @@ import type { MembershipRole } from '../../generated/prisma/client.js';
 import { newestFirst } from '../../lib/pagination.js';
 import { toOrganizationDto, type OrganizationDtoSource } from '../organizations/organization-dto.js';
 import { profileFields } from './profile-service.js';
+import { recordAudit, type AuditContext } from '../audit/audit-log.js';
 import type { AccountExportDto } from './schemas.js';
 
 /**
@@ -60,7 +61,12 @@ const DELETE_CONFIRMATION = 'DELETE';
  * can manage. The database cascades to memberships, profile, refresh and reset tokens and the personal workspace,
  * so every token of the user stops working with the row.
  */
-export async function deleteAccount(db: Db, userId: string, input: { password: string; confirmation: string }): Promise<void> {
+export async function deleteAccount(
+  db: Db,
+  userId: string,
+  input: { password: string; confirmation: string },
+  audit: AuditContext,
+): Promise<void> {
   if (input.confirmation !== DELETE_CONFIRMATION) {
     throw validationFailed({ confirmation: [`Type ${DELETE_CONFIRMATION} to confirm the deletion.`] });
   }
@@ -89,6 +95,9 @@ export async function deleteAccount(db: Db, userId: string, input: { password: s
     if (user.isSuperuser && (await tx.user.count({ where: { isSuperuser: true, id: { not: userId } } })) === 0) {
       throw conflict('last_installation_admin', 'You are the only installation administrator: invite another one before deleting your account.');
     }
+    // Explicit although the foreign key cascades: the console sessions end in this transaction whatever the schema.
+    await tx.adminSession.deleteMany({ where: { userId } });
     await tx.user.delete({ where: { id: userId } });
+    await recordAudit(tx, { ...audit, action: 'account.deleted', target: { type: 'user', id: userId } });
   });
 }

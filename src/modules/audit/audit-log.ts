@@ -46,11 +46,14 @@ export interface AuditEntry {
   ip?: string | null;
 }
 
+/** Any client that can insert audit rows: the app's, a transaction's, or a tenant-scoped transaction's (members). */
+type AuditWriter = Db | Prisma.TransactionClient | { auditLog: { create(args: { data: Prisma.AuditLogUncheckedCreateInput }): PromiseLike<unknown> } };
+
 /**
  * Appends one row. Pass the transaction client of the change being recorded: if the change rolls back, so does
  * its audit row, and a committed change always has one. Never pass tokens, passwords or message bodies.
  */
-export async function recordAudit(client: Db | Prisma.TransactionClient, entry: AuditEntry): Promise<void> {
+export async function recordAudit(client: AuditWriter, entry: AuditEntry): Promise<void> {
   const { actor } = entry;
   await client.auditLog.create({
     data: {

@@ -15,7 +15,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Sign in with a username and password.',
         description:
           'Returns an access and a refresh token; the pair starts a new session. A wrong username or password answers 401 ' +
-          'without saying which. Limited per client IP and username, and per client IP alone ' +
+          'without saying which; so does a deactivated account. Limited per client IP and username, and per client IP alone ' +
           '(429 with `Retry-After`). 503 `server_busy` (with `Retry-After`) when too many password checks are queued.',
         body: SignInSchema,
         response: responses({ 200: TokenPairSchema }, 401, 429, 503),
@@ -34,7 +34,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Exchange a refresh token for a new pair.',
         description:
           'Rotation: the refresh token sent is blacklisted and a new one is returned; store it. Sending a blacklisted ' +
-          'refresh token again answers 401 and ends its whole session (every refresh and access token of that sign-in).',
+          'refresh token again answers 401 and ends its whole session (every refresh and access token of that sign-in). ' +
+          'A deactivated user gets 401 (and access tokens issued before stop working at once).',
         body: RefreshTokenBodySchema,
         response: responses({ 200: TokenPairSchema }, 401),
       },

@@ -8,19 +8,21 @@ const invalidCredentials = () => unauthorized('invalid_credentials', 'No active 
 
 /**
  * Exchanges credentials for a token pair and records the login time. An unknown username and a wrong password get
- * the same answer after the same argon2 work, so the endpoint does not reveal which usernames exist.
+ * the same answer after the same argon2 work, so the endpoint does not reveal which usernames exist; so does a
+ * deactivated account.
  */
 export async function signIn(deps: { db: Db; tokens: TokenService }, credentials: { username: string; password: string }): Promise<TokenPair> {
   const { db, tokens } = deps;
   const user = await db.user.findUnique({
     where: { username: credentials.username },
-    select: { id: true, passwordHash: true, tokenVersion: true },
+    select: { id: true, passwordHash: true, tokenVersion: true, isActive: true },
   });
   if (!user) {
     await burnPasswordCheck(credentials.password);
     throw invalidCredentials();
   }
-  if (!(await verifyPassword(user.passwordHash, credentials.password))) throw invalidCredentials();
+  // A deactivated account gets the wrong password's answer, after the same argon2 work.
+  if (!(await verifyPassword(user.passwordHash, credentials.password)) || !user.isActive) throw invalidCredentials();
   return db.$transaction(async (tx) => {
     await tx.user.update({ where: { id: user.id }, data: { lastLogin: new Date() } });
     return tokens.issuePair(user, tx);

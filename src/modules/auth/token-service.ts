@@ -85,8 +85,9 @@ export function createTokenService(deps: { db: Db; jwt: JwtCodec; accessTtl: num
         }
         return null;
       }
-      const user = await tx.user.findUnique({ where: { id: claims.sub }, select: { id: true, tokenVersion: true } });
-      if (!user) return null;
+      const user = await tx.user.findUnique({ where: { id: claims.sub }, select: { id: true, tokenVersion: true, isActive: true } });
+      // A deactivated user's sessions end here too; the claimed token stays used, so it cannot be tried again.
+      if (!user?.isActive) return null;
       const issued = await issuePair(user, tx, claims.fam);
       const next = decodeRefresh(issued.refresh);
       await tx.refreshToken.update({ where: { id: claims.jti }, data: { replacedById: next.jti } });

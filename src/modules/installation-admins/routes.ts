@@ -1,7 +1,7 @@
 // Routes of installation-administrator invitations: the list and sending (installation admins), preview and accept.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { assertInstallationAdmin, requireUser } from '../../plugins/auth.js';
+import { assertInstallationAdmin, requireUser, userAudit } from '../../plugins/auth.js';
 import { responses } from '../../lib/http-schemas.js';
 import { defaultEmptyBody } from '../../lib/optional-body.js';
 import { AcceptBodySchema, LinkTokenParamsSchema } from '../invitations/schemas.js';
@@ -61,7 +61,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: [app.authenticate, requireInstallationAdmin, app.rateLimitPreset('adminInvitations')],
     },
     async (request, reply) => {
-      const invitation = await inviteAdmin(deps, requireUser(request), request.body.email);
+      const invitation = await inviteAdmin(deps, requireUser(request), request.body.email, userAudit(request));
       reply.code(201);
       return invitation;
     },
@@ -103,7 +103,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: app.authenticateOptional,
     },
     async (request, reply) => {
-      const accepted = await acceptAdminInvitation(deps, request.params.token, request.currentUser, request.body);
+      const accepted = await acceptAdminInvitation(deps, request.params.token, request.currentUser, request.body, { ip: request.ip });
       reply.code(201);
       return accepted;
     },

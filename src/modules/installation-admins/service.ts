@@ -11,6 +11,7 @@ import { renderEmail } from '../email/templates.js';
 import { invalidLink, linkStatus, lockInvitee, newLinkToken, usableAt } from '../invitations/invitation-link.js';
 import { acceptingUser, identifyAcceptor } from '../invitations/acceptor.js';
 import type { AcceptBody } from '../invitations/schemas.js';
+import { recordAudit, type AuditContext } from '../audit/audit-log.js';
 import type { AdminInvitationAcceptedDto, AdminInvitationDto, AdminOverviewDto } from './schemas.js';
 
 export interface AdminInvitationDeps {
@@ -43,7 +44,7 @@ export async function adminOverview(db: Db): Promise<AdminOverviewDto> {
  * `email_not_configured` without it, whatever workspaces have). There is no separate resend: inviting the same
  * address again revokes its earlier links.
  */
-export function inviteAdmin(deps: AdminInvitationDeps, inviter: CurrentUser, rawEmail: string): Promise<AdminInvitationDto> {
+export function inviteAdmin(deps: AdminInvitationDeps, inviter: CurrentUser, rawEmail: string, audit: AuditContext): Promise<AdminInvitationDto> {
   const email = rawEmail.toLowerCase();
   return deps.db.$transaction(async (tx) => {
     await lockInvitee(tx, 'installation-admin', email);
@@ -65,6 +66,7 @@ export function inviteAdmin(deps: AdminInvitationDeps, inviter: CurrentUser, raw
       footer: 'This link works once and expires in seven days. If you did not expect it, ignore this email.',
     });
     await enqueueEmail(tx, { to: email, ...message }, { organizationId: null, requireAccount: true, installationOnly: true });
+    await recordAudit(tx, { ...audit, action: 'installation_admin.invited', target: { type: 'installation_admin_invitation', id: invitation.id } });
     return toAdminInvitationDto(invitation);
   });
 }
@@ -82,13 +84,14 @@ export async function previewAdminInvitation(db: Db, token: string) {
 
 /**
  * Accepts an admin link once (conditional update, so simultaneous accepts cannot both succeed): the user becomes
- * superuser and staff, with no workspace membership.
+ * superuser and staff, with no workspace membership. The audit row's actor is the accepting user.
  */
 export async function acceptAdminInvitation(
   deps: AdminInvitationDeps,
   token: string,
   user: CurrentUser | null,
   body: AcceptBody,
+  audit: Pick<AuditContext, 'ip'>,
 ): Promise<AdminInvitationAcceptedDto> {
   const invitation = await findUsableAdminInvitation(deps.db, token);
   const acceptor = await identifyAcceptor(deps.db, user, body, invitation.email);
@@ -97,7 +100,13 @@ export async function acceptAdminInvitation(
     const consumed = await tx.installationAdminInvitation.updateMany({ where: { id: invitation.id, ...usableAt(now) }, data: { acceptedAt: now } });
     if (consumed.count === 0) throw invalidLink();
     const accepting = await acceptingUser(tx, acceptor);
-    await tx.user.update({ where: { id: accepting.id }, data: { isSuperuser: true, isStaff: true } });
+    const admin = await tx.user.update({ where: { id: accepting.id }, data: { isSuperuser: true, isStaff: true }, select: { username: true } });
+    await recordAudit(tx, {
+      actor: { type: 'user', userId: accepting.id, username: admin.username },
+      ip: audit.ip,
+      action: 'installation_admin.accepted',
+      target: { type: 'installation_admin_invitation', id: invitation.id },
+    });
     return { is_superuser: true, tokens: accepting.created ? await deps.tokens.issuePair(accepting.created, tx) : null };
   });
 }

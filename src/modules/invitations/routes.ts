@@ -1,7 +1,7 @@
 // Routes of workspace invitations: managing them inside an organization, and the public preview and accept of a link.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { requireUser } from '../../plugins/auth.js';
+import { requireUser, userAudit } from '../../plugins/auth.js';
 import { requireTenant } from '../../plugins/tenancy.js';
 import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
 import { defaultEmptyBody } from '../../lib/optional-body.js';
@@ -88,7 +88,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: send,
     },
     async (request, reply) => {
-      const invitation = await createInvitation(deps, managerOf(request), request.body);
+      const invitation = await createInvitation(deps, managerOf(request), request.body, userAudit(request));
       reply.code(201);
       return toInvitationDto(invitation, new Date());
     },
@@ -111,7 +111,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: manage,
     },
     async (request, reply) => {
-      await revokeInvitation(app.db, managerOf(request), request.params.invitation_id);
+      await revokeInvitation(app.db, managerOf(request), request.params.invitation_id, userAudit(request));
       return reply.code(204).send(null);
     },
   );
@@ -136,7 +136,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: send,
     },
     async (request, reply) => {
-      const invitation = await resendInvitation(deps, managerOf(request), request.params.invitation_id);
+      const invitation = await resendInvitation(deps, managerOf(request), request.params.invitation_id, userAudit(request));
       reply.code(201);
       return toInvitationDto(invitation, new Date());
     },
@@ -180,7 +180,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: app.authenticateOptional,
     },
     async (request, reply) => {
-      const accepted = await acceptInvitation(deps, request.params.token, request.currentUser, request.body);
+      const accepted = await acceptInvitation(deps, request.params.token, request.currentUser, request.body, { ip: request.ip });
       reply.code(201);
       return accepted;
     },

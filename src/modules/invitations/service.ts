@@ -12,6 +12,7 @@ import type { TokenService } from '../auth/token-service.js';
 import { issueInvitation } from './issue.js';
 import { invalidLink, linkStatus, lockInvitee, usableAt } from './invitation-link.js';
 import { acceptingUser, identifyAcceptor } from './acceptor.js';
+import { recordAudit, type AuditAction, type AuditContext } from '../audit/audit-log.js';
 import type { AcceptBody, InvitationAcceptedDto, InvitationCreate, InvitationDto } from './schemas.js';
 
 export interface InvitationDeps {
@@ -31,6 +32,10 @@ export interface InvitationManager {
 
 /** Owner handoffs belong to provisioning: these endpoints neither list nor touch them. */
 const ORDINARY = { role: { not: 'owner' as const } };
+
+/** The audit row of an action on one invitation of the organization. */
+const recordInvitation = (tx: Prisma.TransactionClient, audit: AuditContext, action: AuditAction, invitation: Invitation) =>
+  recordAudit(tx, { ...audit, action, target: { type: 'invitation', id: invitation.id }, organizationId: invitation.organizationId });
 
 const invitationNotFound = () => notFound('Invitation not found.', 'invitation_not_found');
 const adminInviteRequiresOwner = () =>
@@ -66,7 +71,12 @@ async function assertNotMember(tx: Prisma.TransactionClient, organizationId: str
  * Sends an invitation. One pending invitation per address: a second one is a 409 (resend or revoke the first),
  * so an admin can never replace an owner's admin invitation.
  */
-export function createInvitation(deps: InvitationDeps, manager: InvitationManager, input: InvitationCreate): Promise<Invitation> {
+export function createInvitation(
+  deps: InvitationDeps,
+  manager: InvitationManager,
+  input: InvitationCreate,
+  audit: AuditContext,
+): Promise<Invitation> {
   const { organization } = manager;
   if (organization.isPersonal) throw forbidden('personal_workspace', 'A personal workspace cannot invite anyone.');
   if (input.role === 'admin' && manager.role !== 'owner') throw adminInviteRequiresOwner();
@@ -81,7 +91,9 @@ export function createInvitation(deps: InvitationDeps, manager: InvitationManage
     if (pending) {
       throw conflict('invitation_pending', 'A pending invitation for this address exists: resend or revoke it instead.');
     }
-    return issueInvitation(tx, { organization, email, role: input.role, invitedBy: manager.user, appUrl: deps.appUrl });
+    const invitation = await issueInvitation(tx, { organization, email, role: input.role, invitedBy: manager.user, appUrl: deps.appUrl });
+    await recordInvitation(tx, audit, 'invitation.sent', invitation);
+    return invitation;
   });
 }
 
@@ -97,21 +109,29 @@ async function findManaged(client: Db | Prisma.TransactionClient, manager: Invit
 }
 
 /** Revokes a pending invitation: its link stops working. Anything but pending is a 409. */
-export async function revokeInvitation(db: Db, manager: InvitationManager, invitationId: string): Promise<void> {
+export async function revokeInvitation(db: Db, manager: InvitationManager, invitationId: string, audit: AuditContext): Promise<void> {
   const invitation = await findManaged(db, manager, invitationId);
   const now = new Date();
-  // Conditional, so a link accepted a moment ago is not reported as revoked.
-  const revoked = await db.invitation.updateMany({ where: { id: invitation.id, ...usableAt(now) }, data: { revokedAt: now } });
-  if (revoked.count === 0) {
-    throw conflict('invitation_not_pending', `The invitation is ${linkStatus(invitation, now)}: only a pending invitation can be revoked.`);
-  }
+  await db.$transaction(async (tx) => {
+    // Conditional, so a link accepted a moment ago is not reported as revoked.
+    const revoked = await tx.invitation.updateMany({ where: { id: invitation.id, ...usableAt(now) }, data: { revokedAt: now } });
+    if (revoked.count === 0) {
+      throw conflict('invitation_not_pending', `The invitation is ${linkStatus(invitation, now)}: only a pending invitation can be revoked.`);
+    }
+    await recordInvitation(tx, audit, 'invitation.revoked', invitation);
+  });
 }
 
 /**
  * Revokes every pending invitation for the same address in this organization and emails a fresh seven-day one with
  * the same role. Works from pending, expired and revoked; an accepted invitation is a 409.
  */
-export function resendInvitation(deps: InvitationDeps, manager: InvitationManager, invitationId: string): Promise<Invitation> {
+export function resendInvitation(
+  deps: InvitationDeps,
+  manager: InvitationManager,
+  invitationId: string,
+  audit: AuditContext,
+): Promise<Invitation> {
   const { organization } = manager;
   return deps.db.$transaction(async (tx) => {
     const original = await findManaged(tx, manager, invitationId);
@@ -124,7 +144,15 @@ export function resendInvitation(deps: InvitationDeps, manager: InvitationManage
       throw adminInviteRequiresOwner();
     }
     await tx.invitation.updateMany({ where: earlier, data: { revokedAt: now } });
-    return issueInvitation(tx, { organization, email: original.email, role: original.role, invitedBy: manager.user, appUrl: deps.appUrl });
+    const invitation = await issueInvitation(tx, {
+      organization,
+      email: original.email,
+      role: original.role,
+      invitedBy: manager.user,
+      appUrl: deps.appUrl,
+    });
+    await recordInvitation(tx, audit, 'invitation.resent', invitation);
+    return invitation;
   });
 }
 
@@ -187,9 +215,16 @@ async function completeHandoff(tx: Prisma.TransactionClient, invitation: Invitat
 
 /**
  * Accepts a link once: membership in that workspace only (an Owner handoff also activates the workspace), the link
- * consumed by a conditional update in the same transaction, so of two simultaneous accepts one gets a 404.
+ * consumed by a conditional update in the same transaction, so of two simultaneous accepts one gets a 404. The
+ * audit row's actor is the accepting user (the link is the credential), so the caller passes only the client address.
  */
-export async function acceptInvitation(deps: InvitationDeps, token: string, user: CurrentUser | null, body: AcceptBody): Promise<InvitationAcceptedDto> {
+export async function acceptInvitation(
+  deps: InvitationDeps,
+  token: string,
+  user: CurrentUser | null,
+  body: AcceptBody,
+  audit: Pick<AuditContext, 'ip'>,
+): Promise<InvitationAcceptedDto> {
   const invitation = await findUsableInvitation(deps.db, token, new Date());
   const acceptor = await identifyAcceptor(deps.db, user, body, invitation.email);
   return deps.db.$transaction(async (tx) => {
@@ -205,6 +240,8 @@ export async function acceptInvitation(deps: InvitationDeps, token: string, user
     const joined = invitation.role === 'owner'
       ? await completeHandoff(tx, invitation, accepting.id, now)
       : await join(tx, invitation, accepting.id);
+    const username = accepting.created?.username ?? user?.username ?? '';
+    await recordInvitation(tx, { actor: { type: 'user', userId: accepting.id, username }, ip: audit.ip }, 'invitation.accepted', invitation);
     return {
       organization_id: invitation.organizationId,
       role: joined.role,

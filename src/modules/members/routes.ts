@@ -1,6 +1,7 @@
 // Routes of workspace memberships: list, change a role (ownership transfer included), remove or leave.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
+import { userAudit } from '../../plugins/auth.js';
 import { requireTenant } from '../../plugins/tenancy.js';
 import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
 import { PageQuerySchema, pageOf, pageResponse, paginate } from '../../lib/pagination.js';
@@ -56,7 +57,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
       preHandler: [app.resolveTenant, app.requireCapability('MANAGE_MEMBERS')],
     },
-    async (request) => updateMemberRole(memberContext(request), request.params.membership_id, request.body.role),
+    async (request) => updateMemberRole(memberContext(request), request.params.membership_id, request.body.role, userAudit(request)),
   );
 
   app.delete(
@@ -77,7 +78,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: [app.resolveTenant],
     },
     async (request, reply) => {
-      await removeMember(memberContext(request), request.params.membership_id);
+      await removeMember(memberContext(request), request.params.membership_id, userAudit(request));
       return reply.code(204).send(null);
     },
   );

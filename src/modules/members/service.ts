@@ -7,6 +7,7 @@ import { isUuid } from '../../lib/http-schemas.js';
 import { afterPosition, newestFirst, type PageRequest } from '../../lib/pagination.js';
 import { forbidden, notFound } from '../../lib/problem.js';
 import { organizationNotFound } from '../../plugins/tenancy.js';
+import { recordAudit, type AuditContext } from '../audit/audit-log.js';
 import type { MemberDto } from './schemas.js';
 
 /** The tenant a member endpoint works in, and whose request it is (by membership). */
@@ -66,7 +67,7 @@ async function withLockedMembers<T>(
  * owner grants or changes `admin`, admins move others between member and viewer, and the owner's own role changes
  * only through a transfer. Personal workspaces have no members to manage.
  */
-export function updateMemberRole(context: MemberContext, targetId: string, role: MembershipRole): Promise<MemberDto> {
+export function updateMemberRole(context: MemberContext, targetId: string, role: MembershipRole, audit: AuditContext): Promise<MemberDto> {
   if (context.organization.isPersonal) {
     throw forbidden('personal_workspace', 'A personal workspace has no members to manage.');
   }
@@ -84,7 +85,14 @@ export function updateMemberRole(context: MemberContext, targetId: string, role:
         throw ownerOnly('Only the owner can grant or change the admin role.');
       }
     }
-    return toMemberDto(await tx.membership.update({ where: { id: target.id }, data: { role }, include: withUser }));
+    const updated = await tx.membership.update({ where: { id: target.id }, data: { role }, include: withUser });
+    await recordAudit(tx, {
+      ...audit,
+      action: role === 'owner' ? 'ownership.transferred' : 'member.role_changed',
+      target: { type: 'membership', id: target.id },
+      organizationId: context.organization.id,
+    });
+    return toMemberDto(updated);
   });
 }
 
@@ -92,7 +100,7 @@ export function updateMemberRole(context: MemberContext, targetId: string, role:
  * Removes a member: anyone may leave, the owner may remove anyone else, an admin may remove members and viewers.
  * The owner is never removed (transfer ownership first).
  */
-export function removeMember(context: MemberContext, targetId: string): Promise<void> {
+export function removeMember(context: MemberContext, targetId: string, audit: AuditContext): Promise<void> {
   return withLockedMembers(context, targetId, async (tx, actor, target) => {
     if (target.role === 'owner') {
       throw forbidden('owner_cannot_be_removed', 'The owner cannot be removed; transfer ownership first.');
@@ -102,5 +110,6 @@ export function removeMember(context: MemberContext, targetId: string): Promise<
       if (target.role === 'admin' && actor.role !== 'owner') throw ownerOnly('Only the owner can remove an admin.');
     }
     await tx.membership.delete({ where: { id: target.id } });
+    await recordAudit(tx, { ...audit, action: 'member.removed', target: { type: 'membership', id: target.id }, organizationId: context.organization.id });
   });
 }

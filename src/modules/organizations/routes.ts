@@ -1,7 +1,7 @@
 // Routes of the workspaces themselves: create, read, delete, provisioning handoffs and personal workspaces.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { requireUser } from '../../plugins/auth.js';
+import { requireUser, userAudit } from '../../plugins/auth.js';
 import { requireTenant } from '../../plugins/tenancy.js';
 import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
 import { defaultEmptyBody } from '../../lib/optional-body.js';
@@ -52,7 +52,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       reply.code(201);
-      return createOrganization(provisioning, requireUser(request), request.body);
+      return createOrganization(provisioning, requireUser(request), request.body, userAudit(request));
     },
   );
 
@@ -79,7 +79,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       reply.code(201);
-      return createPersonalOrganization(app.db, requireUser(request), request.body);
+      return createPersonalOrganization(app.db, requireUser(request), request.body, userAudit(request));
     },
   );
 
@@ -122,7 +122,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       preValidation: defaultEmptyBody,
       preHandler: [app.authenticate, app.rateLimitPreset('provisioning')],
     },
-    async (request) => resendOwnerInvitation(provisioning, requireUser(request), request.params.organization_id),
+    async (request) =>
+      resendOwnerInvitation(provisioning, requireUser(request), request.params.organization_id, userAudit(request)),
   );
 
   app.delete(
@@ -142,7 +143,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: app.authenticate,
     },
     async (request, reply) => {
-      await cancelProvisioning(app.db, requireUser(request), request.params.organization_id);
+      await cancelProvisioning(app.db, requireUser(request), request.params.organization_id, userAudit(request));
       return reply.code(204).send(null);
     },
   );
@@ -182,7 +183,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: [app.resolveTenant, app.requireCapability('DELETE_ORGANIZATION')],
     },
     async (request, reply) => {
-      await deleteOrganization(app.db, requireTenant(request).organization);
+      await deleteOrganization(app.db, requireTenant(request).organization, userAudit(request));
       return reply.code(204).send(null);
     },
   );

@@ -9,6 +9,7 @@ import { isUniqueViolation } from '../../lib/prisma-errors.js';
 import { afterPosition, newestFirst, type PageRequest } from '../../lib/pagination.js';
 import { lockOrganization } from '../../db/organization-lock.js';
 import { issueInvitation } from '../invitations/issue.js';
+import { recordAudit, type AuditAction, type AuditContext } from '../audit/audit-log.js';
 import { toOrganizationDto, type OrganizationDto } from './organization-dto.js';
 import { SLUG_MAX_LENGTH, type OrganizationCreate, type PersonalOrganizationCreate, type ProvisioningItem } from './schemas.js';
 
@@ -40,6 +41,10 @@ export function slugify(text: string): string {
     .replace(/^-+|-+$/g, '');
   return slug || 'workspace';
 }
+
+/** The audit row of an action on a whole workspace (the row keeps the id after the workspace is deleted). */
+const recordWorkspace = (tx: Prisma.TransactionClient, audit: AuditContext, action: AuditAction, organizationId: string) =>
+  recordAudit(tx, { ...audit, action, target: { type: 'organization', id: organizationId }, organizationId });
 
 /** `base`, or `base-2`, `base-3`, ... whichever is free. */
 async function freeSlug(tx: Prisma.TransactionClient, base: string): Promise<string> {
@@ -74,7 +79,12 @@ async function createWithSlug<T>(
  * creator becomes its owner. Otherwise the workspace waits for its Owner: hidden, the creator holds a temporary
  * admin membership, and the Owner invitation is queued in the same transaction (no SMTP → 400, nothing created).
  */
-export async function createOrganization(deps: ProvisioningDeps, actor: CurrentUser, input: OrganizationCreate): Promise<OrganizationCreatedDto> {
+export async function createOrganization(
+  deps: ProvisioningDeps,
+  actor: CurrentUser,
+  input: OrganizationCreate,
+  audit: AuditContext,
+): Promise<OrganizationCreatedDto> {
   assertInstallationAdmin(actor, 'create a shared workspace');
   const ownerEmail = input.owner_email.toLowerCase();
   const selfOwned = ownerEmail === actor.email.toLowerCase();
@@ -95,6 +105,7 @@ export async function createOrganization(deps: ProvisioningDeps, actor: CurrentU
     if (!selfOwned) {
       await issueInvitation(tx, { organization, email: ownerEmail, role: 'owner', invitedBy: actor, appUrl: deps.appUrl });
     }
+    await recordWorkspace(tx, audit, 'workspace.created', organization.id);
     return { ...toOrganizationDto(organization, selfOwned ? 'owner' : 'admin'), owner_invitation_pending: !selfOwned };
   });
 }
@@ -103,7 +114,12 @@ export async function createOrganization(deps: ProvisioningDeps, actor: CurrentU
  * Creates the caller's one private workspace. Only after first-run setup (409 before), one per user (409 for a
  * second; the unique personal_user_id settles concurrent requests).
  */
-export async function createPersonalOrganization(db: Db, actor: CurrentUser, input: PersonalOrganizationCreate): Promise<OrganizationDto> {
+export async function createPersonalOrganization(
+  db: Db,
+  actor: CurrentUser,
+  input: PersonalOrganizationCreate,
+  audit: AuditContext,
+): Promise<OrganizationDto> {
   const exists = () => conflict('personal_workspace_exists', 'You already have a personal workspace.');
   const installation = await db.installationState.findUnique({ where: { id: 1 } });
   if (!installation?.setupCompletedAt) {
@@ -116,6 +132,7 @@ export async function createPersonalOrganization(db: Db, actor: CurrentUser, inp
         data: { name: input.name ?? DEFAULT_PERSONAL_NAME, slug, isPersonal: true, personalUserId: actor.id, createdById: actor.id },
       });
       await tx.membership.create({ data: { organizationId: organization.id, userId: actor.id, role: 'owner' } });
+      await recordWorkspace(tx, audit, 'workspace.created', organization.id);
       return toOrganizationDto(organization, 'owner');
     });
   } catch (error) {
@@ -125,9 +142,13 @@ export async function createPersonalOrganization(db: Db, actor: CurrentUser, inp
 }
 
 /** Deletes a shared workspace and, by cascade, everything in it. A personal workspace cannot be deleted. */
-export async function deleteOrganization(db: Db, organization: Organization): Promise<void> {
+export async function deleteOrganization(db: Db, organization: Organization, audit: AuditContext): Promise<void> {
   if (organization.isPersonal) throw forbidden('personal_workspace', 'A personal workspace cannot be deleted.');
-  await db.organization.deleteMany({ where: { id: organization.id } });
+  await db.$transaction(async (tx) => {
+    const deleted = await tx.organization.deleteMany({ where: { id: organization.id } });
+    // A concurrent deletion already recorded its own row.
+    if (deleted.count > 0) await recordWorkspace(tx, audit, 'workspace.deleted', organization.id);
+  });
 }
 
 export function toProvisioningItem(organization: Organization): ProvisioningItem {
@@ -176,7 +197,12 @@ const revokePendingInvitations = (tx: Prisma.TransactionClient, organizationId: 
   });
 
 /** Revokes the outstanding Owner invitation and emails a fresh seven-day one to the same address. */
-export function resendOwnerInvitation(deps: ProvisioningDeps, actor: CurrentUser, organizationId: string): Promise<ProvisioningItem> {
+export function resendOwnerInvitation(
+  deps: ProvisioningDeps,
+  actor: CurrentUser,
+  organizationId: string,
+  audit: AuditContext,
+): Promise<ProvisioningItem> {
   return withPendingHandoff(deps.db, actor, organizationId, async (tx, organization) => {
     await revokePendingInvitations(tx, organization.id, 'owner');
     await issueInvitation(tx, {
@@ -186,15 +212,17 @@ export function resendOwnerInvitation(deps: ProvisioningDeps, actor: CurrentUser
       invitedBy: actor,
       appUrl: deps.appUrl,
     });
+    await recordWorkspace(tx, audit, 'workspace.owner_invitation_resent', organization.id);
     return toProvisioningItem(organization);
   });
 }
 
 /** Cancels a pending workspace for good: its links stop working and the temporary membership goes away. */
-export function cancelProvisioning(db: Db, actor: CurrentUser, organizationId: string): Promise<void> {
+export function cancelProvisioning(db: Db, actor: CurrentUser, organizationId: string, audit: AuditContext): Promise<void> {
   return withPendingHandoff(db, actor, organizationId, async (tx, organization) => {
     await tx.organization.update({ where: { id: organization.id }, data: { status: 'cancelled' } });
     await revokePendingInvitations(tx, organization.id);
     await tx.membership.deleteMany({ where: { organizationId: organization.id, isTemporary: true } });
+    await recordWorkspace(tx, audit, 'workspace.cancelled', organization.id);
   });
 }

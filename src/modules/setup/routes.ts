@@ -55,7 +55,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      await completeSetup(deps(request), request.body);
+      await completeSetup(deps(request), request.body, { actor: { type: 'setup' }, ip: request.ip });
       return reply.code(201).send({ detail: 'Setup completed.' });
     },
   );

@@ -6,6 +6,7 @@ import { badGateway, badRequest, forbidden, validationFailed, type FieldErrors }
 import { sendMail } from '../email/mailer.js';
 import { renderEmail } from '../email/templates.js';
 import { emailAccountColumns, smtpInputErrors, smtpSettingsOf } from '../email/smtp-account-input.js';
+import { recordAudit, type AuditContext } from '../audit/audit-log.js';
 import type { SetupRequest, SmtpTestRequest } from './schemas.js';
 
 export interface SetupDeps {
@@ -53,7 +54,7 @@ function assertSetupToken(deps: Pick<SetupDeps, 'setupToken'>, presented: string
  * SMTP account, and closes setup, all in one transaction. Callers run assertSetupOpen first for its clearer
  * answers; the transaction alone already guarantees that setup completes at most once.
  */
-export async function completeSetup(deps: SetupDeps, input: SetupRequest): Promise<void> {
+export async function completeSetup(deps: SetupDeps, input: SetupRequest, audit: AuditContext): Promise<void> {
   assertSetupToken(deps, input.setup_token);
   const errors: FieldErrors = input.smtp ? smtpInputErrors(input.smtp, 'smtp') : {};
   if (input.smtp && !deps.emailEncryptionKey) {
@@ -83,7 +84,7 @@ export async function completeSetup(deps: SetupDeps, input: SetupRequest): Promi
         profile: { create: {} },
       },
     });
-    await tx.organization.create({
+    const organization = await tx.organization.create({
       data: {
         name: input.organization_name,
         slug: input.organization_slug,
@@ -97,6 +98,7 @@ export async function completeSetup(deps: SetupDeps, input: SetupRequest): Promi
         data: { ...emailAccountColumns(input.smtp, deps.emailEncryptionKey), organizationId: null, isDefault: true },
       });
     }
+    await recordAudit(tx, { ...audit, action: 'setup.completed', target: { type: 'user', id: admin.id }, organizationId: organization.id });
   });
 }
 

@@ -1,0 +1,89 @@
+// The console's other pages: workspaces (counts, never contents), invitations, automation runs, password reset.
+import t from 'tap';
+import { buildTestApp } from '../helpers/app.js';
+import { ADMIN, createUser, setupInstallation } from '../helpers/fixtures.js';
+
+const { app } = await buildTestApp(t);
+const { organizationId } = await setupInstallation(app);
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+
+const login = await app.inject({ method: 'POST', url: '/admin/login/', headers: FORM, payload: new URLSearchParams({ username: ADMIN.username, password: ADMIN.password }).toString() });
+const cookie = `crm_admin_session=${login.cookies.find((c) => c.name === 'crm_admin_session')!.value}`;
+const get = (url: string) => app.inject({ method: 'GET', url, headers: { cookie } });
+const csrf = /name="_csrf" value="([^"]+)"/.exec((await get('/admin/')).body)![1]!;
+
+t.test('navigation links carry the names of the pages', async (t) => {
+  const res = await get('/admin/');
+  for (const name of ['Dashboard', 'Users', 'Workspaces', 'Invitations', 'Email outbox', 'Automation runs', 'Audit log']) t.match(res.body, `>${name}</a>`);
+});
+
+t.test('workspaces: escaped names, search, status filter and counts without contents', async (t) => {
+  await app.db.organization.update({ where: { id: organizationId }, data: { name: '<script>alert("ws")</script>' } });
+  const company = await app.db.company.create({ data: { organizationId, name: 'Secret Customer Ltd' } });
+  await app.db.organization.create({ data: { name: 'Handoff Co', slug: 'handoff-co', status: 'pending_owner', ownerEmail: 'boss@example.test' } });
+  const list = await get('/admin/organizations/?search=acme');
+  t.ok(list.body.includes('&lt;script&gt;alert(&quot;ws&quot;)&lt;/script&gt;'));
+  t.notOk(list.body.includes('<script>alert'));
+  t.notOk(list.body.includes('Handoff Co'), 'search filters');
+  const pending = await get('/admin/organizations/?status=pending_owner');
+  t.match(pending.body, /Handoff Co/);
+  t.match(pending.body, /pending handoff/);
+  const detail = await get(`/admin/organizations/${organizationId}/`);
+  t.match(detail.body, /<th scope="row">Companies<\/th><td>1<\/td>/);
+  t.notOk(detail.body.includes('Secret Customer Ltd'), 'never the contents');
+  t.ok(company.id);
+  t.equal((await get('/admin/organizations/00000000-0000-0000-0000-000000000000/')).statusCode, 404);
+});
+
+t.test('invitations: derived status and filter', async (t) => {
+  const future = new Date(Date.now() + 86_400_000);
+  await app.db.invitation.create({ data: { organizationId, email: 'pending@example.test', role: 'member', tokenHash: 'a'.repeat(64), expiresAt: future } });
+  await app.db.invitation.create({ data: { organizationId, email: 'old@example.test', role: 'member', tokenHash: 'b'.repeat(64), expiresAt: new Date(Date.now() - 1000) } });
+  const pending = await get('/admin/invitations/?status=pending');
+  t.match(pending.body, /pending@example\.test/);
+  t.notMatch(pending.body, /old@example\.test/);
+  t.match((await get('/admin/invitations/?status=expired')).body, /old@example\.test<\/td><td>member<\/td><td>expired/);
+});
+
+t.test('automation runs: failed first, error messages escaped', async (t) => {
+  const automation = await app.db.automation.create({
+    data: { organizationId, name: 'Notify', trigger: 'company_created', actionType: 'webhook', actionConfig: {} },
+  });
+  await app.db.automationRun.create({ data: { organizationId, automationId: automation.id, trigger: 'company_created', status: 'failed', payload: {}, errorMessage: '<b onmouseover=x>boom</b>', createdAt: new Date(Date.now() - 3_600_000) } });
+  await app.db.automationRun.create({ data: { organizationId, automationId: automation.id, trigger: 'company_created', status: 'success', payload: {} } });
+  const res = await get('/admin/automation-runs/');
+  t.ok(res.body.includes('&lt;b onmouseover=x&gt;boom&lt;/b&gt;'));
+  t.ok(res.body.indexOf('<td>failed</td>') < res.body.indexOf('<td>success</td>'), 'failed first');
+  t.notMatch((await get('/admin/automation-runs/?status=success')).body, /<td>failed<\/td>/);
+});
+
+t.test('send password reset queues the ordinary reset request with an audit row', async (t) => {
+  const user = await createUser(app);
+  const res = await app.inject({ method: 'POST', url: `/admin/users/${user.id}/send-password-reset/`, headers: { ...FORM, cookie }, payload: `_csrf=${csrf}` });
+  t.equal(res.statusCode, 303);
+  t.equal(await app.db.auditLog.count({ where: { action: 'user.password_reset_sent', targetId: user.id } }), 1);
+  const queued = (await app.db.passwordResetRequest.count({ where: { email: user.email } })) + (await app.db.passwordResetToken.count({ where: { userId: user.id } }));
+  t.ok(queued >= 1, 'a reset request or link exists');
+});
+
+t.test('the OpenAPI document says the console exists but does not describe its routes', async (t) => {
+  const doc = app.swagger() as { info: { description: string }; paths: Record<string, unknown> };
+  t.match(doc.info.description, /console for operators \(staff users\) is served at `\/admin\/`/);
+  t.notOk(Object.keys(doc.paths).some((path) => path.startsWith('/admin')));
+});
+
+t.test('Revoke on a pending invitation uses the API service: its link stops working, one audit row; twice is a 409 page', async (t) => {
+  const invitation = await app.db.invitation.create({
+    data: { organizationId, email: 'revoke-me@example.test', role: 'member', tokenHash: 'c'.repeat(64), expiresAt: new Date(Date.now() + 86_400_000) },
+  });
+  const list = await get('/admin/invitations/?status=pending');
+  t.ok(list.body.includes(`/admin/invitations/${invitation.id}/revoke/`));
+  const revoke = () => app.inject({ method: 'POST', url: `/admin/invitations/${invitation.id}/revoke/`, headers: { ...FORM, cookie }, payload: `_csrf=${csrf}` });
+  t.equal((await revoke()).statusCode, 303);
+  t.ok((await app.db.invitation.findUniqueOrThrow({ where: { id: invitation.id } })).revokedAt);
+  t.equal(await app.db.auditLog.count({ where: { action: 'invitation.revoked', targetId: invitation.id } }), 1);
+  const again = await revoke();
+  t.equal(again.statusCode, 409);
+  t.match(again.body, /only a pending invitation can be revoked/);
+  t.equal(await app.db.auditLog.count({ where: { action: 'invitation.revoked', targetId: invitation.id } }), 1);
+});
