@@ -1,4 +1,5 @@
 // Named rate-limit presets (`app.rateLimitPreset(name)` → preHandler), keyed by actor, shared through Redis if set.
+import { once } from 'node:events';
 import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
 import { Redis } from 'ioredis';
@@ -83,6 +84,15 @@ export default fp(
         if (Date.now() - lastWarning < 10_000) return;
         lastWarning = Date.now();
         app.log.warn({ err: { message: error.message } }, 'rate limiter: Redis unreachable');
+      });
+      // Serve only once the counters are reachable (or after five seconds, then failing closed/open as below):
+      // without the offline queue, requests in the first milliseconds would otherwise meet a connecting client.
+      app.addHook('onReady', async () => {
+        if (redis.status === 'ready') return;
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([once(redis, 'ready'), new Promise((resolve) => (timer = setTimeout(resolve, 5_000)))]);
+        clearTimeout(timer);
+        if ((redis.status as string) !== 'ready') app.log.warn('rate limiter: Redis not reachable at start');
       });
       app.addHook('onClose', async () => {
         await redis.quit().catch(() => redis.disconnect());
