@@ -14,6 +14,7 @@ import { actionButton, errorPage, layout, loginPage, pager, select, yesNo } from
 import { deactivateUser, reactivateUser, signOutEverywhere, UserAdminError } from '../modules/users/user-admin-service.js';
 import { AUDIT_ACTIONS, type AuditContext } from '../modules/audit/audit-log.js';
 import { revokeInvitation } from '../modules/invitations/service.js';
+import { cancelProvisioning, resendOwnerInvitation } from '../modules/organizations/service.js';
 import { ProblemError } from '../lib/problem.js';
 
 const SIGN_IN_FAILED = 'Please enter a correct username and password for a staff account.';
@@ -254,10 +255,14 @@ ${pager('/admin/organizations/', { search, status }, pageNumber(request), hasNex
   app.get('/organizations/:id/', async (request, reply) => {
     const o = await workspaceDetail(app.db, idParam(request));
     if (!o) throw new ConsoleHttpError(404, 'Not found', 'No such workspace.');
+    const notice = query(request, 'done');
     return page(reply, layout({ title: `Workspace ${o.name}`, user: pageUser(request) }, html`
+${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 <dl><dt>Name</dt><dd>${o.name}</dd><dt>Slug</dt><dd>${o.slug}</dd><dt>Status</dt><dd>${o.status === 'pending_owner' ? 'pending handoff' : o.status}</dd>
 <dt>Kind</dt><dd>${o.isPersonal ? 'personal' : 'shared'}</dd><dt>Created</dt><dd>${o.createdAt}</dd></dl>
-${o.status === 'pending_owner' ? html`<h2>Pending handoff</h2><dl><dt>Owner email</dt><dd>${o.ownerEmail ?? ''}</dd><dt>Creator</dt><dd>${o.createdBy?.username ?? 'deleted user'}</dd></dl>` : ''}
+${o.status === 'pending_owner' ? html`<h2>Pending handoff</h2><dl><dt>Owner email</dt><dd>${o.ownerEmail ?? ''}</dd><dt>Creator</dt><dd>${o.createdBy?.username ?? 'deleted user'}</dd></dl>
+${actionButton(`/admin/organizations/${o.id}/resend-owner-invitation/`, 'Resend owner invitation', csrfToken(secret, request.consoleSession!.idHash))}
+${actionButton(`/admin/organizations/${o.id}/cancel/`, 'Cancel workspace', csrfToken(secret, request.consoleSession!.idHash))}` : ''}
 <h2>Members</h2>
 <table><thead><tr><th scope="col">User</th><th scope="col">Role</th></tr></thead><tbody>
 ${o.memberships.map((m) => html`<tr><td><a href="/admin/users/${m.user.id}/">${m.user.username}</a></td><td>${m.role}</td></tr>`)}
@@ -267,6 +272,20 @@ ${o.memberships.map((m) => html`<tr><td><a href="/admin/users/${m.user.id}/">${m
 <tr><th scope="row">Companies</th><td>${String(o._count.companies)}</td></tr><tr><th scope="row">Contacts</th><td>${String(o._count.contacts)}</td></tr>
 <tr><th scope="row">Automations</th><td>${String(o._count.automations)}</td></tr><tr><th scope="row">Automation runs</th><td>${String(o._count.runs)}</td></tr>
 </tbody></table>`));
+  });
+
+  /** The console user as the provisioning services' actor: the API's rules (superuser or the creator) still apply. */
+  const actor = (request: FastifyRequest) =>
+    app.db.user.findUniqueOrThrow({ where: { id: request.consoleSession!.user.id }, select: { id: true, username: true, email: true, isSuperuser: true, tokenVersion: true } });
+  app.post('/organizations/:id/resend-owner-invitation/', async (request, reply) => {
+    const id = idParam(request);
+    await resendOwnerInvitation({ db: app.db, appUrl: app.config.appUrl }, await actor(request), id, audit(request));
+    return reply.redirect(`/admin/organizations/${id}/?done=${encodeURIComponent('A fresh owner invitation was sent.')}`, 303);
+  });
+  app.post('/organizations/:id/cancel/', async (request, reply) => {
+    const id = idParam(request);
+    await cancelProvisioning(app.db, await actor(request), id, audit(request));
+    return reply.redirect(`/admin/organizations/${id}/?done=${encodeURIComponent('Workspace cancelled.')}`, 303);
   });
 
   app.get('/invitations/', async (request, reply) => {

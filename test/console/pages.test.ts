@@ -2,9 +2,10 @@
 import t from 'tap';
 import { buildTestApp } from '../helpers/app.js';
 import { ADMIN, createUser, setupInstallation } from '../helpers/fixtures.js';
+import { startMailbox } from '../helpers/mailbox.js';
 
 const { app } = await buildTestApp(t);
-const { organizationId } = await setupInstallation(app);
+const { organizationId } = await setupInstallation(app, await startMailbox(t));
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
 const login = await app.inject({ method: 'POST', url: '/admin/login/', headers: FORM, payload: new URLSearchParams({ username: ADMIN.username, password: ADMIN.password }).toString() });
@@ -86,4 +87,20 @@ t.test('Revoke on a pending invitation uses the API service: its link stops work
   t.equal(again.statusCode, 409);
   t.match(again.body, /only a pending invitation can be revoked/);
   t.equal(await app.db.auditLog.count({ where: { action: 'invitation.revoked', targetId: invitation.id } }), 1);
+});
+
+t.test('a pending handoff: Resend owner invitation and Cancel workspace through the provisioning services, audited', async (t) => {
+  const pending = await app.db.organization.create({ data: { name: 'Handoff Two', slug: 'handoff-two', status: 'pending_owner', ownerEmail: 'owner2@example.test' } });
+  const detail = await get(`/admin/organizations/${pending.id}/`);
+  t.match(detail.body, />Resend owner invitation</);
+  t.match(detail.body, />Cancel workspace</);
+  const action = (path: string) => app.inject({ method: 'POST', url: `/admin/organizations/${pending.id}/${path}/`, headers: { ...FORM, cookie }, payload: `_csrf=${csrf}` });
+  const resent = await action('resend-owner-invitation');
+  t.equal(resent.statusCode, 303, resent.body);
+  t.equal(await app.db.invitation.count({ where: { organizationId: pending.id, role: 'owner', revokedAt: null } }), 1);
+  t.equal(await app.db.auditLog.count({ where: { action: 'workspace.owner_invitation_resent', organizationId: pending.id } }), 1);
+  t.equal((await action('cancel')).statusCode, 303);
+  t.equal((await app.db.organization.findUniqueOrThrow({ where: { id: pending.id } })).status, 'cancelled');
+  t.equal(await app.db.auditLog.count({ where: { action: 'workspace.cancelled', organizationId: pending.id } }), 1);
+  t.equal((await action('cancel')).statusCode, 404, 'no longer a pending handoff');
 });
