@@ -2,6 +2,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
+import { fullFormats } from 'ajv-formats/dist/formats.js';
 import { html } from './html.js';
 import { CONSOLE_CSS } from './stylesheet.js';
 import { SESSION_COOKIE, csrfToken, csrfTokenValid, findSession, type ConsoleSession } from './sessions.js';
@@ -15,6 +16,8 @@ import { deactivateUser, reactivateUser, signOutEverywhere, UserAdminError } fro
 import { AUDIT_ACTIONS, type AuditContext } from '../modules/audit/audit-log.js';
 import { revokeInvitation } from '../modules/invitations/service.js';
 import { cancelProvisioning, resendOwnerInvitation } from '../modules/organizations/service.js';
+import { adminOverview, inviteAdmin } from '../modules/installation-admins/service.js';
+import { assertInstallationAdmin } from '../plugins/auth.js';
 import { ProblemError } from '../lib/problem.js';
 
 const SIGN_IN_FAILED = 'Please enter a correct username and password for a staff account.';
@@ -310,6 +313,39 @@ ${pager('/admin/invitations/', { status }, pageNumber(request), hasNext)}`));
     // The API's own revocation, acting with an owner's reach over the workspace's ordinary invitations.
     await revokeInvitation(app.db, { organization: invitation.organization, role: 'owner', user }, invitation.id, audit(request));
     return reply.redirect(`/admin/invitations/?done=${encodeURIComponent('Invitation revoked: its link no longer works.')}`, 303);
+  });
+
+  app.get('/installation-admins/', async (request, reply) => {
+    const { administrators, invitations } = await adminOverview(app.db);
+    const csrf = csrfToken(secret, request.consoleSession!.idHash);
+    const notice = query(request, 'done');
+    return page(reply, layout({ title: 'Installation admins', user: pageUser(request) }, html`
+${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
+<h2>Administrators</h2>
+<table><thead><tr><th scope="col">Username</th><th scope="col">Email</th></tr></thead><tbody>
+${administrators.map((a) => html`<tr><td>${a.username}</td><td>${a.email}</td></tr>`)}
+</tbody></table>
+<h2>Pending invitations</h2>
+<table><thead><tr><th scope="col">Email</th><th scope="col">Expires</th></tr></thead><tbody>
+${invitations.map((i) => html`<tr><td>${i.email}</td><td>${i.expires_at}</td></tr>`)}
+</tbody></table>
+<h2>Invite an administrator</h2>
+<form method="post" action="/admin/installation-admins/invite/"><input type="hidden" name="_csrf" value="${csrf}">
+<p><label for="email">Email</label> <input id="email" name="email" type="email" autocomplete="off" required maxlength="254"> <button type="submit">Invite</button></p>
+</form>`));
+  });
+
+  // The API's own invitation (installation fallback SMTP, audit row, rate limit per inviter), not a copy of it.
+  app.post('/installation-admins/invite/', { preHandler: app.rateLimitPreset('adminInvitations') }, async (request, reply) => {
+    const email = field(request.body, 'email').trim();
+    // The same email format the API's schemas check.
+    if (email.length > 254 || !(fullFormats.email as RegExp).test(email)) {
+      throw new ConsoleHttpError(400, 'Invalid email', 'Enter a valid email address. Nothing was sent.');
+    }
+    const inviter = await actor(request);
+    assertInstallationAdmin(inviter, 'invite installation administrators');
+    await inviteAdmin({ db: app.db, appUrl: app.config.appUrl, tokens: app.tokens }, inviter, email, audit(request));
+    return reply.redirect(`/admin/installation-admins/?done=${encodeURIComponent('Invitation sent.')}`, 303);
   });
 
   app.get('/automation-runs/', async (request, reply) => {

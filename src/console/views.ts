@@ -12,6 +12,7 @@ const NAV: [string, string][] = [
   ['Users', '/admin/users/'],
   ['Workspaces', '/admin/organizations/'],
   ['Invitations', '/admin/invitations/'],
+  ['Installation admins', '/admin/installation-admins/'],
   ['Email outbox', '/admin/outbox/'],
   ['Automation runs', '/admin/automation-runs/'],
   ['Audit log', '/admin/audit/'],

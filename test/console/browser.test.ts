@@ -59,6 +59,29 @@ t.test('retry a failed email', async (t) => {
   t.equal(await app.db.auditLog.count({ where: { action: 'email.retried', targetId: failed.id } }), 1);
 });
 
+t.test('revoke a pending invitation', async (t) => {
+  const invitation = await app.db.invitation.create({
+    data: { organizationId, email: 'invitee@example.test', role: 'member', tokenHash: 'b'.repeat(64), expiresAt: new Date(Date.now() + 86_400_000) },
+  });
+  await page.goto(`${address}/admin/invitations/?status=pending`);
+  await clickButton('Revoke');
+  t.match(await page.content(), /Invitation revoked/);
+  t.ok((await app.db.invitation.findUniqueOrThrow({ where: { id: invitation.id } })).revokedAt, 'revoked in the database');
+  t.equal(await app.db.auditLog.count({ where: { action: 'invitation.revoked', targetId: invitation.id } }), 1);
+});
+
+t.test('usable at 400 px and at 1280 px wide: the page itself never scrolls sideways', async (t) => {
+  for (const width of [400, 1280]) {
+    await page.setViewport({ width, height: 900 });
+    for (const path of ['/admin/', '/admin/users/', '/admin/outbox/', '/admin/audit/']) {
+      await page.goto(`${address}${path}`);
+      const scrollWidth = await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth);
+      t.ok(scrollWidth <= width, `${path} at ${width} px: ${scrollWidth} px wide`);
+    }
+  }
+  if (process.env.CONSOLE_SCREENSHOT) await page.screenshot({ path: process.env.CONSOLE_SCREENSHOT });
+});
+
 t.test('a <script> in a workspace name renders as text and never runs', async (t) => {
   await page.goto(`${address}/admin/organizations/`);
   const text = await page.$eval('tbody tr td:first-child', (el) => (el as unknown as { textContent: string }).textContent);

@@ -104,3 +104,35 @@ t.test('a pending handoff: Resend owner invitation and Cancel workspace through 
   t.equal(await app.db.auditLog.count({ where: { action: 'workspace.cancelled', organizationId: pending.id } }), 1);
   t.equal((await action('cancel')).statusCode, 404, 'no longer a pending handoff');
 });
+
+t.test('installation admins: administrators, pending invitations, and Invite through the API service', async (t) => {
+  const before = await get('/admin/installation-admins/');
+  t.equal(before.statusCode, 200);
+  t.match(before.body, />Installation admins<\/a>/, 'in the navigation');
+  t.match(before.body, /<label for="email">Email<\/label>/);
+  t.match(before.body, /<button type="submit">Invite<\/button>/);
+  t.match(before.body, new RegExp(`<td>${ADMIN.username}</td>`));
+  const invite = (email: string, token = csrf) =>
+    app.inject({ method: 'POST', url: '/admin/installation-admins/invite/', headers: { ...FORM, cookie }, payload: new URLSearchParams({ _csrf: token, email }).toString() });
+  const sent = await invite('new-admin@example.test');
+  t.equal(sent.statusCode, 303);
+  const after = await get('/admin/installation-admins/');
+  t.match(after.body, /<td>new-admin@example.test<\/td>/, 'listed as pending');
+  const row = await app.db.installationAdminInvitation.findFirstOrThrow({ where: { email: 'new-admin@example.test' } });
+  t.equal(await app.db.emailOutbox.count({ where: { toAddress: 'new-admin@example.test' } }), 1, 'mailed through the outbox');
+  t.equal(await app.db.auditLog.count({ where: { action: 'installation_admin.invited', targetId: row.id } }), 1, 'audited once');
+  t.equal((await invite('not an email')).statusCode, 400, 'bad address: a clear page');
+  t.equal((await invite('<b>x</b>@example.test"')).statusCode, 400);
+  t.equal((await invite('third@example.test', 'wrong')).statusCode, 403, 'CSRF checked');
+  t.equal(await app.db.installationAdminInvitation.count(), 1, 'nothing else created');
+
+  const staff = await createUser(app);
+  await app.db.user.update({ where: { id: staff.id }, data: { isStaff: true } });
+  const staffLogin = await app.inject({ method: 'POST', url: '/admin/login/', headers: FORM, payload: new URLSearchParams({ username: staff.username, password: staff.password }).toString() });
+  const staffCookie = `crm_admin_session=${staffLogin.cookies.find((c) => c.name === 'crm_admin_session')!.value}`;
+  const staffCsrf = /name="_csrf" value="([^"]+)"/.exec((await app.inject({ method: 'GET', url: '/admin/', headers: { cookie: staffCookie } })).body)![1]!;
+  const refused = await app.inject({ method: 'POST', url: '/admin/installation-admins/invite/', headers: { ...FORM, cookie: staffCookie }, payload: new URLSearchParams({ _csrf: staffCsrf, email: 'x@example.test' }).toString() });
+  t.equal(refused.statusCode, 403, 'staff who is not an installation administrator may look, not invite');
+  t.match(refused.headers['content-type'], /^text\/html/);
+  t.equal(await app.db.installationAdminInvitation.count(), 1);
+});
