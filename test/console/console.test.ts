@@ -277,3 +277,15 @@ t.test('sign-in shares the token endpoint limit per IP and username (429 page)',
   t.equal(res.statusCode, 429);
   t.match(res.headers['content-type'], /^text\/html/);
 });
+
+t.test('losing staff status ends the console session at its next request', async (t) => {
+  const staff = await createUser(app);
+  await app.db.user.update({ where: { id: staff.id }, data: { isStaff: true } });
+  const { cookie } = await session(staff.username, staff.password);
+  t.equal((await app.inject({ method: 'GET', url: '/admin/', headers: { cookie } })).statusCode, 200);
+  await app.db.user.update({ where: { id: staff.id }, data: { isStaff: false } });
+  const res = await app.inject({ method: 'GET', url: '/admin/', headers: { cookie } });
+  t.equal(res.statusCode, 303);
+  t.match(res.headers.location, /^\/admin\/login\//);
+  t.equal(await app.db.adminSession.count({ where: { userId: staff.id } }), 0, 'the session row is gone');
+});
