@@ -52,13 +52,17 @@ for (const [path, service, item] of [
   ['companies', companyService, CompanySchema],
   ['contacts', contactService, ContactSchema],
 ] as const) {
-  app.get(`/api/v1/organizations/:organization_id/${path}/`, { schema: { response: { 200: Type.Array(item) } } }, async (request: OrgRequest, reply: FastifyReply) => {
-    const organizationId = request.params.organization_id;
-    await authenticate(request, organizationId);
-    const { limit, after } = page(request);
-    const { rows, scannedTo } = await service.list(scopePages(pool, organizationId), {}, { after, limit });
-    return paginate(request, reply, rows as Array<{ id: string; created_at: string }>, limit, positionOfApiRow, scannedTo);
-  });
+  app.get(
+    `/api/v1/organizations/:organization_id/${path}/`,
+    { schema: { response: { 200: Type.Array(item) } } },
+    async (request: OrgRequest, reply: FastifyReply) => {
+      const organizationId = request.params.organization_id;
+      await authenticate(request, organizationId);
+      const { limit, after } = page(request);
+      const { rows, scannedTo } = await service.list(scopePages(pool, organizationId), {}, { after, limit });
+      return paginate(request, reply, rows as Array<{ id: string; created_at: string }>, limit, positionOfApiRow, scannedTo);
+    },
+  );
 }
 
 app.get('/api/v1/auth/me/', { schema: { response: { 200: MeSchema } } }, async (request) => {
@@ -67,14 +71,21 @@ app.get('/api/v1/auth/me/', { schema: { response: { 200: MeSchema } } }, async (
 });
 
 // The service's statement: the company and its automation runs.
-app.post('/api/v1/organizations/:organization_id/companies/', { schema: { response: { 201: CompanySchema } } }, async (request: OrgRequest, reply) => {
-  const organizationId = request.params.organization_id;
-  await authenticate(request, organizationId);
-  reply.code(201);
-  return scopeWrites(pool, organizationId).insert(companyPage, request.body as Record<string, unknown>, 'company.created');
-});
+app.post(
+  '/api/v1/organizations/:organization_id/companies/',
+  { schema: { response: { 201: CompanySchema } } },
+  async (request: OrgRequest, reply) => {
+    const organizationId = request.params.organization_id;
+    await authenticate(request, organizationId);
+    reply.code(201);
+    return scopeWrites(pool, organizationId).insert(companyPage, request.body as Record<string, unknown>, 'company.created');
+  },
+);
 
 await app.listen({ port: Number(PORT), host: '127.0.0.1' });
 process.on('SIGTERM', () => {
-  void app.close().then(() => pool.end()).then(() => process.exit(0));
+  void app
+    .close()
+    .then(() => pool.end())
+    .then(() => process.exit(0));
 });

@@ -223,7 +223,10 @@ async function startProcess(command: string, env: NodeJS.ProcessEnv, port: numbe
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${command} exited (${child.exitCode}):\n${output.join('')}`);
-    const status = await fetch(`${origin}${readyPath}`).then((res) => res.status, () => 0);
+    const status = await fetch(`${origin}${readyPath}`).then(
+      (res) => res.status,
+      () => 0,
+    );
     if (status > 0 && status < 500) return { process: child, origin, output };
     if (Date.now() > deadline) throw new Error(`${command} did not become ready:\n${output.join('')}`);
     await sleep(100);
@@ -243,7 +246,12 @@ async function startService(databaseUrl: string, dataDir: string, jwtSecret: str
 /** The baseline (scripts/bench-baseline.ts), on the same database and JWT secret. */
 async function startBaseline(databaseUrl: string, jwtSecret: string): Promise<Server> {
   const port = await freePort();
-  return startProcess('exec node --import tsx scripts/bench-baseline.ts', serverEnv(databaseUrl, port, jwtSecret), port, '/api/v1/auth/me/');
+  return startProcess(
+    'exec node --import tsx scripts/bench-baseline.ts',
+    serverEnv(databaseUrl, port, jwtSecret),
+    port,
+    '/api/v1/auth/me/',
+  );
 }
 
 async function stopServer(server: Server): Promise<void> {
@@ -257,7 +265,10 @@ async function stopServer(server: Server): Promise<void> {
 
 /** The kernel's peak resident set (VmHWM) of the process and of each of its children (cluster workers), in MB. */
 async function peakRssMb(pid: number): Promise<number> {
-  const children = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').then((text) => text.split(' ').filter(Boolean).map(Number), () => []);
+  const children = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').then(
+    (text) => text.split(' ').filter(Boolean).map(Number),
+    () => [],
+  );
   let peak = 0;
   for (const id of [pid, ...children]) {
     const status = await readFile(`/proc/${id}/status`, 'utf8').catch(() => '');
@@ -293,7 +304,13 @@ interface Measured {
   rssMb: number;
 }
 
-async function measure(server: Server, token: string, scenario: Omit<Scenario, 'minRatio'>, seconds = DURATION_S, warmup = WARMUP_S): Promise<Measured> {
+async function measure(
+  server: Server,
+  token: string,
+  scenario: Omit<Scenario, 'minRatio'>,
+  seconds = DURATION_S,
+  warmup = WARMUP_S,
+): Promise<Measured> {
   const options = {
     url: server.origin + scenario.path,
     connections: CONNECTIONS,
@@ -342,7 +359,9 @@ const mark = (met: boolean) => (met ? 'met   ' : 'MISSED');
  * comma-separated prefixes (scenario names, "search" for the matrix, "WEB_CONCURRENCY").
  */
 const keptDir = process.env.BENCH_DIR ? path.resolve(process.env.BENCH_DIR) : undefined;
-const only = process.env.BENCH_ONLY?.split(',').map((prefix) => prefix.trim()).filter(Boolean);
+const only = process.env.BENCH_ONLY?.split(',')
+  .map((prefix) => prefix.trim())
+  .filter(Boolean);
 const selected = (name: string) => !only || only.some((prefix) => name.startsWith(prefix));
 
 async function main(): Promise<void> {
@@ -394,7 +413,7 @@ async function main(): Promise<void> {
         `(the newest ${FRESH_COMPANIES.toLocaleString('en')} match no search term) and ${BIG_CONTACTS.toLocaleString('en')} contacts, ` +
         `${SMALL_WORKSPACES} small workspaces)`,
       `autocannon: ${CONNECTIONS} connections, ${DURATION_S} s after a ${WARMUP_S} s warm-up, service then baseline for each ` +
-        'scenario; server LOG_LEVEL=warn; peak RSS is the largest VmHWM of the server\'s processes',
+        "scenario; server LOG_LEVEL=warn; peak RSS is the largest VmHWM of the server's processes",
       '',
     ];
     const verdicts: string[] = [];
@@ -405,7 +424,13 @@ async function main(): Promise<void> {
       { name: 'company list (limit 50)', path: `${org}/companies/?limit=50`, minRatio: 0.85 },
       { name: 'contact list (limit 50)', path: `${org}/contacts/?limit=50`, minRatio: 0.85 },
       { name: 'GET /auth/me/', path: '/api/v1/auth/me/', minRatio: 0.85 },
-      { name: 'company create', path: `${org}/companies/`, method: 'POST', body: { name: 'Bench Created', email: 'bench@created.example' }, minRatio: 0.8 },
+      {
+        name: 'company create',
+        path: `${org}/companies/`,
+        method: 'POST',
+        body: { name: 'Bench Created', email: 'bench@created.example' },
+        minRatio: 0.8,
+      },
     ];
     const rows: string[][] = [];
     let singleListRps: number | undefined;
@@ -418,13 +443,25 @@ async function main(): Promise<void> {
       errors += ours.errors + theirs.errors;
       peakRss = Math.max(peakRss, ours.rssMb);
       rows.push([
-        scenario.name, ours.rps.toFixed(0), theirs.rps.toFixed(0), `${(ratio * 100).toFixed(0)} %`, ours.p50.toFixed(1), ours.p99.toFixed(1),
-        theirs.p99.toFixed(1), String(ours.errors + theirs.errors), ours.rssMb.toFixed(0),
+        scenario.name,
+        ours.rps.toFixed(0),
+        theirs.rps.toFixed(0),
+        `${(ratio * 100).toFixed(0)} %`,
+        ours.p50.toFixed(1),
+        ours.p99.toFixed(1),
+        theirs.p99.toFixed(1),
+        String(ours.errors + theirs.errors),
+        ours.rssMb.toFixed(0),
       ]);
-      verdicts.push(`${mark(ratio >= scenario.minRatio)} ${scenario.name}: >= ${scenario.minRatio * 100} % of the baseline (${(ratio * 100).toFixed(0)} %)`);
+      verdicts.push(
+        `${mark(ratio >= scenario.minRatio)} ${scenario.name}: >= ${scenario.minRatio * 100} % of the baseline (${(ratio * 100).toFixed(0)} %)`,
+      );
     }
     if (rows.length > 0) {
-      output.push(...table(['scenario', 'req/s', 'baseline req/s', 'ratio', 'p50 ms', 'p99 ms', 'baseline p99 ms', 'errors', 'peak RSS MB'], rows), '');
+      output.push(
+        ...table(['scenario', 'req/s', 'baseline req/s', 'ratio', 'p50 ms', 'p99 ms', 'baseline p99 ms', 'errors', 'peak RSS MB'], rows),
+        '',
+      );
     }
     await stopped(baseline);
 
@@ -463,15 +500,26 @@ async function main(): Promise<void> {
         peakRss = Math.max(peakRss, loaded.rssMb);
         worstIdle = Math.max(worstIdle, idle.ms);
         worstP99 = Math.max(worstP99, loaded.p99);
-        searchRows.push([cell.name, idle.ms.toFixed(1), loaded.rps.toFixed(0), loaded.p50.toFixed(1), loaded.p99.toFixed(1), String(cellErrors)]);
+        searchRows.push([
+          cell.name,
+          idle.ms.toFixed(1),
+          loaded.rps.toFixed(0),
+          loaded.p50.toFixed(1),
+          loaded.p99.toFixed(1),
+          String(cellErrors),
+        ]);
       }
       output.push(
         `Search matrix (limit 50; idle: slowest of ${CELL_IDLE_REQUESTS} single requests; then ${CELL_DURATION_S} s under ${CONNECTIONS} connections):`,
         ...table(['cell', 'idle ms', 'req/s', 'p50 ms', 'p99 ms', 'errors'], searchRows),
         '',
       );
-      verdicts.push(`${mark(worstIdle <= 25)} every search cell: a single query on an idle server <= 25 ms (worst ${worstIdle.toFixed(1)})`);
-      verdicts.push(`${mark(worstP99 <= 100)} every search cell: p99 <= 100 ms under ${CONNECTIONS} connections (worst ${worstP99.toFixed(1)})`);
+      verdicts.push(
+        `${mark(worstIdle <= 25)} every search cell: a single query on an idle server <= 25 ms (worst ${worstIdle.toFixed(1)})`,
+      );
+      verdicts.push(
+        `${mark(worstP99 <= 100)} every search cell: p99 <= 100 ms under ${CONNECTIONS} connections (worst ${worstP99.toFixed(1)})`,
+      );
     }
     await stopped(service);
 
@@ -483,8 +531,11 @@ async function main(): Promise<void> {
       errors += measured.errors;
       peakRss = Math.max(peakRss, measured.rssMb);
       const gain = measured.rps / singleListRps;
-      output.push(`company list with WEB_CONCURRENCY=2: ${measured.rps.toFixed(0)} req/s, p99 ${measured.p99.toFixed(1)} ms, ` +
-        `${gain.toFixed(2)}× one process (${singleListRps.toFixed(0)} req/s); peak RSS per process ${measured.rssMb.toFixed(0)} MB`, '');
+      output.push(
+        `company list with WEB_CONCURRENCY=2: ${measured.rps.toFixed(0)} req/s, p99 ${measured.p99.toFixed(1)} ms, ` +
+          `${gain.toFixed(2)}× one process (${singleListRps.toFixed(0)} req/s); peak RSS per process ${measured.rssMb.toFixed(0)} MB`,
+        '',
+      );
       verdicts.push(`${mark(gain >= 1.3)} WEB_CONCURRENCY=2: company list >= 1.3× one process (${gain.toFixed(2)}×)`);
     }
     verdicts.push(`${mark(errors === 0)} zero errors (${errors})`);

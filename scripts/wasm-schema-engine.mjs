@@ -66,7 +66,7 @@ const TEXT_LIKE_OIDS = new Set([22, 24, 28, 30, 194, 1003, 1033, 2205, 2206, 373
 function patchQueryable(queryable) {
   const queryRaw = queryable.queryRaw;
   const performIO = queryable.performIO.bind(queryable);
-  queryable.queryRaw = async function (query) {
+  queryable.queryRaw = async (query) => {
     const charColumns = [];
     // A per-call view of the queryable, so concurrent queries do not share the column bookkeeping.
     const call = Object.create(queryable, {
@@ -189,11 +189,7 @@ export async function openSchemaEngine({ url, datamodels = [], log = () => {} })
   const { factory, disposeAll } = adapterFactory(fields);
   let engine;
   try {
-    engine = await bindings.SchemaEngine.new(
-      { datamodels: datamodels.length > 0 ? datamodels : PLACEHOLDER_DATAMODELS },
-      log,
-      factory,
-    );
+    engine = await bindings.SchemaEngine.new({ datamodels: datamodels.length > 0 ? datamodels : PLACEHOLDER_DATAMODELS }, log, factory);
   } catch (error) {
     throw engineError(error);
   }

@@ -41,8 +41,7 @@ function validatorCompiler() {
   // `discriminator`: a oneOf body told apart by one property is checked against that branch only (clear errors).
   const bodyAjv = addFormats.default(new Ajv({ ...base, coerceTypes: false, discriminator: true }));
   const textAjv = addFormats.default(new Ajv({ ...base, coerceTypes: 'array' }));
-  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
-    (httpPart === 'body' ? bodyAjv : textAjv).compile(schema);
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema);
 }
 
 export interface BuildOptions {
@@ -59,9 +58,16 @@ function loggerOptions(config: Config, stream: BuildOptions['logStream']): Fasti
   return {
     level: config.logLevel,
     ...(stream ? { stream } : {}),
-    redact: { paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.token', '*.refresh', '*.access'], censor: '[REDACTED]' },
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.token', '*.refresh', '*.access'],
+      censor: '[REDACTED]',
+    },
     serializers: {
-      req: (req: { method: string; url: string; ip?: string; id?: string }) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
+      req: (req: { method: string; url: string; ip?: string; id?: string }) => ({
+        method: req.method,
+        url: redactUrl(req.url),
+        remoteAddress: req.ip,
+      }),
     },
   };
 }

@@ -25,9 +25,7 @@ export const EnvSchema = Type.Object({
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   METRICS_PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 32 })),
-  LOG_LEVEL: Type.Optional(
-    Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
-  ),
+  LOG_LEVEL: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)))),
   AUTOMATION_WEBHOOK_ALLOW_PRIVATE: Type.Optional(BooleanString),
   EMAIL_SMTP_ALLOW_PRIVATE: Type.Optional(BooleanString),
   OUTBOX_POLL_INTERVAL_MS: Type.Optional(PositiveInteger),
@@ -167,7 +165,9 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
   // Production uses every core by default; development keeps one process (one log, one debugger target).
   const webConcurrency = num(valid.WEB_CONCURRENCY, nodeEnv === 'production' ? availableParallelism() : 1);
   if (webConcurrency > 1 && !valid.REDIS_URL) {
-    warnings.push(`WEB_CONCURRENCY=${webConcurrency} without REDIS_URL: each process counts rate limits on its own, so a client gets up to ${webConcurrency} times each limit.`);
+    warnings.push(
+      `WEB_CONCURRENCY=${webConcurrency} without REDIS_URL: each process counts rate limits on its own, so a client gets up to ${webConcurrency} times each limit.`,
+    );
   }
 
   return {

@@ -27,7 +27,7 @@ function banner(config: Config, embedded: RunningPostgres | undefined, counts: {
         : 'First-run setup is unavailable: set SERVICE_SETUP_TOKEN (at least 32 characters) and restart.',
     );
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 /**

@@ -12,7 +12,12 @@ export const PAGE_SIZE = 50;
  * Checks staff credentials and opens a session (its cookie value), or returns null. Every refusal costs the same
  * argon2 work and leaves an `admin.sign_in_failed` row naming the account only when it exists (never the input).
  */
-export async function consoleSignIn(db: Db, credentials: { username: string; password: string }, ip: string, maxSeconds: number): Promise<string | null> {
+export async function consoleSignIn(
+  db: Db,
+  credentials: { username: string; password: string },
+  ip: string,
+  maxSeconds: number,
+): Promise<string | null> {
   const user = await db.user.findUnique({
     where: { username: credentials.username },
     select: { id: true, username: true, passwordHash: true, isStaff: true, isActive: true },
@@ -20,12 +25,22 @@ export async function consoleSignIn(db: Db, credentials: { username: string; pas
   if (!user) await burnPasswordCheck(credentials.password);
   const ok = user !== null && (await verifyPassword(user.passwordHash, credentials.password)) && user.isStaff && user.isActive;
   if (!ok) {
-    await recordAudit(db, { actor: { type: 'system' }, ip, action: 'admin.sign_in_failed', target: { type: 'user', id: user?.id ?? null } });
+    await recordAudit(db, {
+      actor: { type: 'system' },
+      ip,
+      action: 'admin.sign_in_failed',
+      target: { type: 'user', id: user?.id ?? null },
+    });
     return null;
   }
   return db.$transaction(async (tx) => {
     const id = await openSession(tx as unknown as Db, user.id, maxSeconds);
-    await recordAudit(tx, { actor: { type: 'user', userId: user.id, username: user.username }, ip, action: 'admin.signed_in', target: { type: 'user', id: user.id } });
+    await recordAudit(tx, {
+      actor: { type: 'user', userId: user.id, username: user.username },
+      ip,
+      action: 'admin.signed_in',
+      target: { type: 'user', id: user.id },
+    });
     return id;
   });
 }
@@ -72,7 +87,14 @@ export interface UserFilter {
 
 export async function listUsers(db: Db, filter: UserFilter) {
   const where = {
-    ...(filter.search ? { OR: [{ username: { contains: filter.search, mode: 'insensitive' as const } }, { email: { contains: filter.search, mode: 'insensitive' as const } }] } : {}),
+    ...(filter.search
+      ? {
+          OR: [
+            { username: { contains: filter.search, mode: 'insensitive' as const } },
+            { email: { contains: filter.search, mode: 'insensitive' as const } },
+          ],
+        }
+      : {}),
     ...(filter.staff ? { isStaff: filter.staff === 'yes' } : {}),
     ...(filter.active ? { isActive: filter.active === 'yes' } : {}),
   };
@@ -90,7 +112,14 @@ export async function userDetail(db: Db, userId: string) {
   const user = await db.user.findUnique({
     where: { id: userId },
     select: {
-      id: true, username: true, email: true, isStaff: true, isSuperuser: true, isActive: true, dateJoined: true, lastLogin: true,
+      id: true,
+      username: true,
+      email: true,
+      isStaff: true,
+      isSuperuser: true,
+      isActive: true,
+      dateJoined: true,
+      lastLogin: true,
       memberships: { select: { role: true, organization: { select: { name: true, slug: true } } }, orderBy: { createdAt: 'asc' } },
     },
   });
@@ -108,7 +137,16 @@ export async function listOutbox(db: Db, status: string, page: number) {
     orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],
     skip: (page - 1) * PAGE_SIZE,
     take: PAGE_SIZE + 1,
-    select: { id: true, subject: true, toAddress: true, status: true, attempts: true, nextAttemptAt: true, lastError: true, createdAt: true },
+    select: {
+      id: true,
+      subject: true,
+      toAddress: true,
+      status: true,
+      attempts: true,
+      nextAttemptAt: true,
+      lastError: true,
+      createdAt: true,
+    },
   });
   return { rows: rows.slice(0, PAGE_SIZE), hasNext: rows.length > PAGE_SIZE };
 }
@@ -116,7 +154,10 @@ export async function listOutbox(db: Db, status: string, page: number) {
 /** Puts a failed email back in the queue for the worker; false when it is not (or no longer) failed. */
 export async function retryEmail(db: Db, id: string, audit: AuditContext): Promise<boolean> {
   return db.$transaction(async (tx) => {
-    const updated = await tx.emailOutbox.updateMany({ where: { id, status: 'failed' }, data: { status: 'pending', nextAttemptAt: new Date(), lastError: null } });
+    const updated = await tx.emailOutbox.updateMany({
+      where: { id, status: 'failed' },
+      data: { status: 'pending', nextAttemptAt: new Date(), lastError: null },
+    });
     if (updated.count === 0) return false;
     await recordAudit(tx, { ...audit, action: 'email.retried', target: { type: 'email', id } });
     return true;
@@ -152,14 +193,29 @@ export const WORKSPACE_STATUSES = ['active', 'pending_owner', 'cancelled'] as co
 export async function listWorkspaces(db: Db, filter: { search: string; status: string; page: number }) {
   const rows = await db.organization.findMany({
     where: {
-      ...(filter.search ? { OR: [{ name: { contains: filter.search, mode: 'insensitive' as const } }, { slug: { contains: filter.search, mode: 'insensitive' as const } }] } : {}),
-      ...((WORKSPACE_STATUSES as readonly string[]).includes(filter.status) ? { status: filter.status as (typeof WORKSPACE_STATUSES)[number] } : {}),
+      ...(filter.search
+        ? {
+            OR: [
+              { name: { contains: filter.search, mode: 'insensitive' as const } },
+              { slug: { contains: filter.search, mode: 'insensitive' as const } },
+            ],
+          }
+        : {}),
+      ...((WORKSPACE_STATUSES as readonly string[]).includes(filter.status)
+        ? { status: filter.status as (typeof WORKSPACE_STATUSES)[number] }
+        : {}),
     },
     orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],
     skip: (filter.page - 1) * PAGE_SIZE,
     take: PAGE_SIZE + 1,
     select: {
-      id: true, name: true, slug: true, status: true, isPersonal: true, createdAt: true, ownerEmail: true,
+      id: true,
+      name: true,
+      slug: true,
+      status: true,
+      isPersonal: true,
+      createdAt: true,
+      ownerEmail: true,
       memberships: { where: { role: 'owner' }, select: { user: { select: { username: true } } } },
       _count: { select: { memberships: true } },
     },
@@ -172,7 +228,13 @@ export async function workspaceDetail(db: Db, id: string) {
   return db.organization.findUnique({
     where: { id },
     select: {
-      id: true, name: true, slug: true, status: true, isPersonal: true, createdAt: true, ownerEmail: true,
+      id: true,
+      name: true,
+      slug: true,
+      status: true,
+      isPersonal: true,
+      createdAt: true,
+      ownerEmail: true,
       createdBy: { select: { username: true } },
       memberships: { select: { role: true, user: { select: { id: true, username: true } } }, orderBy: { createdAt: 'asc' } },
       _count: { select: { companies: true, contacts: true, automations: true, runs: true } },
@@ -183,19 +245,29 @@ export async function workspaceDetail(db: Db, id: string) {
 export async function listInvitationsAll(db: Db, status: string, page: number) {
   const now = new Date();
   const where =
-    status === 'pending' ? usableAt(now)
-    : status === 'accepted' ? { acceptedAt: { not: null } }
-    : status === 'revoked' ? { revokedAt: { not: null } }
-    : status === 'expired' ? { acceptedAt: null, revokedAt: null, expiresAt: { lte: now } }
-    : {};
+    status === 'pending'
+      ? usableAt(now)
+      : status === 'accepted'
+        ? { acceptedAt: { not: null } }
+        : status === 'revoked'
+          ? { revokedAt: { not: null } }
+          : status === 'expired'
+            ? { acceptedAt: null, revokedAt: null, expiresAt: { lte: now } }
+            : {};
   const rows = await db.invitation.findMany({
     where,
     orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],
     skip: (page - 1) * PAGE_SIZE,
     take: PAGE_SIZE + 1,
     select: {
-      id: true, email: true, role: true, expiresAt: true, acceptedAt: true, revokedAt: true,
-      organization: { select: { name: true } }, invitedBy: { select: { username: true } },
+      id: true,
+      email: true,
+      role: true,
+      expiresAt: true,
+      acceptedAt: true,
+      revokedAt: true,
+      organization: { select: { name: true } },
+      invitedBy: { select: { username: true } },
     },
   });
   return { rows: rows.slice(0, PAGE_SIZE).map((r) => ({ ...r, status: linkStatus(r, now) })), hasNext: rows.length > PAGE_SIZE };
@@ -213,8 +285,14 @@ export async function listRuns(db: Db, status: string, page: number) {
   const rows = await db.automationRun.findMany({
     where: { id: { in: ids.slice(0, PAGE_SIZE).map((row) => row.id) } },
     select: {
-      id: true, trigger: true, status: true, errorMessage: true, createdAt: true, finishedAt: true,
-      organization: { select: { name: true } }, automation: { select: { name: true } },
+      id: true,
+      trigger: true,
+      status: true,
+      errorMessage: true,
+      createdAt: true,
+      finishedAt: true,
+      organization: { select: { name: true } },
+      automation: { select: { name: true } },
     },
   });
   return { rows: rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!), hasNext: ids.length > PAGE_SIZE };

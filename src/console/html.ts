@@ -16,7 +16,7 @@ function render(value: unknown): string {
   if (value instanceof Safe) return value.value;
   if (Array.isArray(value)) return value.map(render).join('');
   if (value === null || value === undefined || value === false) return '';
-  if (value instanceof Date) return escapeHtml(value.toISOString().replace('T', ' ').slice(0, 16) + ' UTC');
+  if (value instanceof Date) return escapeHtml(`${value.toISOString().replace('T', ' ').slice(0, 16)} UTC`);
   return escapeHtml(String(value));
 }
 

@@ -7,8 +7,23 @@ import { html } from './html.js';
 import { CONSOLE_CSS } from './stylesheet.js';
 import { SESSION_COOKIE, csrfToken, csrfTokenValid, findSession, type ConsoleSession } from './sessions.js';
 import {
-  consoleSignIn, consoleSignOut, dashboardCounts, databaseStatus, listAudit, listOutbox, listUsers, retryEmail, userDetail,
-  OUTBOX_STATUSES, RUN_STATUSES, WORKSPACE_STATUSES, listInvitationsAll, listRuns, listWorkspaces, sendPasswordReset, workspaceDetail,
+  consoleSignIn,
+  consoleSignOut,
+  dashboardCounts,
+  databaseStatus,
+  listAudit,
+  listOutbox,
+  listUsers,
+  retryEmail,
+  userDetail,
+  OUTBOX_STATUSES,
+  RUN_STATUSES,
+  WORKSPACE_STATUSES,
+  listInvitationsAll,
+  listRuns,
+  listWorkspaces,
+  sendPasswordReset,
+  workspaceDetail,
   type UserFilter,
 } from './console-service.js';
 import { actionButton, errorPage, layout, loginPage, pager, select, yesNo } from './views.js';
@@ -35,7 +50,11 @@ declare module 'fastify' {
 }
 
 class ConsoleHttpError extends Error {
-  constructor(readonly statusCode: number, readonly title: string, message: string) {
+  constructor(
+    readonly statusCode: number,
+    readonly title: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -87,7 +106,9 @@ export default async function consoleRoutes(app: FastifyInstance) {
     return { actor: { type: 'user', userId: user.id, username: user.username }, ip: request.ip };
   };
   const pageUser = (request: FastifyRequest) =>
-    request.consoleSession ? { username: request.consoleSession.user.username, csrf: csrfToken(secret, request.consoleSession.idHash) } : undefined;
+    request.consoleSession
+      ? { username: request.consoleSession.user.username, csrf: csrfToken(secret, request.consoleSession.idHash) }
+      : undefined;
   const page = (reply: FastifyReply, body: string, status = 200) => reply.code(status).type('text/html; charset=utf-8').send(body);
 
   app.addHook('onSend', async (_request, reply, payload) => {
@@ -104,8 +125,10 @@ export default async function consoleRoutes(app: FastifyInstance) {
     const cookieValue = request.cookies[SESSION_COOKIE];
     request.consoleSession = cookieValue ? await findSession(app.db, cookieValue, idleSeconds) : null;
     if (request.method === 'POST') {
-      if (!(request.headers['content-type'] ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded')) throw new ConsoleHttpError(415, 'Unsupported form', 'Forms must be sent as application/x-www-form-urlencoded.');
-      if (!sameOrigin(request)) throw new ConsoleHttpError(403, 'Forbidden', 'This request came from another site and was refused. Nothing was changed.');
+      if (!(request.headers['content-type'] ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded'))
+        throw new ConsoleHttpError(415, 'Unsupported form', 'Forms must be sent as application/x-www-form-urlencoded.');
+      if (!sameOrigin(request))
+        throw new ConsoleHttpError(403, 'Forbidden', 'This request came from another site and was refused. Nothing was changed.');
     }
     if (request.routeOptions.config.consolePublic) return;
     if (!request.consoleSession) {
@@ -114,48 +137,68 @@ export default async function consoleRoutes(app: FastifyInstance) {
       return reply.redirect(`/admin/login/${next}`, 303);
     }
     if (request.method === 'POST' && !csrfTokenValid(secret, request.consoleSession.idHash, field(request.body, '_csrf'))) {
-      throw new ConsoleHttpError(403, 'Forbidden', 'The form was missing its security token or the token was wrong (maybe the page is old). Nothing was changed; reload the page and try again.');
+      throw new ConsoleHttpError(
+        403,
+        'Forbidden',
+        'The form was missing its security token or the token was wrong (maybe the page is old). Nothing was changed; reload the page and try again.',
+      );
     }
   });
 
   app.setErrorHandler((error: FastifyError | ConsoleHttpError, request, reply) => {
     const user = pageUser(request);
-    if (error instanceof ConsoleHttpError) return page(reply, errorPage(error.statusCode, error.title, error.message, user), error.statusCode);
+    if (error instanceof ConsoleHttpError)
+      return page(reply, errorPage(error.statusCode, error.title, error.message, user), error.statusCode);
     // A refusal of a reused API service (e.g. revoking an invitation that is no longer pending) keeps its status and text.
     if (error instanceof ProblemError) {
       if (error.headers) reply.headers(error.headers);
       return page(reply, errorPage(error.status, error.title, error.detail, user), error.status);
     }
     if (error instanceof UserAdminError) {
-      return page(reply, errorPage(error.code === 'not_found' ? 404 : 409, error.code === 'not_found' ? 'Not found' : 'Refused', error.message, user), error.code === 'not_found' ? 404 : 409);
+      return page(
+        reply,
+        errorPage(error.code === 'not_found' ? 404 : 409, error.code === 'not_found' ? 'Not found' : 'Refused', error.message, user),
+        error.code === 'not_found' ? 404 : 409,
+      );
     }
     const status = typeof error.statusCode === 'number' ? error.statusCode : 500;
-    if (status === 429) return page(reply, errorPage(429, 'Too many attempts', 'Too many sign-in attempts. Wait a minute and try again.'), 429);
-    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return page(reply, errorPage(413, 'Form too large', 'The form was too large and was refused. Nothing was changed.', user), 413);
-    if (status >= 400 && status < 500) return page(reply, errorPage(400, 'Bad request', 'The request could not be read. Nothing was changed.', user), 400);
+    if (status === 429)
+      return page(reply, errorPage(429, 'Too many attempts', 'Too many sign-in attempts. Wait a minute and try again.'), 429);
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+      return page(reply, errorPage(413, 'Form too large', 'The form was too large and was refused. Nothing was changed.', user), 413);
+    if (status >= 400 && status < 500)
+      return page(reply, errorPage(400, 'Bad request', 'The request could not be read. Nothing was changed.', user), 400);
     request.log.error({ err: error }, 'console error');
     return page(reply, errorPage(500, 'Server error', 'Something went wrong on the server.', user), 500);
   });
-  app.setNotFoundHandler((request, reply) => page(reply, errorPage(404, 'Not found', 'There is nothing at this address.', pageUser(request)), 404));
+  app.setNotFoundHandler((request, reply) =>
+    page(reply, errorPage(404, 'Not found', 'There is nothing at this address.', pageUser(request)), 404),
+  );
 
-  app.get('/static/console.css', { config: { consolePublic: true } }, async (_request, reply) => reply.type('text/css; charset=utf-8').send(CONSOLE_CSS));
+  app.get('/static/console.css', { config: { consolePublic: true } }, async (_request, reply) =>
+    reply.type('text/css; charset=utf-8').send(CONSOLE_CSS),
+  );
 
   app.get('/login/', { config: { consolePublic: true } }, async (request, reply) => {
     if (request.consoleSession) return reply.redirect(safeNext(query(request, 'next')), 303);
     return page(reply, loginPage(null, safeNext(query(request, 'next')), ''));
   });
 
-  app.post('/login/', { config: { consolePublic: true }, preHandler: [app.rateLimitPreset('tokenPerIp'), app.rateLimitPreset('token')] }, async (request, reply) => {
-    const username = field(request.body, 'username').slice(0, 150);
-    const password = field(request.body, 'password').slice(0, 4096);
-    const next = safeNext(field(request.body, 'next'));
-    const id = username && password ? await consoleSignIn(app.db, { username, password }, request.ip, maxSeconds) : null;
-    if (!id) return page(reply, loginPage(SIGN_IN_FAILED, next, username), 200);
-    // The old session, if any, ends: the new id replaces it (no fixation).
-    if (request.consoleSession) await app.db.adminSession.deleteMany({ where: { idHash: request.consoleSession.idHash } });
-    reply.setCookie(SESSION_COOKIE, id, { ...cookieOptions, maxAge: maxSeconds });
-    return reply.redirect(next, 303);
-  });
+  app.post(
+    '/login/',
+    { config: { consolePublic: true }, preHandler: [app.rateLimitPreset('tokenPerIp'), app.rateLimitPreset('token')] },
+    async (request, reply) => {
+      const username = field(request.body, 'username').slice(0, 150);
+      const password = field(request.body, 'password').slice(0, 4096);
+      const next = safeNext(field(request.body, 'next'));
+      const id = username && password ? await consoleSignIn(app.db, { username, password }, request.ip, maxSeconds) : null;
+      if (!id) return page(reply, loginPage(SIGN_IN_FAILED, next, username), 200);
+      // The old session, if any, ends: the new id replaces it (no fixation).
+      if (request.consoleSession) await app.db.adminSession.deleteMany({ where: { idHash: request.consoleSession.idHash } });
+      reply.setCookie(SESSION_COOKIE, id, { ...cookieOptions, maxAge: maxSeconds });
+      return reply.redirect(next, 303);
+    },
+  );
 
   app.post('/logout/', async (request, reply) => {
     await consoleSignOut(app.db, request.consoleSession!.idHash, audit(request));
@@ -174,21 +217,40 @@ export default async function consoleRoutes(app: FastifyInstance) {
       ['Failed emails', counts.failedEmails, '/admin/outbox/?status=failed'],
       ['Automation runs failed in the last 24 hours', counts.failedRuns, '/admin/automation-runs/?status=failed'],
     ];
-    return page(reply, layout({ title: 'Dashboard', user: pageUser(request) }, html`
+    return page(
+      reply,
+      layout(
+        { title: 'Dashboard', user: pageUser(request) },
+        html`
 <h2>Counts</h2>
 <table><thead><tr><th scope="col">What</th><th scope="col">Count</th></tr></thead><tbody>
 ${rows.map(([name, n, href]) => html`<tr><th scope="row">${href ? html`<a href="${href}">${name}</a>` : name}</th><td data-count="${name}">${String(n)}</td></tr>`)}
 </tbody></table>
 <h2>Database</h2>
-<p>${database.ok ? html`Database reachable; ${String(database.migrations)} migrations applied, the latest <code>${database.latest ?? 'none'}</code>.` : html`<span class="error">Database migration status unavailable.</span>`}</p>`));
+<p>${database.ok ? html`Database reachable; ${String(database.migrations)} migrations applied, the latest <code>${database.latest ?? 'none'}</code>.` : html`<span class="error">Database migration status unavailable.</span>`}</p>`,
+      ),
+    );
   });
 
   app.get('/users/', async (request, reply) => {
     const yn = (v: string) => (v === 'yes' || v === 'no' ? v : '');
-    const filter: UserFilter = { search: query(request, 'search').slice(0, 254), staff: yn(query(request, 'staff')), active: yn(query(request, 'active')), page: pageNumber(request) };
+    const filter: UserFilter = {
+      search: query(request, 'search').slice(0, 254),
+      staff: yn(query(request, 'staff')),
+      active: yn(query(request, 'active')),
+      page: pageNumber(request),
+    };
     const { rows, hasNext } = await listUsers(app.db, filter);
-    const choices: [string, string][] = [['', 'any'], ['yes', 'yes'], ['no', 'no']];
-    return page(reply, layout({ title: 'Users', user: pageUser(request) }, html`
+    const choices: [string, string][] = [
+      ['', 'any'],
+      ['yes', 'yes'],
+      ['no', 'no'],
+    ];
+    return page(
+      reply,
+      layout(
+        { title: 'Users', user: pageUser(request) },
+        html`
 <form method="get" action="/admin/users/">
 <label for="search">Search</label> <input id="search" name="search" type="search" value="${filter.search}">
 ${select('staff', 'Staff', filter.staff, choices)} ${select('active', 'Active', filter.active, choices)}
@@ -198,7 +260,9 @@ ${select('staff', 'Staff', filter.staff, choices)} ${select('active', 'Active', 
 ${rows.map((u) => html`<tr><td><a href="/admin/users/${u.id}/">${u.username}</a></td><td>${u.email}</td><td>${yesNo(u.isStaff)}</td><td>${yesNo(u.isSuperuser)}</td><td>${yesNo(u.isActive)}</td><td>${u.dateJoined}</td><td>${u.lastLogin ?? 'never'}</td></tr>`)}
 </tbody></table>
 ${rows.length === 0 ? html`<p>No users match.</p>` : ''}
-${pager('/admin/users/', { search: filter.search, staff: filter.staff, active: filter.active }, filter.page, hasNext)}`));
+${pager('/admin/users/', { search: filter.search, staff: filter.staff, active: filter.active }, filter.page, hasNext)}`,
+      ),
+    );
   });
 
   app.get('/users/:id/', async (request, reply) => {
@@ -207,7 +271,11 @@ ${pager('/admin/users/', { search: filter.search, staff: filter.staff, active: f
     const csrf = csrfToken(secret, request.consoleSession!.idHash);
     const notice = query(request, 'done');
     const base = `/admin/users/${user.id}`;
-    return page(reply, layout({ title: `User ${user.username}`, user: pageUser(request) }, html`
+    return page(
+      reply,
+      layout(
+        { title: `User ${user.username}`, user: pageUser(request) },
+        html`
 ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 <h2>Profile</h2>
 <dl><dt>Username</dt><dd>${user.username}</dd><dt>Email</dt><dd>${user.email}</dd><dt>Staff</dt><dd>${yesNo(user.isStaff)}</dd>
@@ -220,7 +288,9 @@ ${user.memberships.map((m) => html`<tr><td>${m.organization.name}</td><td>${m.or
 <h2>Actions</h2>
 ${user.isActive ? actionButton(`${base}/deactivate/`, 'Deactivate', csrf) : actionButton(`${base}/reactivate/`, 'Reactivate', csrf)}
 ${actionButton(`${base}/sign-out-everywhere/`, 'Sign out everywhere', csrf)}
-${actionButton(`${base}/send-password-reset/`, 'Send password reset', csrf)}`));
+${actionButton(`${base}/send-password-reset/`, 'Send password reset', csrf)}`,
+      ),
+    );
   });
 
   const userAction = (path: string, run: (userId: string, request: FastifyRequest) => Promise<void>, done: string) =>
@@ -244,28 +314,47 @@ ${actionButton(`${base}/send-password-reset/`, 'Send password reset', csrf)}`));
     const status = (WORKSPACE_STATUSES as readonly string[]).includes(query(request, 'status')) ? query(request, 'status') : '';
     const { rows, hasNext } = await listWorkspaces(app.db, { search, status, page: pageNumber(request) });
     const statusName = (s: string) => (s === 'pending_owner' ? 'pending handoff' : s);
-    return page(reply, layout({ title: 'Workspaces', user: pageUser(request) }, html`
+    return page(
+      reply,
+      layout(
+        { title: 'Workspaces', user: pageUser(request) },
+        html`
 <form method="get" action="/admin/organizations/">
 <label for="search">Search</label> <input id="search" name="search" type="search" value="${search}">
-${select('status', 'Status', status, [['', 'any'], ['active', 'active'], ['pending_owner', 'pending handoff'], ['cancelled', 'cancelled']])}
+${select('status', 'Status', status, [
+  ['', 'any'],
+  ['active', 'active'],
+  ['pending_owner', 'pending handoff'],
+  ['cancelled', 'cancelled'],
+])}
 <button type="submit">Filter</button></form>
 <table><thead><tr><th scope="col">Name</th><th scope="col">Slug</th><th scope="col">Status</th><th scope="col">Kind</th><th scope="col">Owner</th><th scope="col">Members</th><th scope="col">Created</th></tr></thead><tbody>
 ${rows.map((o) => html`<tr><td><a href="/admin/organizations/${o.id}/">${o.name}</a></td><td>${o.slug}</td><td>${statusName(o.status)}</td><td>${o.isPersonal ? 'personal' : 'shared'}</td><td>${o.memberships.map((m) => m.user.username).join(', ') || (o.ownerEmail ?? '')}</td><td>${String(o._count.memberships)}</td><td>${o.createdAt}</td></tr>`)}
 </tbody></table>
-${pager('/admin/organizations/', { search, status }, pageNumber(request), hasNext)}`));
+${pager('/admin/organizations/', { search, status }, pageNumber(request), hasNext)}`,
+      ),
+    );
   });
 
   app.get('/organizations/:id/', async (request, reply) => {
     const o = await workspaceDetail(app.db, idParam(request));
     if (!o) throw new ConsoleHttpError(404, 'Not found', 'No such workspace.');
     const notice = query(request, 'done');
-    return page(reply, layout({ title: `Workspace ${o.name}`, user: pageUser(request) }, html`
+    return page(
+      reply,
+      layout(
+        { title: `Workspace ${o.name}`, user: pageUser(request) },
+        html`
 ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 <dl><dt>Name</dt><dd>${o.name}</dd><dt>Slug</dt><dd>${o.slug}</dd><dt>Status</dt><dd>${o.status === 'pending_owner' ? 'pending handoff' : o.status}</dd>
 <dt>Kind</dt><dd>${o.isPersonal ? 'personal' : 'shared'}</dd><dt>Created</dt><dd>${o.createdAt}</dd></dl>
-${o.status === 'pending_owner' ? html`<h2>Pending handoff</h2><dl><dt>Owner email</dt><dd>${o.ownerEmail ?? ''}</dd><dt>Creator</dt><dd>${o.createdBy?.username ?? 'deleted user'}</dd></dl>
+${
+  o.status === 'pending_owner'
+    ? html`<h2>Pending handoff</h2><dl><dt>Owner email</dt><dd>${o.ownerEmail ?? ''}</dd><dt>Creator</dt><dd>${o.createdBy?.username ?? 'deleted user'}</dd></dl>
 ${actionButton(`/admin/organizations/${o.id}/resend-owner-invitation/`, 'Resend owner invitation', csrfToken(secret, request.consoleSession!.idHash))}
-${actionButton(`/admin/organizations/${o.id}/cancel/`, 'Cancel workspace', csrfToken(secret, request.consoleSession!.idHash))}` : ''}
+${actionButton(`/admin/organizations/${o.id}/cancel/`, 'Cancel workspace', csrfToken(secret, request.consoleSession!.idHash))}`
+    : ''
+}
 <h2>Members</h2>
 <table><thead><tr><th scope="col">User</th><th scope="col">Role</th></tr></thead><tbody>
 ${o.memberships.map((m) => html`<tr><td><a href="/admin/users/${m.user.id}/">${m.user.username}</a></td><td>${m.role}</td></tr>`)}
@@ -274,12 +363,17 @@ ${o.memberships.map((m) => html`<tr><td><a href="/admin/users/${m.user.id}/">${m
 <table><thead><tr><th scope="col">Kind</th><th scope="col">Count</th></tr></thead><tbody>
 <tr><th scope="row">Companies</th><td>${String(o._count.companies)}</td></tr><tr><th scope="row">Contacts</th><td>${String(o._count.contacts)}</td></tr>
 <tr><th scope="row">Automations</th><td>${String(o._count.automations)}</td></tr><tr><th scope="row">Automation runs</th><td>${String(o._count.runs)}</td></tr>
-</tbody></table>`));
+</tbody></table>`,
+      ),
+    );
   });
 
   /** The console user as the provisioning services' actor: the API's rules (superuser or the creator) still apply. */
   const actor = (request: FastifyRequest) =>
-    app.db.user.findUniqueOrThrow({ where: { id: request.consoleSession!.user.id }, select: { id: true, username: true, email: true, isSuperuser: true, tokenVersion: true } });
+    app.db.user.findUniqueOrThrow({
+      where: { id: request.consoleSession!.user.id },
+      select: { id: true, username: true, email: true, isSuperuser: true, tokenVersion: true },
+    });
   app.post('/organizations/:id/resend-owner-invitation/', async (request, reply) => {
     const id = idParam(request);
     await resendOwnerInvitation({ db: app.db, appUrl: app.config.appUrl }, await actor(request), id, audit(request));
@@ -297,13 +391,19 @@ ${o.memberships.map((m) => html`<tr><td><a href="/admin/users/${m.user.id}/">${m
     const { rows, hasNext } = await listInvitationsAll(app.db, status, pageNumber(request));
     const csrf = csrfToken(secret, request.consoleSession!.idHash);
     const notice = query(request, 'done');
-    return page(reply, layout({ title: 'Invitations', user: pageUser(request) }, html`
+    return page(
+      reply,
+      layout(
+        { title: 'Invitations', user: pageUser(request) },
+        html`
 ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 <form method="get" action="/admin/invitations/">${select('status', 'Status', status, [['', 'any'], ...statuses.map((s): [string, string] => [s, s])])} <button type="submit">Filter</button></form>
 <table><thead><tr><th scope="col">Workspace</th><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Status</th><th scope="col">Invited by</th><th scope="col">Expires</th><th scope="col">Action</th></tr></thead><tbody>
 ${rows.map((i) => html`<tr><td>${i.organization.name}</td><td>${i.email}</td><td>${i.role}</td><td>${i.status}</td><td>${i.invitedBy?.username ?? ''}</td><td>${i.expiresAt}</td><td>${i.status === 'pending' && i.role !== 'owner' ? actionButton(`/admin/invitations/${i.id}/revoke/`, 'Revoke', csrf) : ''}</td></tr>`)}
 </tbody></table>
-${pager('/admin/invitations/', { status }, pageNumber(request), hasNext)}`));
+${pager('/admin/invitations/', { status }, pageNumber(request), hasNext)}`,
+      ),
+    );
   });
 
   app.post('/invitations/:id/revoke/', async (request, reply) => {
@@ -319,7 +419,11 @@ ${pager('/admin/invitations/', { status }, pageNumber(request), hasNext)}`));
     const { administrators, invitations } = await adminOverview(app.db);
     const csrf = csrfToken(secret, request.consoleSession!.idHash);
     const notice = query(request, 'done');
-    return page(reply, layout({ title: 'Installation admins', user: pageUser(request) }, html`
+    return page(
+      reply,
+      layout(
+        { title: 'Installation admins', user: pageUser(request) },
+        html`
 ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 <h2>Administrators</h2>
 <table><thead><tr><th scope="col">Username</th><th scope="col">Email</th></tr></thead><tbody>
@@ -332,7 +436,9 @@ ${invitations.map((i) => html`<tr><td>${i.email}</td><td>${i.expires_at}</td></t
 <h2>Invite an administrator</h2>
 <form method="post" action="/admin/installation-admins/invite/"><input type="hidden" name="_csrf" value="${csrf}">
 <p><label for="email">Email</label> <input id="email" name="email" type="email" autocomplete="off" required maxlength="254"> <button type="submit">Invite</button></p>
-</form>`));
+</form>`,
+      ),
+    );
   });
 
   // The API's own invitation (installation fallback SMTP, audit row, rate limit per inviter), not a copy of it.
@@ -351,12 +457,18 @@ ${invitations.map((i) => html`<tr><td>${i.email}</td><td>${i.expires_at}</td></t
   app.get('/automation-runs/', async (request, reply) => {
     const status = (RUN_STATUSES as readonly string[]).includes(query(request, 'status')) ? query(request, 'status') : '';
     const { rows, hasNext } = await listRuns(app.db, status, pageNumber(request));
-    return page(reply, layout({ title: 'Automation runs', user: pageUser(request) }, html`
+    return page(
+      reply,
+      layout(
+        { title: 'Automation runs', user: pageUser(request) },
+        html`
 <form method="get" action="/admin/automation-runs/">${select('status', 'Status', status, [['', 'any'], ...RUN_STATUSES.map((s): [string, string] => [s, s])])} <button type="submit">Filter</button></form>
 <table><thead><tr><th scope="col">Workspace</th><th scope="col">Rule</th><th scope="col">Trigger</th><th scope="col">Status</th><th scope="col">Error message</th><th scope="col">Created</th><th scope="col">Finished</th></tr></thead><tbody>
 ${rows.map((r) => html`<tr><td>${r.organization.name}</td><td>${r.automation.name}</td><td>${r.trigger}</td><td>${r.status}</td><td>${r.errorMessage ?? ''}</td><td>${r.createdAt}</td><td>${r.finishedAt ?? ''}</td></tr>`)}
 </tbody></table>
-${pager('/admin/automation-runs/', { status }, pageNumber(request), hasNext)}`));
+${pager('/admin/automation-runs/', { status }, pageNumber(request), hasNext)}`,
+      ),
+    );
   });
 
   app.get('/outbox/', async (request, reply) => {
@@ -365,13 +477,24 @@ ${pager('/admin/automation-runs/', { status }, pageNumber(request), hasNext)}`))
     const { rows, hasNext } = await listOutbox(app.db, current, pageNumber(request));
     const csrf = csrfToken(secret, request.consoleSession!.idHash);
     const notice = query(request, 'done');
-    return page(reply, layout({ title: 'Email outbox', user: pageUser(request) }, html`
+    return page(
+      reply,
+      layout(
+        { title: 'Email outbox', user: pageUser(request) },
+        html`
 ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
-<form method="get" action="/admin/outbox/">${select('status', 'Status', current, [['', 'any'], ['pending', 'queued'], ['sent', 'sent'], ['failed', 'failed']])} <button type="submit">Filter</button></form>
+<form method="get" action="/admin/outbox/">${select('status', 'Status', current, [
+          ['', 'any'],
+          ['pending', 'queued'],
+          ['sent', 'sent'],
+          ['failed', 'failed'],
+        ])} <button type="submit">Filter</button></form>
 <table><thead><tr><th scope="col">Kind</th><th scope="col">Recipient</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Next attempt</th><th scope="col">Last error</th><th scope="col">Created</th><th scope="col">Action</th></tr></thead><tbody>
 ${rows.map((e) => html`<tr><td>${e.subject}</td><td>${e.toAddress}</td><td>${e.status === 'pending' ? 'queued' : e.status}</td><td>${String(e.attempts)}</td><td>${e.status === 'pending' ? e.nextAttemptAt : ''}</td><td>${e.lastError ?? ''}</td><td>${e.createdAt}</td><td>${e.status === 'failed' ? actionButton(`/admin/outbox/${e.id}/retry/`, 'Retry', csrf) : ''}</td></tr>`)}
 </tbody></table>
-${pager('/admin/outbox/', { status: current }, pageNumber(request), hasNext)}`));
+${pager('/admin/outbox/', { status: current }, pageNumber(request), hasNext)}`,
+      ),
+    );
   });
 
   app.post('/outbox/:id/retry/', async (request, reply) => {
@@ -384,7 +507,11 @@ ${pager('/admin/outbox/', { status: current }, pageNumber(request), hasNext)}`))
     const actor = query(request, 'actor').slice(0, 150);
     const action = (AUDIT_ACTIONS as readonly string[]).includes(query(request, 'action')) ? query(request, 'action') : '';
     const { rows, hasNext } = await listAudit(app.db, { actor, action, page: pageNumber(request) });
-    return page(reply, layout({ title: 'Audit log', user: pageUser(request) }, html`
+    return page(
+      reply,
+      layout(
+        { title: 'Audit log', user: pageUser(request) },
+        html`
 <form method="get" action="/admin/audit/">
 <label for="actor">Actor</label> <input id="actor" name="actor" value="${actor}">
 ${select('action', 'Action', action, [['', 'any'], ...AUDIT_ACTIONS.map((a): [string, string] => [a, a])])}
@@ -392,6 +519,8 @@ ${select('action', 'Action', action, [['', 'any'], ...AUDIT_ACTIONS.map((a): [st
 <table><thead><tr><th scope="col">Time</th><th scope="col">Actor</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Workspace</th><th scope="col">Client IP</th></tr></thead><tbody>
 ${rows.map((r) => html`<tr><td>${r.createdAt}</td><td>${r.actorType === 'user' ? r.actorUsername : r.actorType}</td><td>${r.action}</td><td>${r.targetType}${r.targetId ? ` ${r.targetId}` : ''}</td><td>${r.organizationId ?? ''}</td><td>${r.clientIp ?? ''}</td></tr>`)}
 </tbody></table>
-${pager('/admin/audit/', { actor, action }, pageNumber(request), hasNext)}`));
+${pager('/admin/audit/', { actor, action }, pageNumber(request), hasNext)}`,
+      ),
+    );
   });
 }

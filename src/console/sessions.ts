@@ -32,11 +32,16 @@ export async function findSession(db: Db, id: string, idleSeconds: number): Prom
   const idHash = hashId(id);
   const row = await db.adminSession.findUnique({
     where: { idHash },
-    select: { expiresAt: true, lastSeenAt: true, user: { select: { id: true, username: true, isSuperuser: true, isStaff: true, isActive: true } } },
+    select: {
+      expiresAt: true,
+      lastSeenAt: true,
+      user: { select: { id: true, username: true, isSuperuser: true, isStaff: true, isActive: true } },
+    },
   });
   if (!row) return null;
   const now = Date.now();
-  const live = row.expiresAt.getTime() > now && row.lastSeenAt.getTime() + idleSeconds * 1000 > now && row.user.isStaff && row.user.isActive;
+  const live =
+    row.expiresAt.getTime() > now && row.lastSeenAt.getTime() + idleSeconds * 1000 > now && row.user.isStaff && row.user.isActive;
   if (!live) {
     await db.adminSession.deleteMany({ where: { idHash } });
     return null;
@@ -50,7 +55,8 @@ export async function closeSession(db: Db, idHash: string): Promise<void> {
 }
 
 /** The session's CSRF token: an HMAC of its stored hash, so it needs no storage and dies with the session. */
-export const csrfToken = (secret: string, idHash: string) => createHmac('sha256', secret).update(`admin-csrf:${idHash}`).digest('base64url');
+export const csrfToken = (secret: string, idHash: string) =>
+  createHmac('sha256', secret).update(`admin-csrf:${idHash}`).digest('base64url');
 
 export function csrfTokenValid(secret: string, idHash: string, token: unknown): boolean {
   if (typeof token !== 'string') return false;

@@ -24,9 +24,13 @@ export function layout(ctx: PageContext, body: Safe): string {
 <head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${ctx.title} · CRM admin</title><link rel="stylesheet" href="/admin/static/console.css"></head>
 <body>
-<header><strong>CRM admin</strong>${ctx.user ? html`
+<header><strong>CRM admin</strong>${
+    ctx.user
+      ? html`
 <nav aria-label="Console">${NAV.map(([name, href]) => html` <a href="${href}">${name}</a>`)}</nav>
-<form method="post" action="/admin/logout/"><input type="hidden" name="_csrf" value="${ctx.user.csrf}"><span>${ctx.user.username}</span> <button type="submit">Sign out</button></form>` : ''}
+<form method="post" action="/admin/logout/"><input type="hidden" name="_csrf" value="${ctx.user.csrf}"><span>${ctx.user.username}</span> <button type="submit">Sign out</button></form>`
+      : ''
+  }
 </header>
 <main>
 <h1>${ctx.title}</h1>
@@ -57,7 +61,10 @@ export function loginPage(error: string | null, next: string, username: string):
 }
 
 export function errorPage(status: number, title: string, message: string, user?: PageContext['user']): string {
-  return layout({ title, ...(user ? { user } : {}) }, html`<p class="error">${message}</p><p>Status ${String(status)}. <a href="/admin/">Back to the dashboard</a></p>`);
+  return layout(
+    { title, ...(user ? { user } : {}) },
+    html`<p class="error">${message}</p><p>Status ${String(status)}. <a href="/admin/">Back to the dashboard</a></p>`,
+  );
 }
 
 /** Previous/next links keeping the current filters. */

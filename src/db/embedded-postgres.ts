@@ -106,9 +106,7 @@ async function clearStaleServer(clusterDir: string, log: (msg: string) => void):
   if (cmdline === undefined) return; // no procfs: leave the decision to PostgreSQL
   const args = cmdline.split('\0');
   const realClusterDir = await realpath(clusterDir);
-  const servesCluster =
-    path.basename(args[0] ?? '') === 'postgres' &&
-    args.some((arg) => arg === clusterDir || arg === realClusterDir);
+  const servesCluster = path.basename(args[0] ?? '') === 'postgres' && args.some((arg) => arg === clusterDir || arg === realClusterDir);
   if (!servesCluster) {
     log(`removing ${pidFile}: its PID ${pid} now belongs to another program`);
     await rm(pidFile, { force: true });

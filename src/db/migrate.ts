@@ -137,10 +137,7 @@ export async function applyMigrations(connectionString: string, options: ApplyMi
         await client.query('UPDATE "_prisma_migrations" SET logs = $2 WHERE id = $1', [id, failureLog(error)]);
         throw new Error(`Migration ${name} failed and was rolled back: ${(error as Error).message}`, { cause: error });
       }
-      await client.query(
-        'UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1',
-        [id],
-      );
+      await client.query('UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1', [id]);
       applied.push(name);
     }
     return applied;
@@ -154,10 +151,7 @@ export async function applyMigrations(connectionString: string, options: ApplyMi
  * Migration folders not recorded as finished in the database (all of them when the history table does not exist
  * yet). Takes a connection string or something that runs queries (e.g. the app's pg.Pool).
  */
-export async function pendingMigrations(
-  database: QueryRunner | string,
-  migrationsDir: string = defaultMigrationsDir,
-): Promise<string[]> {
+export async function pendingMigrations(database: QueryRunner | string, migrationsDir: string = defaultMigrationsDir): Promise<string[]> {
   const names = await listMigrations(migrationsDir);
   const client = typeof database === 'string' ? await connect(database) : database;
   try {

@@ -79,7 +79,11 @@ const pageFrom = (spec: PageTable<unknown, string>, source: string, limit: strin
  * prepared statements, planned once per connection; filtered ones are planned per execution (one company's
  * contacts use the company index).
  */
-function listQuery<Filter extends string>(organizationId: string, spec: PageTable<unknown, Filter>, filter: PageFilter<Filter>): pg.QueryConfig {
+function listQuery<Filter extends string>(
+  organizationId: string,
+  spec: PageTable<unknown, Filter>,
+  filter: PageFilter<Filter>,
+): pg.QueryConfig {
   const { values, where, filtered, parameter } = conditionsOf(organizationId, spec, filter);
   const text = pageFrom(spec, `(SELECT * FROM ${spec.table} WHERE ${where})`, parameter(filter.limit + 1));
   return filtered ? { text, values } : { name: `${spec.table}-page${filter.after ? '-after' : ''}`, text, values };
@@ -91,7 +95,12 @@ function listQuery<Filter extends string>(organizationId: string, spec: PageTabl
  * as the LIKE) up to `limit + 1`, plus the last row read (`scan_end`) when the scan went that far, whether it
  * matches or not: where the next page resumes.
  */
-function scanQuery<Filter extends string>(organizationId: string, spec: PageTable<unknown, Filter>, filter: PageFilter<Filter>, term: string): pg.QueryConfig {
+function scanQuery<Filter extends string>(
+  organizationId: string,
+  spec: PageTable<unknown, Filter>,
+  filter: PageFilter<Filter>,
+  term: string,
+): pg.QueryConfig {
   const { values, seek, unindexed, parameter } = conditionsOf(organizationId, spec, filter);
   const limit = parameter(filter.limit + 1);
   const hit = [`strpos(search_text, ${parameter(foldCase(term))}) > 0`, ...unindexed].join(' AND ');
@@ -135,7 +144,10 @@ async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
 /** The page reader a tenant-scoped service receives: it can only read rows of `organizationId`. */
 export function scopePages(pool: pg.Pool, organizationId: string) {
   return {
-    async read<Row extends pg.QueryResultRow, Filter extends string>(spec: PageTable<Row, Filter>, filter: PageFilter<Filter>): Promise<PageRows<Row>> {
+    async read<Row extends pg.QueryResultRow, Filter extends string>(
+      spec: PageTable<Row, Filter>,
+      filter: PageFilter<Filter>,
+    ): Promise<PageRows<Row>> {
       if (filter.search) return searchPage(pool, organizationId, spec, filter, filter.search);
       return { rows: (await pool.query<Row>(listQuery(organizationId, spec, filter))).rows };
     },

@@ -4,7 +4,13 @@ import type { Db } from '../plugins/db.js';
 
 /** Tenant tables (model names as in the Prisma schema): every row belongs to one organization. */
 const TENANT_MODELS: ReadonlySet<string> = new Set([
-  'Company', 'Contact', 'Automation', 'AutomationRun', 'Invitation', 'Membership', 'EmailAccount',
+  'Company',
+  'Contact',
+  'Automation',
+  'AutomationRun',
+  'Invitation',
+  'Membership',
+  'EmailAccount',
   'AutomationEmailSend',
 ]);
 const ORGANIZATION = 'Organization';
@@ -12,8 +18,20 @@ const ORGANIZATION = 'Organization';
 type Args = Record<string, any>;
 
 const FILTERED_OPERATIONS = new Set([
-  'findUnique', 'findUniqueOrThrow', 'findFirst', 'findFirstOrThrow', 'findMany', 'count', 'aggregate', 'groupBy',
-  'update', 'updateMany', 'updateManyAndReturn', 'delete', 'deleteMany', 'upsert',
+  'findUnique',
+  'findUniqueOrThrow',
+  'findFirst',
+  'findFirstOrThrow',
+  'findMany',
+  'count',
+  'aggregate',
+  'groupBy',
+  'update',
+  'updateMany',
+  'updateManyAndReturn',
+  'delete',
+  'deleteMany',
+  'upsert',
 ]);
 const CREATE_OPERATIONS = new Set(['create', 'createMany', 'createManyAndReturn']);
 /** Argument keys holding data to write; every other key (where, include, select, orderBy, ...) reads. */

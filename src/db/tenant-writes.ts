@@ -50,7 +50,12 @@ export function scopeWrites(pool: pg.Pool, organizationId: string) {
       return (await pool.query<Row>(text, parameters)).rows[0]!;
     },
     /** Changes the record's given columns and queues its event; undefined when the organization has no such record. */
-    async update<Row extends pg.QueryResultRow>(spec: PageTable<Row, string>, id: string, values: ColumnValues, event: CrmEventName): Promise<Row | undefined> {
+    async update<Row extends pg.QueryResultRow>(
+      spec: PageTable<Row, string>,
+      id: string,
+      values: ColumnValues,
+      event: CrmEventName,
+    ): Promise<Row | undefined> {
       const parameters: unknown[] = [organizationId, id];
       const set = assignments(spec, values, parameters).map((s) => `${s.column} = ${s.parameter}`);
       const text =

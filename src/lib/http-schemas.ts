@@ -40,14 +40,11 @@ const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 export const isUuid = (value: unknown): value is string => typeof value === 'string' && UUID_PATTERN.test(value);
 
 export const Uuid = (options: { description?: string } = {}) => Type.String({ format: 'uuid', ...options });
-export const Timestamp = (options: { description?: string } = {}) =>
-  Type.String({ format: 'date-time', ...options });
-export const NullableTimestamp = (options: { description?: string } = {}) =>
-  Type.Union([Timestamp(), Type.Null()], options);
+export const Timestamp = (options: { description?: string } = {}) => Type.String({ format: 'date-time', ...options });
+export const NullableTimestamp = (options: { description?: string } = {}) => Type.Union([Timestamp(), Type.Null()], options);
 export const Nullable = <T extends TSchema>(schema: T, options: { description?: string } = {}) =>
   Type.Union([schema, Type.Null()], options);
-export const Email = (options: { description?: string } = {}) =>
-  Type.String({ format: 'email', maxLength: 254, ...options });
+export const Email = (options: { description?: string } = {}) => Type.String({ format: 'email', maxLength: 254, ...options });
 
 export const DetailSchema = Type.Object({ detail: Type.String() }, { $id: 'Detail', title: 'Detail' });
 
@@ -74,7 +71,9 @@ export const RATE_LIMIT_HEADERS = {
 
 const problemResponse = (status: number) => ({
   description: problemDescriptions[status] ?? 'Error.',
-  ...(status === 401 ? { headers: { 'WWW-Authenticate': Type.Literal('Bearer', { description: 'The scheme to authenticate with (RFC 6750).' }) } } : {}),
+  ...(status === 401
+    ? { headers: { 'WWW-Authenticate': Type.Literal('Bearer', { description: 'The scheme to authenticate with (RFC 6750).' }) } }
+    : {}),
   ...(status === 429
     ? { headers: { 'Retry-After': Type.Integer({ description: 'Seconds to wait before retrying.' }), ...RATE_LIMIT_HEADERS } }
     : {}),

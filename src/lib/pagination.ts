@@ -8,8 +8,12 @@ export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 200;
 
 export const PageQuerySchema = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT, description: 'Page size (1-200, default 50).' })),
-  cursor: Type.Optional(Type.String({ maxLength: 200, description: 'Opaque cursor from the `Link: rel="next"` header of the previous page.' })),
+  limit: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT, description: 'Page size (1-200, default 50).' }),
+  ),
+  cursor: Type.Optional(
+    Type.String({ maxLength: 200, description: 'Opaque cursor from the `Link: rel="next"` header of the previous page.' }),
+  ),
 });
 
 export interface PagePosition {

@@ -66,7 +66,8 @@ export async function burnPasswordCheck(password: string): Promise<void> {
 export function passwordProblems(password: string, context: { username?: string | null; email?: string | null }): string[] {
   const problems: string[] = [];
   if ([...password].length < 8) problems.push('This password is too short. It must contain at least 8 characters.');
-  if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) problems.push(`This password is too long. It must be at most ${MAX_PASSWORD_BYTES} bytes.`);
+  if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES)
+    problems.push(`This password is too long. It must be at most ${MAX_PASSWORD_BYTES} bytes.`);
   if (/^[0-9]+$/.test(password)) problems.push('This password is entirely numeric.');
   const lowered = password.toLowerCase();
   const similar = [context.username, context.email, context.email?.split('@')[0]]

@@ -44,14 +44,12 @@ export const unauthorized = (code = 'not_authenticated', detail = 'Authenticatio
 export const forbidden = (code = 'permission_denied', detail = 'You do not have permission to perform this action.') =>
   new ProblemError({ status: 403, code, title: 'Forbidden', detail });
 
-export const notFound = (detail = 'Not found.', code = 'not_found') =>
-  new ProblemError({ status: 404, code, title: 'Not found', detail });
+export const notFound = (detail = 'Not found.', code = 'not_found') => new ProblemError({ status: 404, code, title: 'Not found', detail });
 
 export const conflict = (code: string, detail: string, errors?: FieldErrors) =>
   new ProblemError({ status: 409, code, title: 'Conflict', detail, errors });
 
-export const badGateway = (code: string, detail: string) =>
-  new ProblemError({ status: 502, code, title: 'Bad gateway', detail });
+export const badGateway = (code: string, detail: string) => new ProblemError({ status: 502, code, title: 'Bad gateway', detail });
 
 export const serviceUnavailable = (code: string, detail: string, headers?: Record<string, string>) =>
   new ProblemError({ status: 503, code, title: 'Service unavailable', detail, headers });

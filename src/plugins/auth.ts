@@ -39,7 +39,7 @@ export type AuthenticatedRow = CurrentUser & { sessionLive: boolean; isActive: b
  * password change since) and a live session.
  */
 export function checkAuthenticatedRow(row: AuthenticatedRow | undefined, claims: AccessClaims): CurrentUser {
-  if (!row || !row.isActive || row.tokenVersion !== claims.ver || !row.sessionLive) throw invalidAccess();
+  if (!row?.isActive || row.tokenVersion !== claims.ver || !row.sessionLive) throw invalidAccess();
   return { id: row.id, username: row.username, email: row.email, isSuperuser: row.isSuperuser, tokenVersion: row.tokenVersion };
 }
 

@@ -54,11 +54,21 @@ function fieldErrors(issues: AjvIssue[], context: string | undefined): FieldErro
         add(base, `Ensure this field has no more than ${String(params.limit)} characters.`);
         break;
       case 'minLength':
-        add(base, Number(params.limit) <= 1 ? 'This field may not be blank.' : `Ensure this field has at least ${String(params.limit)} characters.`);
+        add(
+          base,
+          Number(params.limit) <= 1 ? 'This field may not be blank.' : `Ensure this field has at least ${String(params.limit)} characters.`,
+        );
         break;
       case 'discriminator':
         // The tag of a discriminated body (e.g. `action_type`) is missing, not a string, or names no branch.
-        add(join(String(params.tag)), params.tagValue === undefined ? 'This field is required.' : params.error === 'mapping' ? `"${String(params.tagValue)}" is not a valid choice.` : 'Must be a string.');
+        add(
+          join(String(params.tag)),
+          params.tagValue === undefined
+            ? 'This field is required.'
+            : params.error === 'mapping'
+              ? `"${String(params.tagValue)}" is not a valid choice.`
+              : 'Must be a string.',
+        );
         break;
       case 'anyOf':
       case 'oneOf':
@@ -68,7 +78,7 @@ function fieldErrors(issues: AjvIssue[], context: string | undefined): FieldErro
         }
         break;
       default:
-        add(base, issue.message ? issue.message.charAt(0).toUpperCase() + issue.message.slice(1) + '.' : 'Invalid value.');
+        add(base, issue.message ? `${issue.message.charAt(0).toUpperCase() + issue.message.slice(1)}.` : 'Invalid value.');
     }
   }
   return Object.fromEntries(errors);
@@ -82,10 +92,13 @@ function toProblem(error: unknown, request: FastifyRequest): { body: ProblemBody
   const fe = error as FastifyError & { validation?: AjvIssue[]; validationContext?: string };
   if (fe.validation) {
     const detail =
-      fe.validationContext === 'querystring' ? 'Query parameters are invalid.'
-      : fe.validationContext === 'params' ? 'Path parameters are invalid.'
-      : fe.validationContext === 'headers' ? 'Request headers are invalid.'
-      : 'Request body is invalid.';
+      fe.validationContext === 'querystring'
+        ? 'Query parameters are invalid.'
+        : fe.validationContext === 'params'
+          ? 'Path parameters are invalid.'
+          : fe.validationContext === 'headers'
+            ? 'Request headers are invalid.'
+            : 'Request body is invalid.';
     return {
       body: problem(400, 'validation_failed', 'Validation failed', detail, fieldErrors(fe.validation, fe.validationContext)),
     };

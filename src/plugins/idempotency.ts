@@ -47,7 +47,7 @@ export default fp(
     const pool = app.pg;
 
     /** Runs after the route's own preHandlers, so the caller is authenticated and the tenant resolved. */
-    const claim: preHandlerAsyncHookHandler = async function (request: FastifyRequest, reply: FastifyReply) {
+    const claim: preHandlerAsyncHookHandler = async (request: FastifyRequest, reply: FastifyReply) => {
       const key = request.headers[HEADER];
       const user = request.currentUser;
       if (typeof key !== 'string' || !user) return;
@@ -60,7 +60,8 @@ export default fp(
            AND (created_at < now() - make_interval(hours => $3) OR (response_status IS NULL AND created_at < now() - make_interval(mins => $4)))`,
         [user.id, key, KEEP_HOURS, ABANDONED_MINUTES],
       );
-      if (Math.random() < 0.01) await pool.query(`DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => $1)`, [KEEP_HOURS]);
+      if (Math.random() < 0.01)
+        await pool.query(`DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => $1)`, [KEEP_HOURS]);
       const inserted = await pool.query(
         `INSERT INTO idempotency_keys (user_id, key, request_hash) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
         [user.id, key, requestHash],
@@ -69,7 +70,12 @@ export default fp(
         request.idempotencyClaim = { userId: user.id, key };
         return;
       }
-      const { rows } = await pool.query<{ request_hash: string; response_status: number | null; response_content_type: string | null; response_body: string | null }>(
+      const { rows } = await pool.query<{
+        request_hash: string;
+        response_status: number | null;
+        response_content_type: string | null;
+        response_body: string | null;
+      }>(
         `SELECT request_hash, response_status, response_content_type, response_body FROM idempotency_keys WHERE user_id = $1 AND key = $2`,
         [user.id, key],
       );
@@ -85,7 +91,7 @@ export default fp(
     };
 
     /** Keeps a successful answer for the key; a failed one frees the key so that the retry runs again. */
-    const record: onSendAsyncHookHandler<unknown> = async function (request, reply, payload) {
+    const record: onSendAsyncHookHandler<unknown> = async (request, reply, payload) => {
       const claimed = request.idempotencyClaim;
       if (!claimed) return payload;
       request.idempotencyClaim = undefined;

@@ -21,7 +21,12 @@ export default fp(
     // Includes nodejs_eventloop_lag_seconds (and its percentiles), heap and GC figures.
     collectDefaultMetrics({ register: registry });
     const labelNames = ['method', 'route', 'status'] as const;
-    const requests = new Counter({ name: 'crm_http_requests_total', help: 'HTTP requests by route and status.', labelNames, registers: [registry] });
+    const requests = new Counter({
+      name: 'crm_http_requests_total',
+      help: 'HTTP requests by route and status.',
+      labelNames,
+      registers: [registry],
+    });
     const duration = new Histogram({
       name: 'crm_http_request_duration_seconds',
       help: 'HTTP request latency by route and status.',
@@ -55,7 +60,9 @@ export default fp(
         registers: [registry],
         async collect() {
           this.reset();
-          const { rows } = await pool.query<{ status: string; count: string }>(`SELECT status::text, count(*) FROM ${queue.table} GROUP BY status`);
+          const { rows } = await pool.query<{ status: string; count: string }>(
+            `SELECT status::text, count(*) FROM ${queue.table} GROUP BY status`,
+          );
           for (const row of rows) this.set({ status: row.status }, Number(row.count));
         },
       });

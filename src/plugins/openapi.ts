@@ -56,7 +56,8 @@ function nameDiscriminatedBranches(node: unknown, components: Record<string, unk
     // A TypeBox literal reaches the document as `enum: [value]`.
     const property = (branch.properties as Record<string, { const?: unknown; enum?: unknown[] }> | undefined)?.[discriminator.propertyName];
     const tag = property?.const ?? (property?.enum?.length === 1 ? property.enum[0] : undefined);
-    if (typeof title !== 'string' || typeof tag !== 'string') throw new Error(`discriminated branch without title or tag: ${JSON.stringify(branch)}`);
+    if (typeof title !== 'string' || typeof tag !== 'string')
+      throw new Error(`discriminated branch without title or tag: ${JSON.stringify(branch)}`);
     components[title] = branch;
     discriminator.mapping![tag] = `#/components/schemas/${title}`;
     return { $ref: `#/components/schemas/${title}` };
@@ -78,7 +79,12 @@ export default fp(
     await app.register(swagger, {
       openapi: {
         openapi: '3.1.0',
-        info: { title: 'Workspace CRM API', version: '1.0.0', description: API_DESCRIPTION, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
+        info: {
+          title: 'Workspace CRM API',
+          version: '1.0.0',
+          description: API_DESCRIPTION,
+          license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+        },
         servers: [{ url: '/' }],
         components: {
           securitySchemes: {
@@ -93,7 +99,7 @@ export default fp(
           { name: 'invitations', description: 'Workspace invitations and their links.' },
           { name: 'installation-admins', description: 'Installation administrators and their invitations.' },
           { name: 'members', description: 'Workspace memberships.' },
-          { name: 'email-accounts', description: 'A workspace\'s own SMTP accounts.' },
+          { name: 'email-accounts', description: "A workspace's own SMTP accounts." },
           { name: 'companies', description: 'CRM companies.' },
           { name: 'contacts', description: 'CRM contacts.' },
           { name: 'automations', description: 'Automation rules and their runs.' },
@@ -113,7 +119,10 @@ export default fp(
             // The router refuses a path parameter over 200 characters before any route runs.
             const badRequest = operation.responses?.['400'] as (OpenApiResponse & { description?: string }) | undefined;
             if (url.includes('{') && badRequest && operation.responses) {
-              operation.responses['414'] ??= { ...structuredClone(badRequest), description: 'A path parameter is longer than 200 characters.' } as OpenApiResponse;
+              operation.responses['414'] ??= {
+                ...structuredClone(badRequest),
+                description: 'A path parameter is longer than 200 characters.',
+              } as OpenApiResponse;
             }
             const limited = operation.responses?.['429'];
             if (limited?.headers?.['Retry-After']) {
@@ -125,7 +134,7 @@ export default fp(
             }
           }
         }
-        nameDiscriminatedBranches(document.paths, (document.components ??= {}).schemas ??= {});
+        nameDiscriminatedBranches(document.paths, ((document.components ??= {}).schemas ??= {}));
         return document;
       },
       refResolver: {

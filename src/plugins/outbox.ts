@@ -11,7 +11,9 @@ export default fp(
       app,
       'email outbox worker',
       app.config.outboxPollIntervalMs,
-      async () => (await processPasswordResetRequests(app.db, app.config.appUrl)) + (await processOutboxBatch(app.db, app.config.emailEncryptionKey, app.log, app.config.smtpAllowPrivate)),
+      async () =>
+        (await processPasswordResetRequests(app.db, app.config.appUrl)) +
+        (await processOutboxBatch(app.db, app.config.emailEncryptionKey, app.log, app.config.smtpAllowPrivate)),
     );
   },
   { name: 'outbox', dependencies: ['db'] },

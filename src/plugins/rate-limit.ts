@@ -115,7 +115,9 @@ export default fp(
         keyGenerator: (request: FastifyRequest) => `${name}|${keyGenerators[name](request)}`,
         skipOnError: !failClosed,
       };
-      const handler = STACKABLE.has(name) ? stackable(app.createRateLimit(options)) : (app.rateLimit(options) as preHandlerAsyncHookHandler);
+      const handler = STACKABLE.has(name)
+        ? stackable(app.createRateLimit(options))
+        : (app.rateLimit(options) as preHandlerAsyncHookHandler);
       presets.set(name, failClosed ? failingClosed(handler) : handler);
     }
     app.decorate('rateLimitPreset', (name: RateLimitPresetName) => presets.get(name)!);

@@ -55,8 +55,16 @@ export default fp(
       if (!row?.organizationId || !row.membershipId || !row.role) throw organizationNotFound();
       const { membershipId, role } = row;
       const organization: Organization = {
-        id: row.organizationId, name: row.name, slug: row.slug, isPersonal: row.isPersonal, personalUserId: row.personalUserId,
-        status: row.status, createdById: row.createdById, ownerEmail: row.ownerEmail, createdAt: row.createdAt, updatedAt: row.updatedAt,
+        id: row.organizationId,
+        name: row.name,
+        slug: row.slug,
+        isPersonal: row.isPersonal,
+        personalUserId: row.personalUserId,
+        status: row.status,
+        createdById: row.createdById,
+        ownerEmail: row.ownerEmail,
+        createdAt: row.createdAt,
+        updatedAt: row.updatedAt,
       };
       request.tenant = {
         organization,

@@ -49,14 +49,26 @@ t.test('the export holds account, profile and memberships, and nothing else', as
 
   const resetToken = await app.db.passwordResetToken.findFirstOrThrow({ where: { userId: carol.id } });
   const smtp = await app.db.emailAccount.findFirstOrThrow({ where: { organizationId: null } });
-  for (const secret of [carol.password, carol.access, carol.refresh, user.passwordHash, resetToken.tokenHash, mailbox.password, smtp.passwordEncrypted!, 'Confidential Widgets']) {
+  for (const secret of [
+    carol.password,
+    carol.access,
+    carol.refresh,
+    user.passwordHash,
+    resetToken.tokenHash,
+    mailbox.password,
+    smtp.passwordEncrypted!,
+    'Confidential Widgets',
+  ]) {
     t.notOk(res.body.includes(secret), 'no secret and no CRM record in the export');
   }
 });
 
-t.test('the admin\'s export lists the workspace they own', async (t) => {
+t.test("the admin's export lists the workspace they own", async (t) => {
   const body = json(await exportOf(admin));
-  t.same(body.memberships.map((m: { organization_id: string; role: string }) => [m.organization_id, m.role]), [[organizationId, 'owner']]);
+  t.same(
+    body.memberships.map((m: { organization_id: string; role: string }) => [m.organization_id, m.role]),
+    [[organizationId, 'owner']],
+  );
   t.notOk(JSON.stringify(body).includes(admin.password));
 });
 
@@ -71,13 +83,20 @@ t.test('deletion needs the literal confirmation and the password; bad bodies cha
   t.equal(wrong.statusCode, 400);
   t.equal(json(wrong).code, 'wrong_password');
   t.ok(json(wrong).errors.password);
-  await rejectsBadBodies(t, app, { method: 'POST', url: '/api/v1/auth/me/delete/', headers: carol.headers }, { password: carol.password, confirmation: 'DELETE' }, [
-    'password',
-    'confirmation',
-  ]);
+  await rejectsBadBodies(
+    t,
+    app,
+    { method: 'POST', url: '/api/v1/auth/me/delete/', headers: carol.headers },
+    { password: carol.password, confirmation: 'DELETE' },
+    ['password', 'confirmation'],
+  );
   t.equal((await deleteAccount(carol, { password: carol.password })).statusCode, 400, 'confirmation required');
   t.equal((await app.inject({ method: 'POST', url: '/api/v1/auth/me/delete/', headers: carol.headers })).statusCode, 400, 'body required');
-  t.equal((await app.inject({ method: 'POST', url: '/api/v1/auth/me/delete/', payload: { password: carol.password, confirmation: 'DELETE' } })).statusCode, 401);
+  t.equal(
+    (await app.inject({ method: 'POST', url: '/api/v1/auth/me/delete/', payload: { password: carol.password, confirmation: 'DELETE' } }))
+      .statusCode,
+    401,
+  );
   t.ok(await app.db.user.findUnique({ where: { id: carol.id } }), 'carol still exists');
   t.equal(json(await app.inject({ method: 'GET', url: '/api/v1/auth/me/', headers: carol.headers })).id, carol.id, 'and her token works');
 });
@@ -99,7 +118,11 @@ t.test('the last installation administrator cannot delete the account', async (t
   t.equal(res.statusCode, 409);
   t.equal(json(res).code, 'last_installation_admin');
   await app.db.user.update({ where: { id: dave.id }, data: { isSuperuser: true } });
-  t.equal((await deleteAccount(admin, { password: admin.password, confirmation: 'DELETE' })).statusCode, 204, 'with another admin it works');
+  t.equal(
+    (await deleteAccount(admin, { password: admin.password, confirmation: 'DELETE' })).statusCode,
+    204,
+    'with another admin it works',
+  );
   t.equal(await app.db.organization.count({ where: { id: organizationId } }), 1, 'the shared workspace stays');
 });
 
@@ -107,7 +130,9 @@ t.test('owning a personal or a cancelled workspace does not block deletion', asy
   const erin = await createUser(app, { username: 'erin' });
   const cancelled = await app.db.organization.create({ data: { name: 'Gone', slug: 'gone', status: 'cancelled' } });
   await app.db.membership.create({ data: { organizationId: cancelled.id, userId: erin.id, role: 'owner' } });
-  const personal = await app.db.organization.create({ data: { name: 'Erin', slug: 'erin-personal', isPersonal: true, personalUserId: erin.id } });
+  const personal = await app.db.organization.create({
+    data: { name: 'Erin', slug: 'erin-personal', isPersonal: true, personalUserId: erin.id },
+  });
   await app.db.membership.create({ data: { organizationId: personal.id, userId: erin.id, role: 'owner' } });
   t.equal((await deleteAccount(erin, { password: erin.password, confirmation: 'DELETE' })).statusCode, 204);
   t.equal(await app.db.organization.count({ where: { id: personal.id } }), 0, 'the personal workspace is deleted with the account');

@@ -53,11 +53,24 @@ t.test('a wrong current password or a weak new one answers 400 and changes nothi
     t.equal(json(res).code, 'validation_failed');
     t.ok(json(res).errors.new_password);
   }
-  await rejectsBadBodies(t, app, { method: 'POST', url: '/api/v1/auth/me/password/', headers: frank.headers }, { current_password: frank.password, new_password: 'a-fine-new-password' }, [
-    'current_password',
-    'new_password',
-  ]);
-  t.equal((await app.inject({ method: 'POST', url: '/api/v1/auth/me/password/', payload: { current_password: frank.password, new_password: 'a-fine-new-password' } })).statusCode, 401, 'anonymous');
+  await rejectsBadBodies(
+    t,
+    app,
+    { method: 'POST', url: '/api/v1/auth/me/password/', headers: frank.headers },
+    { current_password: frank.password, new_password: 'a-fine-new-password' },
+    ['current_password', 'new_password'],
+  );
+  t.equal(
+    (
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/auth/me/password/',
+        payload: { current_password: frank.password, new_password: 'a-fine-new-password' },
+      })
+    ).statusCode,
+    401,
+    'anonymous',
+  );
   t.same(await app.db.user.findUniqueOrThrow({ where: { id: frank.id } }), before, 'user row unchanged');
   t.equal((await me(frank.access)).statusCode, 200, 'session intact');
 });
@@ -112,12 +125,18 @@ t.test('the reset link sets the password once and ends everything else', async (
   t.ok(json(weak).errors.new_password);
   const alice = await createUser(app, { username: 'alice' });
   const otherUid = Buffer.from(alice.id).toString('base64url');
-  t.equal((await confirmReset(`${otherUid}/${token}`, 'frank-reset-password')).statusCode, 404, 'token with another user\'s uid');
+  t.equal((await confirmReset(`${otherUid}/${token}`, 'frank-reset-password')).statusCode, 404, "token with another user's uid");
   t.equal((await confirmReset(`not-base64/${token}`, 'frank-reset-password')).statusCode, 404, 'garbage uid');
   const unknown = await confirmReset(`${uidb64}/${'A'.repeat(43)}`, 'frank-reset-password');
   t.equal(unknown.statusCode, 404, 'unknown token');
   t.equal(json(unknown).code, 'reset_link_invalid');
-  await rejectsBadBodies(t, app, { method: 'POST', url: `/api/v1/auth/password-reset/${path}/` }, { new_password: 'frank-reset-password' }, ['new_password']);
+  await rejectsBadBodies(
+    t,
+    app,
+    { method: 'POST', url: `/api/v1/auth/password-reset/${path}/` },
+    { new_password: 'frank-reset-password' },
+    ['new_password'],
+  );
   t.ok(await canSignIn('frank', frank.password), 'none of that changed the password');
 
   const ok = await confirmReset(path, 'frank-reset-password');
@@ -134,7 +153,10 @@ t.test('the reset link sets the password once and ends everything else', async (
 
 t.test('an expired link answers 404', async (t) => {
   const path = await resetLink(frank.email);
-  await app.db.passwordResetToken.updateMany({ where: { userId: frank.id, usedAt: null }, data: { expiresAt: new Date(Date.now() - 1000) } });
+  await app.db.passwordResetToken.updateMany({
+    where: { userId: frank.id, usedAt: null },
+    data: { expiresAt: new Date(Date.now() - 1000) },
+  });
   const res = await confirmReset(path, 'frank-expired-password');
   t.equal(res.statusCode, 404);
   t.equal(json(res).code, 'reset_link_invalid');

@@ -8,12 +8,13 @@ const { app } = await buildTestApp(t);
 const ada = await createUser(app, { username: 'ada' });
 const bob = await createUser(app, { username: 'bob' });
 
-const get = (url: string, headers: Record<string, string> = ada.headers) => app.inject({ method: 'GET', url: `/api/v1/auth/me/${url}`, headers });
+const get = (url: string, headers: Record<string, string> = ada.headers) =>
+  app.inject({ method: 'GET', url: `/api/v1/auth/me/${url}`, headers });
 const patch = (url: string, payload: Record<string, unknown>, headers: Record<string, string> = ada.headers) =>
   app.inject({ method: 'PATCH', url: `/api/v1/auth/me/${url}`, headers, payload });
 const profileRow = () => app.db.profile.findUnique({ where: { userId: ada.id } });
 
-t.test('me lists the active workspaces of the caller, newest membership first, each with the caller\'s role', async (t) => {
+t.test("me lists the active workspaces of the caller, newest membership first, each with the caller's role", async (t) => {
   const org = (slug: string, status: 'active' | 'pending_owner' | 'cancelled' = 'active') =>
     app.db.organization.create({ data: { name: slug.toUpperCase(), slug, status } });
   const older = await org('older');
@@ -21,7 +22,9 @@ t.test('me lists the active workspaces of the caller, newest membership first, e
   const pending = await org('pending', 'pending_owner');
   const cancelled = await org('cancelled', 'cancelled');
   await org('foreign');
-  await app.db.membership.create({ data: { organizationId: older.id, userId: ada.id, role: 'viewer', createdAt: new Date(Date.now() - 60_000) } });
+  await app.db.membership.create({
+    data: { organizationId: older.id, userId: ada.id, role: 'viewer', createdAt: new Date(Date.now() - 60_000) },
+  });
   await app.db.membership.create({ data: { organizationId: newer.id, userId: ada.id, role: 'admin' } });
   await app.db.membership.create({ data: { organizationId: pending.id, userId: ada.id, role: 'owner' } });
   await app.db.membership.create({ data: { organizationId: cancelled.id, userId: ada.id, role: 'owner' } });
@@ -31,7 +34,10 @@ t.test('me lists the active workspaces of the caller, newest membership first, e
   const body = json(res);
   t.same(Object.keys(body).sort(), ['can_create_workspaces', 'email', 'id', 'is_superuser', 'organizations', 'username']);
   t.match(body, { id: ada.id, username: 'ada', email: 'ada@example.test', is_superuser: false, can_create_workspaces: false });
-  t.same(body.organizations.map((o: { slug: string }) => o.slug), ['newer', 'older']);
+  t.same(
+    body.organizations.map((o: { slug: string }) => o.slug),
+    ['newer', 'older'],
+  );
   t.same(body.organizations[0], {
     id: newer.id,
     name: 'NEWER',
@@ -163,7 +169,11 @@ t.test('settings show the profile plus the marketing consent', async (t) => {
   const changed = await patch('settings/', { marketing_consent: true, last_name: 'King' });
   t.equal(changed.statusCode, 200);
   t.match(json(changed), { email: 'ada@example.test', marketing_consent: true, last_name: 'King' });
-  t.equal(json(await patch('settings/', { email: 'Ada@Example.test' })).email, 'ada@example.test', 'keeping the own email needs no password');
+  t.equal(
+    json(await patch('settings/', { email: 'Ada@Example.test' })).email,
+    'ada@example.test',
+    'keeping the own email needs no password',
+  );
   t.equal(json(await patch('settings/', { marketing_consent: false })).marketing_consent, false);
 });
 

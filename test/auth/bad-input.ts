@@ -13,7 +13,13 @@ export interface Endpoint {
  * Sends malformed JSON, an unknown field, a wrong type and a 5,000-character value for each of `fields` (each time
  * on top of an otherwise valid body) and expects a 400 problem naming the field. The caller checks that nothing changed.
  */
-export async function rejectsBadBodies(t: Test, app: App, endpoint: Endpoint, valid: Record<string, unknown>, fields: string[]): Promise<void> {
+export async function rejectsBadBodies(
+  t: Test,
+  app: App,
+  endpoint: Endpoint,
+  valid: Record<string, unknown>,
+  fields: string[],
+): Promise<void> {
   const send = (payload: string | Record<string, unknown>) =>
     app.inject({ ...endpoint, headers: { 'content-type': 'application/json', ...endpoint.headers }, payload });
   const expect400 = async (label: string, payload: string | Record<string, unknown>, code: string, field?: string) => {

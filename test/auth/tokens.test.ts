@@ -77,18 +77,21 @@ t.test('refresh rotates: new pair, the old refresh token is dead', async (t) => 
 t.test('reusing a rotated refresh token revokes its whole session, and only it', async (t) => {
   const other = await newSession();
   const first = await newSession();
-  const rotated = json((await refresh(first.refresh)));
+  const rotated = json(await refresh(first.refresh));
   seenSecrets.push(rotated.access, rotated.refresh);
 
   const reuse = await refresh(first.refresh);
   t.equal(reuse.statusCode, 401, 'reuse is refused');
   t.equal(json(reuse).code, 'token_not_valid');
   t.equal((await refresh(rotated.refresh)).statusCode, 401, 'the newest refresh token of the family is dead too');
-  t.equal((await me(rotated.access)).statusCode, 401, 'the session\'s access tokens are dead');
+  t.equal((await me(rotated.access)).statusCode, 401, "the session's access tokens are dead");
   t.equal((await me(first.access)).statusCode, 401);
   const family = await app.db.refreshToken.findMany({ where: { familyId: claims(first.refresh).fam } });
   t.equal(family.length, 2);
-  t.ok(family.every((row) => row.revokedAt !== null), 'every token of the family is revoked in the database');
+  t.ok(
+    family.every((row) => row.revokedAt !== null),
+    'every token of the family is revoked in the database',
+  );
 
   t.equal((await me(other.access)).statusCode, 200, 'another session of the same user lives on');
   t.equal((await refresh(other.refresh)).statusCode, 200);
@@ -129,23 +132,33 @@ t.test('logout blacklists the refresh token and ends the session', async (t) => 
   t.equal((await logout(other.access, session.refresh)).statusCode, 401, 'blacklisted twice');
 });
 
-t.test('logout refuses other people\'s tokens and anonymous callers', async (t) => {
+t.test("logout refuses other people's tokens and anonymous callers", async (t) => {
   const session = await newSession();
   const bob = await createUser(app);
   seenSecrets.push(bob.access, bob.refresh);
-  t.equal((await logout(bob.access, session.refresh)).statusCode, 401, 'someone else\'s refresh token');
+  t.equal((await logout(bob.access, session.refresh)).statusCode, 401, "someone else's refresh token");
   t.equal((await refresh(session.refresh)).statusCode, 200, 'which stays valid');
   const anonymous = await app.inject({ method: 'POST', url: '/api/v1/auth/logout/', payload: { refresh: bob.refresh } });
   t.equal(anonymous.statusCode, 401);
   t.equal(anonymous.headers['www-authenticate'], 'Bearer');
-  await rejectsBadBodies(t, app, { method: 'POST', url: '/api/v1/auth/logout/', headers: bearer(bob.access) }, { refresh: bob.refresh }, ['refresh']);
+  await rejectsBadBodies(t, app, { method: 'POST', url: '/api/v1/auth/logout/', headers: bearer(bob.access) }, { refresh: bob.refresh }, [
+    'refresh',
+  ]);
   t.equal((await refresh(bob.refresh)).statusCode, 200, 'bad logout bodies blacklisted nothing');
 });
 
 t.test('sign in rejects bad bodies without counting as a login', async (t) => {
   const before = await app.db.refreshToken.count();
-  await rejectsBadBodies(t, app, { method: 'POST', url: '/api/v1/auth/token/' }, { username: 'alice', password: 'alice-password-1' }, ['username', 'password']);
-  const text = await app.inject({ method: 'POST', url: '/api/v1/auth/token/', headers: { 'content-type': 'text/plain' }, payload: 'alice' });
+  await rejectsBadBodies(t, app, { method: 'POST', url: '/api/v1/auth/token/' }, { username: 'alice', password: 'alice-password-1' }, [
+    'username',
+    'password',
+  ]);
+  const text = await app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/token/',
+    headers: { 'content-type': 'text/plain' },
+    payload: 'alice',
+  });
   t.equal(text.statusCode, 415);
   t.equal(await app.db.refreshToken.count(), before, 'no session opened');
 });

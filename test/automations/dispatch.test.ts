@@ -16,9 +16,16 @@ const inject = async (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: o
   if (res.statusCode >= 300) throw new Error(`${method} ${url}: ${res.statusCode} ${res.body}`);
   return json(res);
 };
-const newOrganization = async (name: string): Promise<string> => (await inject('POST', '/api/v1/organizations/', { name, owner_email: admin.email })).id;
+const newOrganization = async (name: string): Promise<string> =>
+  (await inject('POST', '/api/v1/organizations/', { name, owner_email: admin.email })).id;
 const hookRule = (orgId: string, trigger: string, url: string, is_active = true) =>
-  inject('POST', `${api(orgId)}/automations/`, { name: `${trigger} hook`, trigger, action_type: 'webhook', action_config: { url }, is_active });
+  inject('POST', `${api(orgId)}/automations/`, {
+    name: `${trigger} hook`,
+    trigger,
+    action_type: 'webhook',
+    action_config: { url },
+    is_active,
+  });
 const runsOf = (orgId: string, automationId?: string) =>
   inject('GET', `${api(orgId)}/automations/${automationId ? `${automationId}/` : ''}runs/`);
 
@@ -57,7 +64,10 @@ t.test('each CRM write queues one run per active rule of its trigger; the worker
     t.notOk('test' in run.payload, 'not a test run');
   }
   const expectedData: Record<string, unknown> = {
-    'company.created': company, 'company.updated': updated, 'contact.created': contact, 'contact.updated': contactUpdated,
+    'company.created': company,
+    'company.updated': updated,
+    'contact.created': contact,
+    'contact.updated': contactUpdated,
   };
   for (const run of runs) t.same(run.payload.data, expectedData[run.trigger], `${run.trigger}: data is the record after the change`);
 
@@ -70,15 +80,15 @@ t.test('each CRM write queues one run per active rule of its trigger; the worker
     t.equal(request.headers['x-webhook-delivery'], runs.find((r) => r.trigger === body.event)!.id);
   }
   t.same(await runsOf(acmeId, inactive.id), [], 'an inactive rule gets no run');
-  t.same(await runsOf(otherOrg, foreign.id), [], 'another organization\'s rule gets no run');
+  t.same(await runsOf(otherOrg, foreign.id), [], "another organization's rule gets no run");
   t.same(
     (await runsOf(acmeId, rules.get('company.created'))).map((r: { id: string }) => r.id),
     runs.filter((r) => r.trigger === 'company.created').map((r) => r.id),
-    'the rule\'s own run list',
+    "the rule's own run list",
   );
 });
 
-t.test('runs are queued in the caller\'s transaction: a rolled-back write queues nothing', async (t) => {
+t.test("runs are queued in the caller's transaction: a rolled-back write queues nothing", async (t) => {
   const orgId = await newOrganization('Rollback');
   const rule = await hookRule(orgId, 'company.created', await closedPortUrl());
   await t.rejects(
@@ -109,7 +119,11 @@ t.test('a failing webhook never fails or slows the CRM write; failures are recor
   const res = await app.inject({ method: 'POST', url: `${api(orgId)}/companies/`, headers: admin.headers, payload: { name: 'Hooli' } });
   t.equal(res.statusCode, 201, 'the company is created');
   await silent.waitForRequests(1);
-  t.same((await runsOf(orgId, hanging.id)).map((r: { status: string }) => r.status), ['running'], 'answered while the webhook still hangs (it gets 5 s)');
+  t.same(
+    (await runsOf(orgId, hanging.id)).map((r: { status: string }) => r.status),
+    ['running'],
+    'answered while the webhook still hangs (it gets 5 s)',
+  );
 
   const [failed] = await waitForRuns(orgId, (rs) => rs[0]?.status === 'failed', rejecting.id);
   t.match(failed, { status: 'failed', error_message: 'Webhook answered HTTP 400.', attempts: 1 });
@@ -132,7 +146,8 @@ t.test('transient failures are retried with backoff, up to three attempts', asyn
   const target = await startWebhookTarget(t);
   const rule = await hookRule(orgId, 'company.created', target.url);
   // Skip the backoff wait: make the scheduled retry due now.
-  const dueNow = () => app.db.automationRun.updateMany({ where: { automationId: rule.id, status: 'queued' }, data: { nextAttemptAt: new Date() } });
+  const dueNow = () =>
+    app.db.automationRun.updateMany({ where: { automationId: rule.id, status: 'queued' }, data: { nextAttemptAt: new Date() } });
 
   target.respondWith.push(503);
   await inject('POST', `${api(orgId)}/companies/`, { name: 'Pied Piper' });
@@ -166,25 +181,44 @@ t.test('several workers at once never execute a run twice; a lost lease is taken
     await tx.automationRun.updateMany({ where: { automationId: rule.id }, data: { nextAttemptAt: future } });
   });
   await app.db.automationRun.updateMany({ where: { automationId: rule.id }, data: { nextAttemptAt: new Date() } });
-  const deps = { db: app.db, encryptionKey: app.config.emailEncryptionKey, allowPrivateTargets: true, automationEmailsPerHour: 100, smtpAllowPrivate: true, log: app.log };
+  const deps = {
+    db: app.db,
+    encryptionKey: app.config.emailEncryptionKey,
+    allowPrivateTargets: true,
+    automationEmailsPerHour: 100,
+    smtpAllowPrivate: true,
+    log: app.log,
+  };
   // Three more workers beside the app's own, all polling at once.
   const claimed = await Promise.all([1, 2, 3].map(() => processRunBatch(app.db, deps)));
   t.comment(`claimed by the extra workers: ${claimed.join(', ')}`);
 
   const runs = await waitForRuns(orgId, (rs) => rs.length === 25 && rs.every((r) => r.status === 'success'), rule.id);
-  t.ok(runs.every((r) => r.attempts === 1), 'each executed once');
+  t.ok(
+    runs.every((r) => r.attempts === 1),
+    'each executed once',
+  );
   const deliveries = target.requests.map((r) => r.headers['x-webhook-delivery']);
   t.equal(deliveries.length, 25, 'exactly one request per run');
   t.equal(new Set(deliveries).size, 25);
-  t.same(bodies(target).map((b) => b.data.i).sort((a, b) => a - b), Array.from({ length: 25 }, (_, i) => i));
+  t.same(
+    bodies(target)
+      .map((b) => b.data.i)
+      .sort((a, b) => a - b),
+    Array.from({ length: 25 }, (_, i) => i),
+  );
 
   // A worker that died mid-run: its run stays `running` until the lease expires, then another worker takes it.
   const lost = runs[0];
   await app.db.automationRun.update({
-    where: { id: lost.id }, data: { status: 'running', finishedAt: null, lockedUntil: new Date(Date.now() - 1000) },
+    where: { id: lost.id },
+    data: { status: 'running', finishedAt: null, lockedUntil: new Date(Date.now() - 1000) },
   });
   // The claim already shows attempt 2 (still running): wait for its outcome.
-  const [takenOver] = await waitForRuns(orgId, (rs) => rs.some((r) => r.id === lost.id && r.attempts === 2 && r.status !== 'running'), rule.id)
-    .then((rs) => rs.filter((r) => r.id === lost.id));
+  const [takenOver] = await waitForRuns(
+    orgId,
+    (rs) => rs.some((r) => r.id === lost.id && r.attempts === 2 && r.status !== 'running'),
+    rule.id,
+  ).then((rs) => rs.filter((r) => r.id === lost.id));
   t.match(takenOver, { status: 'success', attempts: 2 });
 });

@@ -40,7 +40,13 @@ t.test('creating saves the rule and runs nothing', async (t) => {
   t.equal(res.statusCode, 201);
   const body = json(res);
   t.same(Object.keys(body).sort(), ['action_config', 'action_type', 'created_at', 'id', 'is_active', 'name', 'trigger', 'updated_at']);
-  t.match(body, { name: 'Welcome', trigger: 'contact.created', action_type: 'send_email', is_active: true, action_config: emailRule.action_config });
+  t.match(body, {
+    name: 'Welcome',
+    trigger: 'contact.created',
+    action_type: 'send_email',
+    is_active: true,
+    action_config: emailRule.action_config,
+  });
   const row = await app.db.automation.findUniqueOrThrow({ where: { id: body.id } });
   t.equal(row.organizationId, organizationId, 'the organization comes from the path, organization_id is ignored');
   t.equal(row.trigger, 'contact_created');
@@ -48,7 +54,10 @@ t.test('creating saves the rule and runs nothing', async (t) => {
   const hook = json(await create({ ...hookRule, is_active: false }));
   t.same(hook.action_config, { url: 'https://hooks.example.com/crm?x=1', has_secret: true });
   t.equal(hook.is_active, false);
-  t.notOk(logs.some((line) => line.includes('s3cret-value-for-signing')), 'the secret is not logged');
+  t.notOk(
+    logs.some((line) => line.includes('s3cret-value-for-signing')),
+    'the secret is not logged',
+  );
   t.equal(await app.db.automationRun.count(), 0, 'no run');
 
   const detail = await get(`${base}/${hook.id}/`);
@@ -59,14 +68,23 @@ t.test('creating saves the rule and runs nothing', async (t) => {
 t.test('lists: newest first, paginated, readable by every role', async (t) => {
   await create({ ...emailRule, name: 'Third' });
   const all = json(await get(`${base}/`));
-  t.same(all.map((r: { name: string }) => r.name), ['Third', 'Sync', 'Welcome']);
+  t.same(
+    all.map((r: { name: string }) => r.name),
+    ['Third', 'Sync', 'Welcome'],
+  );
 
   const first = await get(`${base}/?limit=2`);
-  t.same(json(first).map((r: { name: string }) => r.name), ['Third', 'Sync']);
+  t.same(
+    json(first).map((r: { name: string }) => r.name),
+    ['Third', 'Sync'],
+  );
   const next = /<([^>]+)>; rel="next"/.exec(first.headers.link as string)?.[1];
   t.ok(next, 'Link rel="next"');
   const second = await get(next!);
-  t.same(json(second).map((r: { name: string }) => r.name), ['Welcome']);
+  t.same(
+    json(second).map((r: { name: string }) => r.name),
+    ['Welcome'],
+  );
   t.equal(second.headers.link, undefined, 'last page');
 
   const sync = all.find((r: { name: string }) => r.name === 'Sync');
@@ -105,14 +123,21 @@ t.test('capabilities: only MANAGE_AUTOMATIONS creates; outsiders see nothing', a
   t.equal(await app.db.automation.count(), before, 'nothing written');
 });
 
-t.test('isolation: another organization\'s rules and runs are not reachable', async (t) => {
-  const globex = json(await app.inject({
-    method: 'POST', url: '/api/v1/organizations/', headers: admin.headers, payload: { name: 'Globex', owner_email: admin.email },
-  }));
+t.test("isolation: another organization's rules and runs are not reachable", async (t) => {
+  const globex = json(
+    await app.inject({
+      method: 'POST',
+      url: '/api/v1/organizations/',
+      headers: admin.headers,
+      payload: { name: 'Globex', owner_email: admin.email },
+    }),
+  );
   const foreign = json(await create(emailRule, admin.headers, `${urlOf(globex.id)}/`));
   await app.db.automationRun.create({
     data: {
-      organizationId: globex.id, automationId: foreign.id, trigger: 'contact_created',
+      organizationId: globex.id,
+      automationId: foreign.id,
+      trigger: 'contact_created',
       payload: { event: 'contact.created', organization_id: globex.id, data: {}, occurred_at: new Date().toISOString() },
     },
   });
@@ -122,7 +147,10 @@ t.test('isolation: another organization\'s rules and runs are not reachable', as
   const test = await app.inject({ method: 'POST', url: `${base}/${foreign.id}/test/`, headers: admin.headers });
   t.equal(test.statusCode, 404);
   t.equal(json(test).code, 'automation_not_found');
-  t.notOk(json(await get(`${base}/`)).some((r: { id: string }) => r.id === foreign.id), 'not listed');
+  t.notOk(
+    json(await get(`${base}/`)).some((r: { id: string }) => r.id === foreign.id),
+    'not listed',
+  );
   t.same(json(await get(`${base}/runs/`)), [], 'its runs are not listed');
   t.equal(json(await get(`${urlOf(globex.id)}/runs/`)).length, 1, 'but are in its own organization');
   t.equal((await get(`${base}/not-a-uuid/`)).statusCode, 400);
@@ -171,9 +199,21 @@ t.test('action_config is validated against the action type', async (t) => {
 t.test('private, loopback and link-local webhook targets are refused at creation', async (t) => {
   const before = await app.db.automation.count();
   for (const url of [
-    'http://127.0.0.1/hook', 'http://localhost:8080/hook', 'http://api.localhost/', 'http://10.0.0.1/', 'http://172.16.3.4/',
-    'http://192.168.1.10/', 'http://169.254.169.254/latest/meta-data/', 'http://[::1]/', 'http://[fd00::1]/', 'http://[fe80::1]/',
-    'http://[::ffff:127.0.0.1]/', 'http://0.0.0.0/', 'http://100.64.0.1/', 'http://0x7f.1/', 'http://2130706433/',
+    'http://127.0.0.1/hook',
+    'http://localhost:8080/hook',
+    'http://api.localhost/',
+    'http://10.0.0.1/',
+    'http://172.16.3.4/',
+    'http://192.168.1.10/',
+    'http://169.254.169.254/latest/meta-data/',
+    'http://[::1]/',
+    'http://[fd00::1]/',
+    'http://[fe80::1]/',
+    'http://[::ffff:127.0.0.1]/',
+    'http://0.0.0.0/',
+    'http://100.64.0.1/',
+    'http://0x7f.1/',
+    'http://2130706433/',
   ]) {
     const res = await create({ ...hookRule, action_config: { url } });
     t.equal(res.statusCode, 400, url);
@@ -186,7 +226,10 @@ t.test('private targets are refused at run time too, after DNS', async (t) => {
   // A name that is not obviously local resolves to loopback here (/etc/hosts): caught only once resolved.
   const name = hostname();
   const addresses = await lookup(name, { all: true });
-  t.ok(addresses.every((a) => a.address.startsWith('127.') || a.address === '::1'), `${name} resolves to loopback`);
+  t.ok(
+    addresses.every((a) => a.address.startsWith('127.') || a.address === '::1'),
+    `${name} resolves to loopback`,
+  );
   const port = new URL(target.url).port;
   const viaName = json(await create({ ...hookRule, action_config: { url: `http://${name}:${port}/hook` } }));
   const res = await app.inject({ method: 'POST', url: `${base}/${viaName.id}/test/`, headers: admin.headers });
@@ -214,7 +257,10 @@ t.test('a webhook secret cannot be stored without an encryption key', async (t) 
   t.equal(await keyless.app.db.automation.count(), 0);
   const { secret: _secret, ...unsigned } = hookRule.action_config;
   const accepted = await keyless.app.inject({
-    method: 'POST', url, headers: setup.admin.headers, payload: { ...hookRule, action_config: unsigned },
+    method: 'POST',
+    url,
+    headers: setup.admin.headers,
+    payload: { ...hookRule, action_config: unsigned },
   });
   t.equal(accepted.statusCode, 201, 'a webhook without a secret needs no key');
 });

@@ -59,7 +59,10 @@ t.test('a webhook test POSTs the event JSON, signed, and records a successful ru
 
   const stored = await app.db.automation.findUniqueOrThrow({ where: { id: rule.id } });
   t.notOk(JSON.stringify(stored.actionConfig).includes(secret), 'stored encrypted');
-  t.notOk(logs.some((line) => line.includes(secret)), 'never logged');
+  t.notOk(
+    logs.some((line) => line.includes(secret)),
+    'never logged',
+  );
 
   const runs = json(await app.inject({ method: 'GET', url: `${base}/${rule.id}/runs/`, headers: admin.headers }));
   t.same(runs, [run], 'the run is listed with the rule');
@@ -119,14 +122,23 @@ t.test('a webhook that does not answer fails after 5 seconds', async (t) => {
 
 t.test('send_email sends through the workspace account or the installation fallback; failures are runs', async (t) => {
   // Through the installation fallback only members may be mailed (the policy has its own test in test/security).
-  for (const email of ['sales@example.test', 'boss@example.test']) await createUser(app, { email, membership: { organizationId, role: 'member' } });
+  for (const email of ['sales@example.test', 'boss@example.test'])
+    await createUser(app, { email, membership: { organizationId, role: 'member' } });
   const rule = await createRule({
     name: 'Tell sales',
     trigger: 'contact.created',
     action_type: 'send_email',
-    action_config: { to: ['sales@example.test', 'boss@example.test'], subject: 'New contact', body: 'A new contact arrived.\n\nHave a look.' },
+    action_config: {
+      to: ['sales@example.test', 'boss@example.test'],
+      subject: 'New contact',
+      body: 'A new contact arrived.\n\nHave a look.',
+    },
   });
-  t.same(rule.action_config, { to: ['sales@example.test', 'boss@example.test'], subject: 'New contact', body: 'A new contact arrived.\n\nHave a look.' });
+  t.same(rule.action_config, {
+    to: ['sales@example.test', 'boss@example.test'],
+    subject: 'New contact',
+    body: 'A new contact arrived.\n\nHave a look.',
+  });
 
   const ok = await runTest(rule.id);
   t.equal(ok.statusCode, 201);
@@ -188,7 +200,10 @@ t.test('test: capability, unknown ids and bad bodies', async (t) => {
     t.ok(json(res).errors[field], `${label}: errors.${field}`);
   }
   const malformed = await app.inject({
-    method: 'POST', url: `${base}/${rule.id}/test/`, headers: { ...admin.headers, 'content-type': 'application/json' }, payload: '{"data": ',
+    method: 'POST',
+    url: `${base}/${rule.id}/test/`,
+    headers: { ...admin.headers, 'content-type': 'application/json' },
+    payload: '{"data": ',
   });
   t.equal(malformed.statusCode, 400);
   t.equal(json(malformed).code, 'malformed_json');
@@ -203,9 +218,14 @@ t.test('test runs and email-account test sends share one limit per user (429 wit
   const post = (headers: Record<string, string>, url: string, payload: object) =>
     limited.inject({ method: 'POST', url: `/api/v1/organizations/${orgId}/${url}`, headers, payload });
   const account = json(await post(boss.headers, 'email-accounts/', box.smtpConfig({ name: 'Main' })));
-  const rule = json(await post(boss.headers, 'automations/', {
-    name: 'Hook', trigger: 'company.created', action_type: 'webhook', action_config: { url: target.url },
-  }));
+  const rule = json(
+    await post(boss.headers, 'automations/', {
+      name: 'Hook',
+      trigger: 'company.created',
+      action_type: 'webhook',
+      action_config: { url: target.url },
+    }),
+  );
   const before = target.requests.length;
 
   t.equal((await post(boss.headers, `email-accounts/${account.id}/test/`, { recipient: 'qa@example.test' })).statusCode, 200);

@@ -33,7 +33,12 @@ t.test('create answers 201 with the Company body, defaults included, stored in t
   const read = await a.call(viewerA, 'GET', `companies/${full.id}/`);
   t.equal(read.statusCode, 200);
   t.same(json(read), full, 'GET answers the same body');
-  t.match(full, { email: 'hello@globex.example', phone_number: '+1 555 0100', website: 'https://globex.example', lifecycle_stage: 'customer' });
+  t.match(full, {
+    email: 'hello@globex.example',
+    phone_number: '+1 555 0100',
+    website: 'https://globex.example',
+    lifecycle_stage: 'customer',
+  });
 });
 
 t.test('organization and organization_id in a create body are ignored: the tenant comes from the path', async (t) => {
@@ -46,13 +51,13 @@ t.test('organization and organization_id in a create body are ignored: the tenan
 
 t.test('bad create bodies answer 400 problem+json and write nothing', async (t) => {
   const before = await companyCount(a.id);
-  await rejectsBadBodies(t, app, { method: 'POST', url: `/api/v1/organizations/${a.id}/companies/`, headers: memberA.headers }, { name: 'Valid' }, [
-    'name',
-    'email',
-    'phone_number',
-    'website',
-    'lifecycle_stage',
-  ]);
+  await rejectsBadBodies(
+    t,
+    app,
+    { method: 'POST', url: `/api/v1/organizations/${a.id}/companies/`, headers: memberA.headers },
+    { name: 'Valid' },
+    ['name', 'email', 'phone_number', 'website', 'lifecycle_stage'],
+  );
   const cases: Array<[string, Record<string, unknown>, string]> = [
     ['missing name', { email: 'x@example.test' }, 'name'],
     ['empty name', { name: '' }, 'name'],
@@ -96,7 +101,13 @@ t.test('PATCH changes only the given fields and validates like create', async (t
   t.same(json(empty), patched, 'an empty body changes nothing');
 
   const url = `/api/v1/organizations/${a.id}/companies/${company.id}/`;
-  await rejectsBadBodies(t, app, { method: 'PATCH', url, headers: memberA.headers }, {}, ['name', 'email', 'phone_number', 'website', 'lifecycle_stage']);
+  await rejectsBadBodies(t, app, { method: 'PATCH', url, headers: memberA.headers }, {}, [
+    'name',
+    'email',
+    'phone_number',
+    'website',
+    'lifecycle_stage',
+  ]);
   for (const [label, payload, field] of [
     ['empty name', { name: '' }, 'name'],
     ['null name', { name: null }, 'name'],
@@ -110,7 +121,7 @@ t.test('PATCH changes only the given fields and validates like create', async (t
   t.same(json(await a.call(memberA, 'GET', `companies/${company.id}/`)), patched, 'failed PATCHes changed nothing');
 });
 
-t.test('DELETE answers 204 and takes the company\'s contacts with it', async (t) => {
+t.test("DELETE answers 204 and takes the company's contacts with it", async (t) => {
   const company = await created(a.call(memberA, 'POST', 'companies/', { name: 'Doomed' }));
   const keep = await created(a.call(memberA, 'POST', 'companies/', { name: 'Kept' }));
   await created(a.call(memberA, 'POST', 'contacts/', { company_id: company.id, first_name: 'Ann', last_name: 'Lee' }));
@@ -152,7 +163,11 @@ t.test('capabilities: a viewer reads but cannot write, a member writes, stranger
   t.equal(await companyCount(a.id), before);
   t.equal(json(await a.call(memberA, 'GET', `companies/${company.id}/`)).name, 'Guarded', 'unchanged');
 
-  for (const [method, path] of [['GET', 'companies/'], ['POST', 'companies/'], ['GET', `companies/${company.id}/`]] as const) {
+  for (const [method, path] of [
+    ['GET', 'companies/'],
+    ['POST', 'companies/'],
+    ['GET', `companies/${company.id}/`],
+  ] as const) {
     const res = await a.call(memberB, method, path, method === 'POST' ? { name: 'X' } : undefined);
     t.equal(res.statusCode, 404, `member of another workspace: ${method} ${path}`);
   }

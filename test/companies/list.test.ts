@@ -11,12 +11,20 @@ const { a, b, memberA, viewerA, memberB } = await crmWorkspaces(app);
 const names = async (path: string, user = viewerA, ws = a) => {
   const res = await ws.call(user, 'GET', path);
   if (res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode} ${res.body}`);
-  return json<Array<{ name: string }>>(res).map((company) => company.name).sort();
+  return json<Array<{ name: string }>>(res)
+    .map((company) => company.name)
+    .sort();
 };
 const search = (term: string, extra = '') => names(`companies/?search=${encodeURIComponent(term)}${extra}`);
 
 const fixtures = [
-  { name: 'Northwind Traders', email: 'sales@northwind.example', phone_number: '+44 20 7946 0000', website: 'https://northwind.example', lifecycle_stage: 'customer' },
+  {
+    name: 'Northwind Traders',
+    email: 'sales@northwind.example',
+    phone_number: '+44 20 7946 0000',
+    website: 'https://northwind.example',
+    lifecycle_stage: 'customer',
+  },
   { name: 'Contoso', email: 'Hello@Zephyrmail.example', phone_number: null, website: null, lifecycle_stage: 'lead' },
   { name: 'Fabrikam', email: null, phone_number: '+1 (555) 867-5309', website: null, lifecycle_stage: 'prospect' },
   { name: 'Tailspin', email: null, phone_number: null, website: 'https://www.QuasarToys.example/shop', lifecycle_stage: 'inactive' },
@@ -81,14 +89,22 @@ t.test('pages walk every company exactly once, newest first, while companies are
   const all = json<Array<{ id: string; created_at: string }>>(await a.call(viewerA, 'GET', 'companies/?limit=200'));
   t.equal(all.length, fixtures.length);
   const sorted = [...all].sort((x, y) => (x.created_at === y.created_at ? (x.id < y.id ? 1 : -1) : x.created_at < y.created_at ? 1 : -1));
-  t.same(all.map((c) => c.id), sorted.map((c) => c.id), 'newest first, ties by id');
+  t.same(
+    all.map((c) => c.id),
+    sorted.map((c) => c.id),
+    'newest first, ties by id',
+  );
 
   const inserted: string[] = [];
   const { ids, pages } = await walkPages(a, viewerA, 'companies/?limit=3', async (page) => {
     inserted.push((await created(a.call(memberA, 'POST', 'companies/', { name: `Inserted during page ${page}` }))).id);
   });
   t.equal(pages, 4, '10 companies in pages of 3');
-  t.same(ids, all.map((c) => c.id), 'every company that existed once, in order; none inserted meanwhile');
+  t.same(
+    ids,
+    all.map((c) => c.id),
+    'every company that existed once, in order; none inserted meanwhile',
+  );
   t.equal(new Set(ids).size, ids.length, 'no duplicates');
   t.equal(inserted.length, 3);
 
@@ -104,8 +120,16 @@ t.test('pages walk every company exactly once, newest first, while companies are
 
 t.test('bad query parameters answer 400', async (t) => {
   for (const query of [
-    'limit=0', 'limit=201', 'limit=abc', 'limit=1.5', 'cursor=bm90LWEtY3Vyc29y', 'cursor=%%%', 'lifecycle_stage=churned',
-    `search=${'x'.repeat(201)}`, 'search=a%0Ab', 'search=nwind%1Ftraders',
+    'limit=0',
+    'limit=201',
+    'limit=abc',
+    'limit=1.5',
+    'cursor=bm90LWEtY3Vyc29y',
+    'cursor=%%%',
+    'lifecycle_stage=churned',
+    `search=${'x'.repeat(201)}`,
+    'search=a%0Ab',
+    'search=nwind%1Ftraders',
   ]) {
     const res = await a.call(viewerA, 'GET', `companies/?${query}`);
     t.equal(res.statusCode, 400, query);
@@ -124,7 +148,9 @@ t.test('another workspace sees none of these companies, whatever it searches', a
 });
 
 t.test('the search column is kept by the trigger, whoever writes', async (t) => {
-  const raw = await app.db.company.create({ data: { organizationId: a.id, name: 'Raw Insert', website: 'HTTPS://RAW.example', searchText: 'forged' } });
+  const raw = await app.db.company.create({
+    data: { organizationId: a.id, name: 'Raw Insert', website: 'HTTPS://RAW.example', searchText: 'forged' },
+  });
   t.equal(raw.searchText, 'raw insert\u001fhttps://raw.example', 'computed by the database, not taken from the writer');
   await app.db.company.delete({ where: { id: raw.id } });
 });
@@ -147,7 +173,11 @@ t.test('a search finds every match, among the newest rows and far older ones, pa
     (await app.db.company.findMany({ where: { organizationId: org.id, name: { startsWith: 'Needle' } } })).map((c) => [c.id, c.name]),
   );
   const expected = [...Array.from({ length: 30 }, (_, i) => i + 1), ...Array.from({ length: 30 }, (_, i) => 11971 + i)];
-  t.same(ids.map((id) => byId.get(id)), expected.map((n) => `Needle ${n}`), 'all 60, newest first, none twice');
+  t.same(
+    ids.map((id) => byId.get(id)),
+    expected.map((n) => `Needle ${n}`),
+    'all 60, newest first, none twice',
+  );
   t.ok(pages >= 12_000 / SEARCH_SCAN_ROWS, `${pages} pages`);
   const rare = await walkPages(haystack, memberA, `companies/?search=${encodeURIComponent('hay 11970')}&limit=200`);
   const hay = await app.db.company.findFirstOrThrow({ where: { organizationId: org.id, name: 'Hay 11970' } });

@@ -35,7 +35,14 @@ interface Company {
 // The oracle: every company of the workspace, newest first, and a plain substring test of its fields.
 const everyCompany = (
   await app.db.company.findMany({ where: { organizationId: a.id }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }] })
-).map((c) => ({ id: c.id, name: c.name, email: c.email, phone_number: c.phoneNumber, website: c.website, lifecycle_stage: c.lifecycleStage }));
+).map((c) => ({
+  id: c.id,
+  name: c.name,
+  email: c.email,
+  phone_number: c.phoneNumber,
+  website: c.website,
+  lifecycle_stage: c.lifecycleStage,
+}));
 const matching = (term: string, stage?: string) =>
   everyCompany
     .filter((c) => [c.name, c.email, c.phone_number, c.website].some((field) => field !== null && foldCase(field).includes(foldCase(term))))
@@ -74,7 +81,10 @@ for (const { kind, term } of terms) {
     const pages = await walk(a, `companies/?limit=50&search=${encodeURIComponent(term)}`, term);
     const ids = pages.flatMap((page) => page.ids);
     t.same(ids, expected, `${expected.length} matches`);
-    t.ok(pages.every((page) => page.ids.length <= 50), 'no page beyond the limit');
+    t.ok(
+      pages.every((page) => page.ids.length <= 50),
+      'no page beyond the limit',
+    );
     t.notOk(pages.at(-1)!.link, 'the last page has no link');
     // However few matches there are, a page never reads more than SEARCH_SCAN_ROWS rows: the links go on.
     t.ok(pages.length >= Math.ceil(ROWS / SEARCH_SCAN_ROWS), `${pages.length} pages`);
@@ -84,22 +94,38 @@ for (const { kind, term } of terms) {
 
 t.test('a page short of matches still links on, and an empty page may too', async (t) => {
   const pages = await walk(a, 'companies/?search=zyxx', 'zyxx');
-  t.same(pages.map((page) => page.ids.length), [0, 0, 3], 'two windows without a match, then the oldest three');
-  t.same(pages.map((page) => page.link), [true, true, false]);
+  t.same(
+    pages.map((page) => page.ids.length),
+    [0, 0, 3],
+    'two windows without a match, then the oldest three',
+  );
+  t.same(
+    pages.map((page) => page.link),
+    [true, true, false],
+  );
   await app.db.company.deleteMany({ where: { organizationId: a.id, name: { endsWith: 'inserted meanwhile' } } });
 });
 
 t.test('a filter that no index serves counts against the scan bound too, and keeps every match', async (t) => {
   const pages = await walk(a, 'companies/?limit=20&lifecycle_stage=prospect&search=acme', 'acme');
-  t.same(pages.flatMap((page) => page.ids), [], 'acme is on every tenth row, prospects on rows n % 4 = 1: none');
+  t.same(
+    pages.flatMap((page) => page.ids),
+    [],
+    'acme is on every tenth row, prospects on rows n % 4 = 1: none',
+  );
   t.equal(pages.length, Math.ceil(ROWS / SEARCH_SCAN_ROWS));
   const customers = await walk(a, 'companies/?limit=20&lifecycle_stage=customer&search=acme', 'acme');
-  t.same(customers.flatMap((page) => page.ids), matching('acme', 'customer'));
+  t.same(
+    customers.flatMap((page) => page.ids),
+    matching('acme', 'customer'),
+  );
   await app.db.company.deleteMany({ where: { organizationId: a.id, name: { endsWith: 'inserted meanwhile' } } });
 });
 
 t.test('contacts: searched within one company across pages (its index is sought, other companies never counted)', async (t) => {
-  const [one, other] = await Promise.all(['One', 'Other'].map((name) => created<{ id: string }>(a.call(memberA, 'POST', 'companies/', { name }))));
+  const [one, other] = await Promise.all(
+    ['One', 'Other'].map((name) => created<{ id: string }>(a.call(memberA, 'POST', 'companies/', { name }))),
+  );
   await app.pg.query(
     `INSERT INTO contacts (id, organization_id, company_id, first_name, last_name, email, created_at, updated_at)
      SELECT gen_random_uuid(), $1, CASE WHEN n % 2 = 0 THEN $2::uuid ELSE $3::uuid END, 'Person', 'No ' || n,
@@ -123,7 +149,7 @@ t.test('contacts: searched within one company across pages (its index is sought,
     const link = res.headers.link as string | undefined;
     url = link ? /<([^>]+)>; rel="next"/.exec(link)?.[1]?.replace(`/api/v1/organizations/${a.id}/`, '') : undefined;
   }
-  t.equal(expected.length, 6, 'six of its contacts match (and six of the other company\'s)');
+  t.equal(expected.length, 6, "six of its contacts match (and six of the other company's)");
   t.same(ids, expected, 'the six, newest first');
-  t.equal(pages, 3, 'two full pages, then the last within the company\'s second scan window');
+  t.equal(pages, 3, "two full pages, then the last within the company's second scan window");
 });

@@ -10,10 +10,14 @@ const base64OfBytes = (n: number) => Buffer.alloc(n, 1).toString('base64');
 
 t.test('EMAIL_ENCRYPTION_KEY must decode to exactly 32 bytes', async (t) => {
   for (const value of [base64OfBytes(31), base64OfBytes(33), 'not base64 at all!', Buffer.alloc(32, 250).toString('base64url')]) {
-    t.throws(() => loadConfig({ ...BASE, EMAIL_ENCRYPTION_KEY: value }), {
-      name: 'ConfigError',
-      message: /EMAIL_ENCRYPTION_KEY must be the base64 encoding of exactly 32 bytes/,
-    }, value);
+    t.throws(
+      () => loadConfig({ ...BASE, EMAIL_ENCRYPTION_KEY: value }),
+      {
+        name: 'ConfigError',
+        message: /EMAIL_ENCRYPTION_KEY must be the base64 encoding of exactly 32 bytes/,
+      },
+      value,
+    );
   }
   const key = loadConfig({ ...BASE, EMAIL_ENCRYPTION_KEY: base64OfBytes(32) }).emailEncryptionKey;
   t.equal(key?.length, 32);
@@ -30,7 +34,9 @@ t.test('NODE_ENV=production requires JWT_SECRET', async (t) => {
 });
 
 t.test('invalid values name the variable', async (t) => {
-  t.throws(() => loadConfig({ ...BASE, PORT: 'eighty', DATABASE_URL: 'mysql://x' }), { message: /PORT[\s\S]*DATABASE_URL|DATABASE_URL[\s\S]*PORT/ });
+  t.throws(() => loadConfig({ ...BASE, PORT: 'eighty', DATABASE_URL: 'mysql://x' }), {
+    message: /PORT[\s\S]*DATABASE_URL|DATABASE_URL[\s\S]*PORT/,
+  });
 });
 
 t.test('a SERVICE_SETUP_TOKEN under 32 characters is dropped with a warning', async (t) => {
@@ -48,8 +54,14 @@ t.test('with a short setup token the app logs the warning and GET /setup/ says u
   const res = await app.inject({ method: 'GET', url: '/api/v1/setup/' });
   t.equal(res.statusCode, 200);
   t.same(json(res), { available: false });
-  t.ok(logs.some((line) => line.includes('SERVICE_SETUP_TOKEN is shorter than 32 characters')), 'warning logged');
-  t.notOk(logs.some((line) => line.includes(shortToken)), 'the token itself is not logged');
+  t.ok(
+    logs.some((line) => line.includes('SERVICE_SETUP_TOKEN is shorter than 32 characters')),
+    'warning logged',
+  );
+  t.notOk(
+    logs.some((line) => line.includes(shortToken)),
+    'the token itself is not logged',
+  );
 });
 
 t.test('WEB_CONCURRENCY: 1 in development, every CPU in production, a warning when rate limits are not shared', async (t) => {
@@ -59,5 +71,6 @@ t.test('WEB_CONCURRENCY: 1 in development, every CPU in production, a warning wh
   t.equal(two.webConcurrency, 2);
   t.match(two.warnings, [/WEB_CONCURRENCY=2 without REDIS_URL/]);
   t.same(loadConfig({ ...BASE, WEB_CONCURRENCY: '2', REDIS_URL: 'redis://127.0.0.1:6379' }).warnings, []);
-  for (const value of ['0', '-1', 'many']) t.throws(() => loadConfig({ ...BASE, WEB_CONCURRENCY: value }), { message: /WEB_CONCURRENCY/ }, value);
+  for (const value of ['0', '-1', 'many'])
+    t.throws(() => loadConfig({ ...BASE, WEB_CONCURRENCY: value }), { message: /WEB_CONCURRENCY/ }, value);
 });

@@ -9,7 +9,9 @@ const { app } = await buildTestApp(t);
 const { organizationId } = await setupInstallation(app);
 await app.db.organization.update({ where: { id: organizationId }, data: { name: '<script>window.pwned=1</script>Acme' } });
 const victim = await createUser(app, { username: 'victim-user' });
-const failed = await app.db.emailOutbox.create({ data: { toAddress: 'stuck@example.test', subject: 'Invitation', status: 'failed', attempts: 5, lastError: 'connection refused' } });
+const failed = await app.db.emailOutbox.create({
+  data: { toAddress: 'stuck@example.test', subject: 'Invitation', status: 'failed', attempts: 5, lastError: 'connection refused' },
+});
 const address = await app.listen({ host: '127.0.0.1', port: 0 });
 
 const browser = await puppeteer.launch({
@@ -40,13 +42,22 @@ t.test('sign in, dashboard counts, search and deactivate/reactivate a user', asy
 
   await page.goto(`${address}/admin/users/`);
   await page.type('#search', 'victim');
-  await Promise.all([page.waitForNavigation(), page.$eval('form[method="get"]', (form) => (form as unknown as { submit(): void }).submit())]);
-  const names = await page.$$eval('tbody tr td:first-child', (cells) => cells.map((c) => (c as unknown as { textContent: string }).textContent));
+  await Promise.all([
+    page.waitForNavigation(),
+    page.$eval('form[method="get"]', (form) => (form as unknown as { submit(): void }).submit()),
+  ]);
+  const names = await page.$$eval('tbody tr td:first-child', (cells) =>
+    cells.map((c) => (c as unknown as { textContent: string }).textContent),
+  );
   t.same(names, ['victim-user']);
   await Promise.all([page.waitForNavigation(), page.click('tbody a')]);
   await clickButton('Deactivate');
   t.match(await page.content(), /User deactivated/);
-  t.equal((await app.inject({ method: 'GET', url: '/api/v1/auth/me/', headers: bearer(victim.access) })).statusCode, 401, 'the API refuses its token');
+  t.equal(
+    (await app.inject({ method: 'GET', url: '/api/v1/auth/me/', headers: bearer(victim.access) })).statusCode,
+    401,
+    'the API refuses its token',
+  );
   await clickButton('Reactivate');
   t.equal((await app.db.user.findUniqueOrThrow({ where: { id: victim.id } })).isActive, true);
 });
@@ -61,7 +72,13 @@ t.test('retry a failed email', async (t) => {
 
 t.test('revoke a pending invitation', async (t) => {
   const invitation = await app.db.invitation.create({
-    data: { organizationId, email: 'invitee@example.test', role: 'member', tokenHash: 'b'.repeat(64), expiresAt: new Date(Date.now() + 86_400_000) },
+    data: {
+      organizationId,
+      email: 'invitee@example.test',
+      role: 'member',
+      tokenHash: 'b'.repeat(64),
+      expiresAt: new Date(Date.now() + 86_400_000),
+    },
   });
   await page.goto(`${address}/admin/invitations/?status=pending`);
   await clickButton('Revoke');
@@ -75,7 +92,9 @@ t.test('usable at 400 px and at 1280 px wide: the page itself never scrolls side
     await page.setViewport({ width, height: 900 });
     for (const path of ['/admin/', '/admin/users/', '/admin/outbox/', '/admin/audit/']) {
       await page.goto(`${address}${path}`);
-      const scrollWidth = await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth);
+      const scrollWidth = await page.evaluate(
+        () => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth,
+      );
       t.ok(scrollWidth <= width, `${path} at ${width} px: ${scrollWidth} px wide`);
     }
   }

@@ -18,7 +18,12 @@ function sessionCookie(res: LightMyRequestResponse): string {
 }
 
 async function consoleSignIn(username = ADMIN.username, password = ADMIN.password, next?: string) {
-  return app.inject({ method: 'POST', url: '/admin/login/', headers: FORM, payload: form({ username, password, ...(next ? { next } : {}) }) });
+  return app.inject({
+    method: 'POST',
+    url: '/admin/login/',
+    headers: FORM,
+    payload: form({ username, password, ...(next ? { next } : {}) }),
+  });
 }
 
 /** Signs in and returns the cookie header and the CSRF token of the session's pages. */
@@ -77,7 +82,10 @@ t.test('a successful sign-in sets a strict cookie, writes admin.signed_in and an
   t.notOk(cookie.secure, 'not Secure outside production');
   t.ok(Buffer.from(cookie.value, 'base64url').length >= 32, 'at least 32 random bytes');
   const stored = await app.db.adminSession.findMany({ select: { idHash: true } });
-  t.notOk(stored.some((s) => s.idHash.includes(cookie.value)), 'only a hash is stored');
+  t.notOk(
+    stored.some((s) => s.idHash.includes(cookie.value)),
+    'only a hash is stored',
+  );
   t.equal(await auditCount('admin.signed_in'), before + 1);
   const again = sessionCookie(await consoleSignIn());
   t.not(again, cookie.value, 'a new id at every sign-in');
@@ -95,11 +103,19 @@ t.test('wrong password, unknown user, non-staff and deactivated staff all get th
   const staff = await createUser(app);
   await app.db.user.update({ where: { id: staff.id }, data: { isStaff: true, isActive: false } });
   const before = await auditCount('admin.sign_in_failed');
-  for (const [username, password] of [[ADMIN.username, 'wrong-password'], ['nobody-here', 'whatever-pass'], [plain.username, plain.password], [staff.username, staff.password]] as const) {
+  for (const [username, password] of [
+    [ADMIN.username, 'wrong-password'],
+    ['nobody-here', 'whatever-pass'],
+    [plain.username, plain.password],
+    [staff.username, staff.password],
+  ] as const) {
     const res = await consoleSignIn(username, password);
     t.equal(res.statusCode, 200, username);
     t.ok(res.body.includes(SIGN_IN_FAILED), username);
-    t.notOk(res.cookies.some((c) => c.name === 'crm_admin_session' && c.value), username);
+    t.notOk(
+      res.cookies.some((c) => c.name === 'crm_admin_session' && c.value),
+      username,
+    );
   }
   t.equal(await auditCount('admin.sign_in_failed'), before + 4);
 });
@@ -165,7 +181,12 @@ t.test('oversized and malformed form bodies get a clear page, not a 500', async 
   const big = await post(`/admin/users/${victim.id}/deactivate/`, cookie, { _csrf: csrf, pad: 'x'.repeat(20_000) });
   t.equal(big.statusCode, 413);
   t.match(big.body, /too large/);
-  const asJson = await app.inject({ method: 'POST', url: `/admin/users/${victim.id}/deactivate/`, headers: { cookie, 'content-type': 'application/json' }, payload: '{"_csrf":' });
+  const asJson = await app.inject({
+    method: 'POST',
+    url: `/admin/users/${victim.id}/deactivate/`,
+    headers: { cookie, 'content-type': 'application/json' },
+    payload: '{"_csrf":',
+  });
   t.ok(asJson.statusCode === 400 || asJson.statusCode === 415, String(asJson.statusCode));
   t.match(asJson.headers['content-type'], /^text\/html/);
   const badId = await post('/admin/users/not-a-uuid/deactivate/', cookie, { _csrf: csrf });
@@ -206,8 +227,16 @@ t.test('deactivate ends every session at once; reactivate restores sign-in; old 
   const res = await post(`/admin/users/${victim.id}/deactivate/`, cookie, { _csrf: csrf });
   t.equal(res.statusCode, 303);
   t.equal((await app.inject({ method: 'GET', url: '/api/v1/auth/me/', headers: victim.headers })).statusCode, 401, 'access token refused');
-  t.equal((await app.inject({ method: 'POST', url: '/api/v1/auth/token/refresh/', payload: { refresh: victim.refresh } })).statusCode, 401, 'refresh refused');
-  t.equal((await app.inject({ method: 'GET', url: '/admin/', headers: { cookie: victimConsole.cookie } })).statusCode, 303, 'console session ended');
+  t.equal(
+    (await app.inject({ method: 'POST', url: '/api/v1/auth/token/refresh/', payload: { refresh: victim.refresh } })).statusCode,
+    401,
+    'refresh refused',
+  );
+  t.equal(
+    (await app.inject({ method: 'GET', url: '/admin/', headers: { cookie: victimConsole.cookie } })).statusCode,
+    303,
+    'console session ended',
+  );
   t.equal(await app.db.adminSession.count({ where: { userId: victim.id } }), 0);
   t.ok((await consoleSignIn(victim.username, victim.password)).body.includes(SIGN_IN_FAILED));
   const row = await app.db.auditLog.findFirstOrThrow({ where: { action: 'user.deactivated', targetId: victim.id } });
@@ -245,7 +274,14 @@ t.test('sign out everywhere revokes tokens and console sessions', async (t) => {
 t.test('outbox: no bodies, escaped errors, Retry puts a failed email back in the queue', async (t) => {
   const { cookie, csrf } = await session();
   const failed = await app.db.emailOutbox.create({
-    data: { toAddress: 'x@example.test', subject: 'Reset your password', textBody: 'secret-link-body', status: 'failed', attempts: 5, lastError: '<img src=x onerror=alert(1)>' },
+    data: {
+      toAddress: 'x@example.test',
+      subject: 'Reset your password',
+      textBody: 'secret-link-body',
+      status: 'failed',
+      attempts: 5,
+      lastError: '<img src=x onerror=alert(1)>',
+    },
   });
   const res = await app.inject({ method: 'GET', url: '/admin/outbox/?status=failed', headers: { cookie } });
   t.notOk(res.body.includes('secret-link-body'));
@@ -270,8 +306,18 @@ t.test('the audit log lists rows and filters by actor and action', async (t) => 
 
 t.test('sign-in shares the token endpoint limit per IP and username (429 page)', async (t) => {
   const { app: limited } = await buildTestApp(t, { RATE_LIMIT_TOKEN_PER_MINUTE: '2' });
-  const attempt = () => limited.inject({ method: 'POST', url: '/admin/login/', headers: FORM, payload: form({ username: 'someone', password: 'wrong-password' }) });
-  t.equal((await limited.inject({ method: 'POST', url: '/api/v1/auth/token/', payload: { username: 'someone', password: 'wrong-password' } })).statusCode, 401);
+  const attempt = () =>
+    limited.inject({
+      method: 'POST',
+      url: '/admin/login/',
+      headers: FORM,
+      payload: form({ username: 'someone', password: 'wrong-password' }),
+    });
+  t.equal(
+    (await limited.inject({ method: 'POST', url: '/api/v1/auth/token/', payload: { username: 'someone', password: 'wrong-password' } }))
+      .statusCode,
+    401,
+  );
   t.equal((await attempt()).statusCode, 200);
   const res = await attempt();
   t.equal(res.statusCode, 429);

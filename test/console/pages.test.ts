@@ -8,20 +8,28 @@ const { app } = await buildTestApp(t);
 const { organizationId } = await setupInstallation(app, await startMailbox(t));
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
-const login = await app.inject({ method: 'POST', url: '/admin/login/', headers: FORM, payload: new URLSearchParams({ username: ADMIN.username, password: ADMIN.password }).toString() });
+const login = await app.inject({
+  method: 'POST',
+  url: '/admin/login/',
+  headers: FORM,
+  payload: new URLSearchParams({ username: ADMIN.username, password: ADMIN.password }).toString(),
+});
 const cookie = `crm_admin_session=${login.cookies.find((c) => c.name === 'crm_admin_session')!.value}`;
 const get = (url: string) => app.inject({ method: 'GET', url, headers: { cookie } });
 const csrf = /name="_csrf" value="([^"]+)"/.exec((await get('/admin/')).body)![1]!;
 
 t.test('navigation links carry the names of the pages', async (t) => {
   const res = await get('/admin/');
-  for (const name of ['Dashboard', 'Users', 'Workspaces', 'Invitations', 'Email outbox', 'Automation runs', 'Audit log']) t.match(res.body, `>${name}</a>`);
+  for (const name of ['Dashboard', 'Users', 'Workspaces', 'Invitations', 'Email outbox', 'Automation runs', 'Audit log'])
+    t.match(res.body, `>${name}</a>`);
 });
 
 t.test('workspaces: escaped names, search, status filter and counts without contents', async (t) => {
   await app.db.organization.update({ where: { id: organizationId }, data: { name: '<script>alert("ws")</script>' } });
   const company = await app.db.company.create({ data: { organizationId, name: 'Secret Customer Ltd' } });
-  await app.db.organization.create({ data: { name: 'Handoff Co', slug: 'handoff-co', status: 'pending_owner', ownerEmail: 'boss@example.test' } });
+  await app.db.organization.create({
+    data: { name: 'Handoff Co', slug: 'handoff-co', status: 'pending_owner', ownerEmail: 'boss@example.test' },
+  });
   const list = await get('/admin/organizations/?search=acme');
   t.ok(list.body.includes('&lt;script&gt;alert(&quot;ws&quot;)&lt;/script&gt;'));
   t.notOk(list.body.includes('<script>alert'));
@@ -38,8 +46,12 @@ t.test('workspaces: escaped names, search, status filter and counts without cont
 
 t.test('invitations: derived status and filter', async (t) => {
   const future = new Date(Date.now() + 86_400_000);
-  await app.db.invitation.create({ data: { organizationId, email: 'pending@example.test', role: 'member', tokenHash: 'a'.repeat(64), expiresAt: future } });
-  await app.db.invitation.create({ data: { organizationId, email: 'old@example.test', role: 'member', tokenHash: 'b'.repeat(64), expiresAt: new Date(Date.now() - 1000) } });
+  await app.db.invitation.create({
+    data: { organizationId, email: 'pending@example.test', role: 'member', tokenHash: 'a'.repeat(64), expiresAt: future },
+  });
+  await app.db.invitation.create({
+    data: { organizationId, email: 'old@example.test', role: 'member', tokenHash: 'b'.repeat(64), expiresAt: new Date(Date.now() - 1000) },
+  });
   const pending = await get('/admin/invitations/?status=pending');
   t.match(pending.body, /pending@example\.test/);
   t.notMatch(pending.body, /old@example\.test/);
@@ -50,8 +62,20 @@ t.test('automation runs: failed first, error messages escaped', async (t) => {
   const automation = await app.db.automation.create({
     data: { organizationId, name: 'Notify', trigger: 'company_created', actionType: 'webhook', actionConfig: {} },
   });
-  await app.db.automationRun.create({ data: { organizationId, automationId: automation.id, trigger: 'company_created', status: 'failed', payload: {}, errorMessage: '<b onmouseover=x>boom</b>', createdAt: new Date(Date.now() - 3_600_000) } });
-  await app.db.automationRun.create({ data: { organizationId, automationId: automation.id, trigger: 'company_created', status: 'success', payload: {} } });
+  await app.db.automationRun.create({
+    data: {
+      organizationId,
+      automationId: automation.id,
+      trigger: 'company_created',
+      status: 'failed',
+      payload: {},
+      errorMessage: '<b onmouseover=x>boom</b>',
+      createdAt: new Date(Date.now() - 3_600_000),
+    },
+  });
+  await app.db.automationRun.create({
+    data: { organizationId, automationId: automation.id, trigger: 'company_created', status: 'success', payload: {} },
+  });
   const res = await get('/admin/automation-runs/');
   t.ok(res.body.includes('&lt;b onmouseover=x&gt;boom&lt;/b&gt;'));
   t.ok(res.body.indexOf('<td>failed</td>') < res.body.indexOf('<td>success</td>'), 'failed first');
@@ -60,10 +84,17 @@ t.test('automation runs: failed first, error messages escaped', async (t) => {
 
 t.test('send password reset queues the ordinary reset request with an audit row', async (t) => {
   const user = await createUser(app);
-  const res = await app.inject({ method: 'POST', url: `/admin/users/${user.id}/send-password-reset/`, headers: { ...FORM, cookie }, payload: `_csrf=${csrf}` });
+  const res = await app.inject({
+    method: 'POST',
+    url: `/admin/users/${user.id}/send-password-reset/`,
+    headers: { ...FORM, cookie },
+    payload: `_csrf=${csrf}`,
+  });
   t.equal(res.statusCode, 303);
   t.equal(await app.db.auditLog.count({ where: { action: 'user.password_reset_sent', targetId: user.id } }), 1);
-  const queued = (await app.db.passwordResetRequest.count({ where: { email: user.email } })) + (await app.db.passwordResetToken.count({ where: { userId: user.id } }));
+  const queued =
+    (await app.db.passwordResetRequest.count({ where: { email: user.email } })) +
+    (await app.db.passwordResetToken.count({ where: { userId: user.id } }));
   t.ok(queued >= 1, 'a reset request or link exists');
 });
 
@@ -75,11 +106,23 @@ t.test('the OpenAPI document says the console exists but does not describe its r
 
 t.test('Revoke on a pending invitation uses the API service: its link stops working, one audit row; twice is a 409 page', async (t) => {
   const invitation = await app.db.invitation.create({
-    data: { organizationId, email: 'revoke-me@example.test', role: 'member', tokenHash: 'c'.repeat(64), expiresAt: new Date(Date.now() + 86_400_000) },
+    data: {
+      organizationId,
+      email: 'revoke-me@example.test',
+      role: 'member',
+      tokenHash: 'c'.repeat(64),
+      expiresAt: new Date(Date.now() + 86_400_000),
+    },
   });
   const list = await get('/admin/invitations/?status=pending');
   t.ok(list.body.includes(`/admin/invitations/${invitation.id}/revoke/`));
-  const revoke = () => app.inject({ method: 'POST', url: `/admin/invitations/${invitation.id}/revoke/`, headers: { ...FORM, cookie }, payload: `_csrf=${csrf}` });
+  const revoke = () =>
+    app.inject({
+      method: 'POST',
+      url: `/admin/invitations/${invitation.id}/revoke/`,
+      headers: { ...FORM, cookie },
+      payload: `_csrf=${csrf}`,
+    });
   t.equal((await revoke()).statusCode, 303);
   t.ok((await app.db.invitation.findUniqueOrThrow({ where: { id: invitation.id } })).revokedAt);
   t.equal(await app.db.auditLog.count({ where: { action: 'invitation.revoked', targetId: invitation.id } }), 1);
@@ -90,11 +133,19 @@ t.test('Revoke on a pending invitation uses the API service: its link stops work
 });
 
 t.test('a pending handoff: Resend owner invitation and Cancel workspace through the provisioning services, audited', async (t) => {
-  const pending = await app.db.organization.create({ data: { name: 'Handoff Two', slug: 'handoff-two', status: 'pending_owner', ownerEmail: 'owner2@example.test' } });
+  const pending = await app.db.organization.create({
+    data: { name: 'Handoff Two', slug: 'handoff-two', status: 'pending_owner', ownerEmail: 'owner2@example.test' },
+  });
   const detail = await get(`/admin/organizations/${pending.id}/`);
   t.match(detail.body, />Resend owner invitation</);
   t.match(detail.body, />Cancel workspace</);
-  const action = (path: string) => app.inject({ method: 'POST', url: `/admin/organizations/${pending.id}/${path}/`, headers: { ...FORM, cookie }, payload: `_csrf=${csrf}` });
+  const action = (path: string) =>
+    app.inject({
+      method: 'POST',
+      url: `/admin/organizations/${pending.id}/${path}/`,
+      headers: { ...FORM, cookie },
+      payload: `_csrf=${csrf}`,
+    });
   const resent = await action('resend-owner-invitation');
   t.equal(resent.statusCode, 303, resent.body);
   t.equal(await app.db.invitation.count({ where: { organizationId: pending.id, role: 'owner', revokedAt: null } }), 1);
@@ -113,7 +164,12 @@ t.test('installation admins: administrators, pending invitations, and Invite thr
   t.match(before.body, /<button type="submit">Invite<\/button>/);
   t.match(before.body, new RegExp(`<td>${ADMIN.username}</td>`));
   const invite = (email: string, token = csrf) =>
-    app.inject({ method: 'POST', url: '/admin/installation-admins/invite/', headers: { ...FORM, cookie }, payload: new URLSearchParams({ _csrf: token, email }).toString() });
+    app.inject({
+      method: 'POST',
+      url: '/admin/installation-admins/invite/',
+      headers: { ...FORM, cookie },
+      payload: new URLSearchParams({ _csrf: token, email }).toString(),
+    });
   const sent = await invite('new-admin@example.test');
   t.equal(sent.statusCode, 303);
   const after = await get('/admin/installation-admins/');
@@ -128,10 +184,22 @@ t.test('installation admins: administrators, pending invitations, and Invite thr
 
   const staff = await createUser(app);
   await app.db.user.update({ where: { id: staff.id }, data: { isStaff: true } });
-  const staffLogin = await app.inject({ method: 'POST', url: '/admin/login/', headers: FORM, payload: new URLSearchParams({ username: staff.username, password: staff.password }).toString() });
+  const staffLogin = await app.inject({
+    method: 'POST',
+    url: '/admin/login/',
+    headers: FORM,
+    payload: new URLSearchParams({ username: staff.username, password: staff.password }).toString(),
+  });
   const staffCookie = `crm_admin_session=${staffLogin.cookies.find((c) => c.name === 'crm_admin_session')!.value}`;
-  const staffCsrf = /name="_csrf" value="([^"]+)"/.exec((await app.inject({ method: 'GET', url: '/admin/', headers: { cookie: staffCookie } })).body)![1]!;
-  const refused = await app.inject({ method: 'POST', url: '/admin/installation-admins/invite/', headers: { ...FORM, cookie: staffCookie }, payload: new URLSearchParams({ _csrf: staffCsrf, email: 'x@example.test' }).toString() });
+  const staffCsrf = /name="_csrf" value="([^"]+)"/.exec(
+    (await app.inject({ method: 'GET', url: '/admin/', headers: { cookie: staffCookie } })).body,
+  )![1]!;
+  const refused = await app.inject({
+    method: 'POST',
+    url: '/admin/installation-admins/invite/',
+    headers: { ...FORM, cookie: staffCookie },
+    payload: new URLSearchParams({ _csrf: staffCsrf, email: 'x@example.test' }).toString(),
+  });
   t.equal(refused.statusCode, 403, 'staff who is not an installation administrator may look, not invite');
   t.match(refused.headers['content-type'], /^text\/html/);
   t.equal(await app.db.installationAdminInvitation.count(), 1);

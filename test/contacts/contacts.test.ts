@@ -8,7 +8,18 @@ import { created, crmWorkspaces, walkPages } from '../tenancy/crm-workspaces.js'
 const { app } = await buildTestApp(t);
 const { a, b, memberA, viewerA, memberB } = await crmWorkspaces(app);
 
-const CONTACT_KEYS = ['company_id', 'created_at', 'department', 'email', 'first_name', 'id', 'job_title', 'last_name', 'phone_number', 'updated_at'];
+const CONTACT_KEYS = [
+  'company_id',
+  'created_at',
+  'department',
+  'email',
+  'first_name',
+  'id',
+  'job_title',
+  'last_name',
+  'phone_number',
+  'updated_at',
+];
 const acme = await created(a.call(memberA, 'POST', 'companies/', { name: 'Acme' }));
 const globex = await created(a.call(memberA, 'POST', 'companies/', { name: 'Globex' }));
 const foreign = await created(b.call(memberB, 'POST', 'companies/', { name: 'Foreign' }));
@@ -16,7 +27,9 @@ const contactCount = () => app.db.contact.count();
 const names = async (path: string, user = viewerA, ws = a) => {
   const res = await ws.call(user, 'GET', path);
   if (res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode} ${res.body}`);
-  return json<Array<{ first_name: string }>>(res).map((contact) => contact.first_name).sort();
+  return json<Array<{ first_name: string }>>(res)
+    .map((contact) => contact.first_name)
+    .sort();
 };
 
 t.test('create answers 201 with the Contact body in the path organization; organization fields are ignored', async (t) => {
@@ -30,7 +43,15 @@ t.test('create answers 201 with the Contact body in the path organization; organ
   t.equal(res.statusCode, 201);
   const body = json(res);
   t.same(Object.keys(body).sort(), CONTACT_KEYS);
-  t.match(body, { company_id: acme.id, first_name: 'Ada', last_name: 'Lovelace', email: null, phone_number: null, department: null, job_title: null });
+  t.match(body, {
+    company_id: acme.id,
+    first_name: 'Ada',
+    last_name: 'Lovelace',
+    email: null,
+    phone_number: null,
+    department: null,
+    job_title: null,
+  });
   t.equal((await app.db.contact.findUniqueOrThrow({ where: { id: body.id } })).organizationId, a.id);
   const read = await a.call(viewerA, 'GET', `contacts/${body.id}/`);
   t.same(json(read), body);
@@ -63,7 +84,13 @@ t.test('bad create bodies answer 400 and write nothing', async (t) => {
   const valid = { company_id: acme.id, first_name: 'Val', last_name: 'Id' };
   const url = `/api/v1/organizations/${a.id}/contacts/`;
   await rejectsBadBodies(t, app, { method: 'POST', url, headers: memberA.headers }, valid, [
-    'company_id', 'first_name', 'last_name', 'email', 'phone_number', 'department', 'job_title',
+    'company_id',
+    'first_name',
+    'last_name',
+    'email',
+    'phone_number',
+    'department',
+    'job_title',
   ]);
   for (const [label, payload, field] of [
     ['missing first_name', { company_id: acme.id, last_name: 'Y' }, 'first_name'],
@@ -114,7 +141,7 @@ t.test('DELETE answers 204; unknown and malformed ids 404 on every record endpoi
   }
 });
 
-t.test('a viewer reads but cannot write; another workspace\'s member gets 404 for every id', async (t) => {
+t.test("a viewer reads but cannot write; another workspace's member gets 404 for every id", async (t) => {
   const contact = await created(a.call(memberA, 'POST', 'contacts/', { company_id: acme.id, first_name: 'Kept', last_name: 'Safe' }));
   t.equal((await a.call(viewerA, 'GET', 'contacts/')).statusCode, 200);
   for (const [method, path, payload] of [
@@ -129,7 +156,7 @@ t.test('a viewer reads but cannot write; another workspace\'s member gets 404 fo
   }
   t.same(json(await a.call(memberA, 'GET', `contacts/${contact.id}/`)), contact, 'untouched');
   const bCreate = await b.call(memberB, 'POST', 'contacts/', { company_id: acme.id, first_name: 'X', last_name: 'Y' });
-  t.equal(bCreate.statusCode, 400, 'B cannot attach a contact to A\'s company');
+  t.equal(bCreate.statusCode, 400, "B cannot attach a contact to A's company");
   await a.call(memberA, 'DELETE', `contacts/${contact.id}/`);
 });
 
@@ -140,7 +167,15 @@ t.test('search over first_name, last_name, email and phone_number; company_id fi
     { company_id: acme.id, first_name: 'Lise', last_name: 'Meitner', email: null, phone_number: null },
     { company_id: globex.id, first_name: 'Chien', last_name: 'Wu', email: 'CSWu@Columbia.example', phone_number: null },
     { company_id: globex.id, first_name: 'Rosalind', last_name: 'Franklin', email: null, phone_number: '+44 1223 33_7' },
-    { company_id: globex.id, first_name: 'Emmy', last_name: 'Noether', email: null, phone_number: null, department: 'Margins', job_title: 'Meitner fan' },
+    {
+      company_id: globex.id,
+      first_name: 'Emmy',
+      last_name: 'Noether',
+      email: null,
+      phone_number: null,
+      department: 'Margins',
+      job_title: 'Meitner fan',
+    },
   ];
   for (const person of people) await created(a.call(memberA, 'POST', 'contacts/', person));
   await created(b.call(memberB, 'POST', 'contacts/', { company_id: foreign.id, first_name: 'Lise', last_name: 'Meitner-B' }));
@@ -155,7 +190,7 @@ t.test('search over first_name, last_name, email and phone_number; company_id fi
   t.same(await search('Margins'), [], 'department is not searched');
   t.same(await names(`contacts/?company_id=${acme.id}`), ['Lise', 'Marguerite']);
   t.same(await search('e', `&company_id=${globex.id}`), ['Chien', 'Emmy'], 'short term (in an email, a name) with the company filter');
-  t.same(await names(`contacts/?company_id=${foreign.id}`), [], 'another workspace\'s company: nothing');
+  t.same(await names(`contacts/?company_id=${foreign.id}`), [], "another workspace's company: nothing");
   t.same(await names('contacts/?search=meitner', memberB, b), ['Lise'], 'B sees only its own');
 
   const { ids, pages } = await walkPages(a, viewerA, 'contacts/?limit=2', async () => {

@@ -23,7 +23,10 @@ t.test('database constraints', async (t) => {
   );
   const account = { name: 'SMTP', host: 'smtp.example.test', username: 'u', fromEmail: 'crm@example.test' };
   await t.rejects(app.db.emailAccount.create({ data: { ...account, port: 70000 } }), 'a port out of range');
-  await t.rejects(app.db.emailAccount.create({ data: { ...account, port: 465, useTls: true, useSsl: true } }), 'STARTTLS and implicit TLS together');
+  await t.rejects(
+    app.db.emailAccount.create({ data: { ...account, port: 465, useTls: true, useSsl: true } }),
+    'STARTTLS and implicit TLS together',
+  );
   const elsewhere = await app.db.organization.create({ data: { name: 'Elsewhere', slug: 'elsewhere' } });
   const foreignCompany = await app.db.company.create({ data: { organizationId: elsewhere.id, name: 'Foreign' } });
   await t.rejects(

@@ -22,7 +22,10 @@ const bodies: string[] = [];
 const accountsUrl = (organizationId = acmeId) => `/api/v1/organizations/${organizationId}/email-accounts/`;
 async function call(user: SignedIn, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path = '', payload?: unknown, organizationId = acmeId) {
   const res = await app.inject({
-    method, url: `${accountsUrl(organizationId)}${path}`, headers: user.headers, ...(payload === undefined ? {} : { payload: payload as object }),
+    method,
+    url: `${accountsUrl(organizationId)}${path}`,
+    headers: user.headers,
+    ...(payload === undefined ? {} : { payload: payload as object }),
   });
   bodies.push(res.body);
   return res;
@@ -39,19 +42,45 @@ t.test('creating accounts: password encrypted and never returned; the first acco
   const body = json(res);
   firstId = body.id;
   t.same(Object.keys(body).sort(), [
-    'created_at', 'from_email', 'from_name', 'has_password', 'host', 'id', 'is_active', 'is_default', 'name', 'port', 'updated_at',
-    'use_ssl', 'use_tls', 'username',
+    'created_at',
+    'from_email',
+    'from_name',
+    'has_password',
+    'host',
+    'id',
+    'is_active',
+    'is_default',
+    'name',
+    'port',
+    'updated_at',
+    'use_ssl',
+    'use_tls',
+    'username',
   ]);
   t.match(body, {
-    name: 'Primary', host: '127.0.0.1', port: mailbox.port, username: 'org-smtp-user', has_password: true,
-    from_email: 'crm@example.test', from_name: 'Workspace CRM', use_tls: false, use_ssl: false, is_default: true, is_active: true,
+    name: 'Primary',
+    host: '127.0.0.1',
+    port: mailbox.port,
+    username: 'org-smtp-user',
+    has_password: true,
+    from_email: 'crm@example.test',
+    from_name: 'Workspace CRM',
+    use_tls: false,
+    use_ssl: false,
+    is_default: true,
+    is_active: true,
   });
   const row = await app.db.emailAccount.findUniqueOrThrow({ where: { id: firstId } });
   t.equal(row.organizationId, acmeId);
   t.not(row.passwordEncrypted, mailbox.password);
   t.equal(decryptSecret(row.passwordEncrypted!, Buffer.from(TEST_EMAIL_KEY, 'base64')), mailbox.password);
 
-  const second = await call(admin, 'POST', '', mailbox.smtpConfig({ name: 'Secondary', is_default: false, is_active: false, from_name: undefined }));
+  const second = await call(
+    admin,
+    'POST',
+    '',
+    mailbox.smtpConfig({ name: 'Secondary', is_default: false, is_active: false, from_name: undefined }),
+  );
   t.equal(second.statusCode, 201, 'an admin may too');
   secondId = json(second).id;
   t.match(json(second), { is_default: false, is_active: false, from_name: null });
@@ -82,7 +111,10 @@ t.test('is_default: true moves the default in the same change; the default canno
     call(owner, 'PATCH', `${secondId}/`, { is_default: true }),
     call(admin, 'PATCH', `${json(third).id}/`, { is_default: true }),
   ]);
-  t.same(raced.map((r) => r.statusCode), [200, 200]);
+  t.same(
+    raced.map((r) => r.statusCode),
+    [200, 200],
+  );
   t.equal((await defaults()).length, 1, 'still exactly one default after concurrent changes');
   t.equal((await call(owner, 'PATCH', `${firstId}/`, { is_default: true })).statusCode, 200);
 });
@@ -104,9 +136,21 @@ t.test('listing and reading: owner and admin; no password anywhere', async (t) =
 });
 
 t.test('PATCH changes only what is sent; an empty password removes the stored one', async (t) => {
-  const renamed = await call(owner, 'PATCH', `${secondId}/`, { name: 'Renamed', port: 2525, from_name: 'Sales', password: 'rotated-secret-Pw77' });
+  const renamed = await call(owner, 'PATCH', `${secondId}/`, {
+    name: 'Renamed',
+    port: 2525,
+    from_name: 'Sales',
+    password: 'rotated-secret-Pw77',
+  });
   t.equal(renamed.statusCode, 200);
-  t.match(json(renamed), { name: 'Renamed', port: 2525, from_name: 'Sales', host: '127.0.0.1', username: 'org-smtp-user', has_password: true });
+  t.match(json(renamed), {
+    name: 'Renamed',
+    port: 2525,
+    from_name: 'Sales',
+    host: '127.0.0.1',
+    username: 'org-smtp-user',
+    has_password: true,
+  });
 
   t.equal(json(await call(owner, 'PATCH', `${secondId}/`, { password: '' })).has_password, false);
   t.equal((await app.db.emailAccount.findUniqueOrThrow({ where: { id: secondId } })).passwordEncrypted, null);
@@ -146,7 +190,11 @@ t.test('SMTP failures are a generic 502 that reveals no credentials', async (t) 
   const unreachable = json(await call(owner, 'POST', '', mailbox.smtpConfig({ name: 'Down', port: closedPort }))).id;
   const refused = json(await call(owner, 'POST', '', refusing.smtpConfig({ name: 'Refusing' }))).id;
 
-  for (const [label, id] of [['wrong password', wrongPassword], ['unreachable', unreachable], ['message refused', refused]] as const) {
+  for (const [label, id] of [
+    ['wrong password', wrongPassword],
+    ['unreachable', unreachable],
+    ['message refused', refused],
+  ] as const) {
     const res = await call(owner, 'POST', `${id}/test/`, { recipient: 'nobody@example.test' });
     t.equal(res.statusCode, 502, label);
     t.match(res.headers['content-type'], /^application\/problem\+json/);
@@ -171,19 +219,33 @@ t.test('members, viewers: 403; non-members, foreign, unknown and malformed ids: 
   const before = await app.db.emailAccount.count();
   for (const user of [member, viewer]) {
     for (const [method, path, payload] of [
-      ['GET', '', undefined], ['POST', '', mailbox.smtpConfig()], ['GET', `${secondId}/`, undefined],
-      ['PATCH', `${secondId}/`, { name: 'x' }], ['DELETE', `${secondId}/`, undefined], ['POST', `${secondId}/test/`, { recipient: 'a@example.test' }],
+      ['GET', '', undefined],
+      ['POST', '', mailbox.smtpConfig()],
+      ['GET', `${secondId}/`, undefined],
+      ['PATCH', `${secondId}/`, { name: 'x' }],
+      ['DELETE', `${secondId}/`, undefined],
+      ['POST', `${secondId}/test/`, { recipient: 'a@example.test' }],
     ] as const) {
       const res = await call(user, method, path, payload);
       t.equal(res.statusCode, 403, `${user.username} ${method} ${path}`);
     }
   }
   const foreign = await app.db.emailAccount.create({
-    data: { organizationId: other.id, name: 'Theirs', host: 'smtp.other.test', port: 25, username: '', fromEmail: 'o@example.test', isDefault: true },
+    data: {
+      organizationId: other.id,
+      name: 'Theirs',
+      host: 'smtp.other.test',
+      port: 25,
+      username: '',
+      fromEmail: 'o@example.test',
+      isDefault: true,
+    },
   });
   for (const id of [foreign.id, '00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
     for (const [method, path, payload] of [
-      ['GET', `${id}/`, undefined], ['PATCH', `${id}/`, { name: 'Mine now' }], ['DELETE', `${id}/`, undefined],
+      ['GET', `${id}/`, undefined],
+      ['PATCH', `${id}/`, { name: 'Mine now' }],
+      ['DELETE', `${id}/`, undefined],
       ['POST', `${id}/test/`, { recipient: 'a@example.test' }],
     ] as const) {
       const res = await call(owner, method, path, payload);
@@ -202,13 +264,33 @@ t.test('bad input on every endpoint: 400 and nothing changes', async (t) => {
   const before = await app.db.emailAccount.findMany({ orderBy: { id: 'asc' } });
   const valid = mailbox.smtpConfig();
   await rejectsBadBodies(t, app, { method: 'POST', url: accountsUrl(), headers: owner.headers }, valid, [
-    'name', 'host', 'username', 'password', 'from_email', 'from_name', 'use_tls', 'use_ssl', 'is_default', 'is_active',
+    'name',
+    'host',
+    'username',
+    'password',
+    'from_email',
+    'from_name',
+    'use_tls',
+    'use_ssl',
+    'is_default',
+    'is_active',
   ]);
   const target = before.find((row) => row.organizationId === acmeId)!;
   await rejectsBadBodies(t, app, { method: 'PATCH', url: `${accountsUrl()}${target.id}/`, headers: owner.headers }, { name: 'Fine' }, [
-    'name', 'host', 'password', 'from_email', 'use_ssl', 'is_default',
+    'name',
+    'host',
+    'password',
+    'from_email',
+    'use_ssl',
+    'is_default',
   ]);
-  await rejectsBadBodies(t, app, { method: 'POST', url: `${accountsUrl()}${target.id}/test/`, headers: owner.headers }, { recipient: 'a@example.test' }, ['recipient']);
+  await rejectsBadBodies(
+    t,
+    app,
+    { method: 'POST', url: `${accountsUrl()}${target.id}/test/`, headers: owner.headers },
+    { recipient: 'a@example.test' },
+    ['recipient'],
+  );
   for (const [label, payload, field] of [
     ['missing host', { ...valid, host: undefined }, 'host'],
     ['empty name', { ...valid, name: '' }, 'name'],
@@ -245,14 +327,38 @@ t.test('without EMAIL_ENCRYPTION_KEY, accounts cannot be stored and stored passw
   t.equal(await keyless.db.emailAccount.count(), 0);
 
   const stored = await keyless.db.emailAccount.create({
-    data: { organizationId, name: 'Legacy', host: '127.0.0.1', port: mailbox.port, username: 'u', passwordEncrypted: 'c2VjcmV0', fromEmail: 'a@example.test', isDefault: true },
+    data: {
+      organizationId,
+      name: 'Legacy',
+      host: '127.0.0.1',
+      port: mailbox.port,
+      username: 'u',
+      passwordEncrypted: 'c2VjcmV0',
+      fromEmail: 'a@example.test',
+      isDefault: true,
+    },
   });
-  const rotated = await keyless.inject({ method: 'PATCH', url: `${url}${stored.id}/`, headers: keylessOwner.headers, payload: { password: 'new-one' } });
+  const rotated = await keyless.inject({
+    method: 'PATCH',
+    url: `${url}${stored.id}/`,
+    headers: keylessOwner.headers,
+    payload: { password: 'new-one' },
+  });
   t.equal(rotated.statusCode, 400);
   t.equal(json(rotated).code, 'encryption_key_missing');
-  const renamed = await keyless.inject({ method: 'PATCH', url: `${url}${stored.id}/`, headers: keylessOwner.headers, payload: { name: 'Renamed' } });
+  const renamed = await keyless.inject({
+    method: 'PATCH',
+    url: `${url}${stored.id}/`,
+    headers: keylessOwner.headers,
+    payload: { name: 'Renamed' },
+  });
   t.equal(renamed.statusCode, 200, 'other fields can still change');
-  const tested = await keyless.inject({ method: 'POST', url: `${url}${stored.id}/test/`, headers: keylessOwner.headers, payload: { recipient: 'a@example.test' } });
+  const tested = await keyless.inject({
+    method: 'POST',
+    url: `${url}${stored.id}/test/`,
+    headers: keylessOwner.headers,
+    payload: { recipient: 'a@example.test' },
+  });
   t.equal(tested.statusCode, 400);
   t.equal(json(tested).code, 'encryption_key_missing');
   t.equal((await keyless.db.emailAccount.findUniqueOrThrow({ where: { id: stored.id } })).passwordEncrypted, 'c2VjcmV0');

@@ -62,7 +62,10 @@ t.test("a workspace's active default account sends its mail; installation-only m
   t.equal(await runBatch(), 2);
   t.equal((await orgMailbox.waitForTo(own)).authUser, 'org-sender');
   t.equal((await fallback.waitForTo(installation)).authUser, fallback.username);
-  t.notOk(fallback.messages.some((m) => m.to.includes(own)), 'the fallback did not send the workspace mail');
+  t.notOk(
+    fallback.messages.some((m) => m.to.includes(own)),
+    'the fallback did not send the workspace mail',
+  );
 
   await app.db.emailAccount.updateMany({ where: { organizationId }, data: { isActive: false } });
   const inactive = address('inactive');
@@ -201,8 +204,14 @@ t.test('concurrent workers claim each row once: every message is sent exactly on
 });
 
 t.test('no SMTP password reaches the log', async (t) => {
-  t.ok(logs.some((line) => line.includes('email delivery failed')), 'failures are logged');
+  t.ok(
+    logs.some((line) => line.includes('email delivery failed')),
+    'failures are logged',
+  );
   for (const secret of [fallback.password, orgMailbox.password, refusing.password, WRONG_PASSWORD]) {
-    t.notOk(logs.some((line) => line.includes(secret)), 'not logged');
+    t.notOk(
+      logs.some((line) => line.includes(secret)),
+      'not logged',
+    );
   }
 });

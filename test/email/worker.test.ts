@@ -11,10 +11,14 @@ t.test('the worker delivers committed outbox rows through the installation fallb
   await setupInstallation(app, mailbox);
 
   await app.db.$transaction((tx) =>
-    enqueueEmail(tx, { to: 'someone@example.test', subject: 'Queued', text: 'Hello', html: '<p>Hello</p>' }, {
-      organizationId: null,
-      requireAccount: true,
-    }),
+    enqueueEmail(
+      tx,
+      { to: 'someone@example.test', subject: 'Queued', text: 'Hello', html: '<p>Hello</p>' },
+      {
+        organizationId: null,
+        requireAccount: true,
+      },
+    ),
   );
   const mail = await mailbox.waitForTo('someone@example.test', 5_000);
   t.equal(mail.subject, 'Queued');

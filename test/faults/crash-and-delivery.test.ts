@@ -53,44 +53,76 @@ const call = (method: string, path: string, body?: unknown, access?: string) => 
 const expect201 = (res: { status: number; body: unknown }, what: string) => {
   if (res.status !== 201) throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
 };
-expect201(await call('POST', '/setup/', { setup_token: TEST_SETUP_TOKEN, ...ADMIN, organization_name: 'Acme', organization_slug: 'acme', smtp: mailbox.smtpConfig() }), 'setup');
-const signIn = async () => (await call('POST', '/auth/token/', { username: ADMIN.username, password: ADMIN.password })).body.access as string;
+expect201(
+  await call('POST', '/setup/', {
+    setup_token: TEST_SETUP_TOKEN,
+    ...ADMIN,
+    organization_name: 'Acme',
+    organization_slug: 'acme',
+    smtp: mailbox.smtpConfig(),
+  }),
+  'setup',
+);
+const signIn = async () =>
+  (await call('POST', '/auth/token/', { username: ADMIN.username, password: ADMIN.password })).body.access as string;
 let access = await signIn();
 const org = `/organizations/${(await call('GET', '/auth/me/', undefined, access)).body.organizations[0].id}`;
-expect201(await call('POST', `${org}/automations/`, { name: 'hook', trigger: 'company.created', action_type: 'webhook', action_config: { url: target.url } }, access), 'automation');
+expect201(
+  await call(
+    'POST',
+    `${org}/automations/`,
+    { name: 'hook', trigger: 'company.created', action_type: 'webhook', action_config: { url: target.url } },
+    access,
+  ),
+  'automation',
+);
 
-t.test('SIGKILL while an email is in DATA and a webhook is waiting: after a restart both complete, the email with the same Message-ID', async (t) => {
-  mailbox.stall = true;
-  target.respondWith = [0];
-  t.equal((await call('POST', `${org}/invitations/`, { email: 'crash@example.test', role: 'member' }, access)).status, 201);
-  t.equal((await call('POST', `${org}/companies/`, { name: 'Crash Ltd' }, access)).status, 201);
-  await until('the email to be in flight', async () => mailbox.held.length > 0);
-  await until('the webhook to be in flight', async () => target.requests.length > 0);
+t.test(
+  'SIGKILL while an email is in DATA and a webhook is waiting: after a restart both complete, the email with the same Message-ID',
+  async (t) => {
+    mailbox.stall = true;
+    target.respondWith = [0];
+    t.equal((await call('POST', `${org}/invitations/`, { email: 'crash@example.test', role: 'member' }, access)).status, 201);
+    t.equal((await call('POST', `${org}/companies/`, { name: 'Crash Ltd' }, access)).status, 201);
+    await until('the email to be in flight', async () => mailbox.held.length > 0);
+    await until('the webhook to be in flight', async () => target.requests.length > 0);
 
-  killGroup(server);
-  await until('the process to be gone', async () => server.child.exitCode !== null || server.child.signalCode !== null);
-  const runsAfterKill = await sql.query(`SELECT status FROM automation_runs`);
-  t.same(runsAfterKill.rows, [{ status: 'running' }], 'the run was running when the process died');
-  const outboxAfterKill = await sql.query(`SELECT status, attempts FROM email_outbox`);
-  t.same(outboxAfterKill.rows, [{ status: 'pending', attempts: 1 }], 'the email was claimed, not recorded as sent');
+    killGroup(server);
+    await until('the process to be gone', async () => server.child.exitCode !== null || server.child.signalCode !== null);
+    const runsAfterKill = await sql.query(`SELECT status FROM automation_runs`);
+    t.same(runsAfterKill.rows, [{ status: 'running' }], 'the run was running when the process died');
+    const outboxAfterKill = await sql.query(`SELECT status, attempts FROM email_outbox`);
+    t.same(outboxAfterKill.rows, [{ status: 'pending', attempts: 1 }], 'the email was claimed, not recorded as sent');
 
-  mailbox.stall = false;
-  server = await startServer(env);
-  await expireLeases();
-  const delivered = await mailbox.waitForTo('crash@example.test', 30_000);
-  t.equal(messageIdOf(delivered.raw), messageIdOf(mailbox.held[0]!), 'the retry carries the Message-ID of the interrupted attempt');
-  t.ok(messageIdOf(delivered.raw), 'a Message-ID is set');
-  await target.waitForRequests(2, 30_000);
-  t.equal(target.requests[1]!.headers['x-webhook-delivery'], target.requests[0]!.headers['x-webhook-delivery'], 'the same delivery retried');
-  const run = await until('the run to end', async () => {
-    const { rows } = await sql.query<{ status: string }>(`SELECT status FROM automation_runs`);
-    return ['success', 'failed'].includes(rows[0]!.status) && rows[0];
-  });
-  t.equal(run.status, 'success');
-  // Recorded right after the server's answer.
-  await until('the email to be recorded as sent', async () => (await sql.query(`SELECT 1 FROM email_outbox WHERE status = 'sent'`)).rowCount === 1);
-  t.same((await sql.query(`SELECT status, attempts FROM email_outbox`)).rows, [{ status: 'sent', attempts: 2 }], 'sent on the second attempt');
-});
+    mailbox.stall = false;
+    server = await startServer(env);
+    await expireLeases();
+    const delivered = await mailbox.waitForTo('crash@example.test', 30_000);
+    t.equal(messageIdOf(delivered.raw), messageIdOf(mailbox.held[0]!), 'the retry carries the Message-ID of the interrupted attempt');
+    t.ok(messageIdOf(delivered.raw), 'a Message-ID is set');
+    await target.waitForRequests(2, 30_000);
+    t.equal(
+      target.requests[1]!.headers['x-webhook-delivery'],
+      target.requests[0]!.headers['x-webhook-delivery'],
+      'the same delivery retried',
+    );
+    const run = await until('the run to end', async () => {
+      const { rows } = await sql.query<{ status: string }>(`SELECT status FROM automation_runs`);
+      return ['success', 'failed'].includes(rows[0]!.status) && rows[0];
+    });
+    t.equal(run.status, 'success');
+    // Recorded right after the server's answer.
+    await until(
+      'the email to be recorded as sent',
+      async () => (await sql.query(`SELECT 1 FROM email_outbox WHERE status = 'sent'`)).rowCount === 1,
+    );
+    t.same(
+      (await sql.query(`SELECT status, attempts FROM email_outbox`)).rows,
+      [{ status: 'sent', attempts: 2 }],
+      'sent on the second attempt',
+    );
+  },
+);
 
 t.test('an SMTP server that disappears: retried with growing backoff, then failed with a readable error', async (t) => {
   await mailbox.close();
@@ -116,13 +148,18 @@ t.test('an SMTP server that disappears: retried with growing backoff, then faile
     }
   }
   final ??= await until('the row to fail', async () => {
-    const { rows } = await sql.query(`SELECT status, attempts, last_error FROM email_outbox WHERE to_address = 'nobody-home@example.test' AND status = 'failed'`);
+    const { rows } = await sql.query(
+      `SELECT status, attempts, last_error FROM email_outbox WHERE to_address = 'nobody-home@example.test' AND status = 'failed'`,
+    );
     return rows[0];
   });
   t.equal(final!.status, 'failed', 'ends failed');
   t.match(final!.last_error, /connect|ECONNREFUSED|refused/i, `a readable error: ${final!.last_error}`);
   t.ok(delays.length >= 4, `retried (${delays.length} waits)`);
-  t.ok(delays.every((delay, i) => i === 0 || delay > delays[i - 1]!), `the waits grow: ${delays.map((d) => Math.round(d)).join(', ')} s`);
+  t.ok(
+    delays.every((delay, i) => i === 0 || delay > delays[i - 1]!),
+    `the waits grow: ${delays.map((d) => Math.round(d)).join(', ')} s`,
+  );
 });
 
 t.test('a webhook target that never answers is cut at its timeout; the run ends failed after its retries', async (t) => {
@@ -137,7 +174,10 @@ t.test('a webhook target that never answers is cut at its timeout; the run ends 
   for (let attempt = 1; attempt <= 3; attempt += 1) {
     const started = Date.now();
     run = await until(`attempt ${attempt} to be cut`, async () => {
-      const { rows } = await sql.query(`SELECT status, error_message, attempts FROM automation_runs WHERE id = $1 AND attempts = $2 AND status <> 'running'`, [runId, attempt]);
+      const { rows } = await sql.query(
+        `SELECT status, error_message, attempts FROM automation_runs WHERE id = $1 AND attempts = $2 AND status <> 'running'`,
+        [runId, attempt],
+      );
       return rows[0];
     });
     t.ok(Date.now() - started < 15_000, `attempt ${attempt} ended within the timeout (and the poll)`);

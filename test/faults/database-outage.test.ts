@@ -21,7 +21,11 @@ const forwarder = await startForwarder(t, portOf(database.url));
 const url = new URL(database.url);
 url.port = String(forwarder.port);
 
-const server = await startServer({ DATABASE_URL: url.toString(), SERVICE_SETUP_TOKEN: TEST_SETUP_TOKEN, JWT_SECRET: 'outage-jwt-secret-0123456789-0123456789' });
+const server = await startServer({
+  DATABASE_URL: url.toString(),
+  SERVICE_SETUP_TOKEN: TEST_SETUP_TOKEN,
+  JWT_SECRET: 'outage-jwt-secret-0123456789-0123456789',
+});
 t.teardown(() => killGroup(server));
 if (process.env.DRILL_LOG) t.teardown(() => writeFileSync(process.env.DRILL_LOG!, server.output()));
 
@@ -42,14 +46,26 @@ async function request(pathname: string, init: RequestInit = {}): Promise<Answer
 
 t.test('PostgreSQL stopped under load and started again', async (t) => {
   const json = { 'content-type': 'application/json' };
-  t.equal((await request('/api/v1/setup/', {
-    method: 'POST', headers: json,
-    body: JSON.stringify({ setup_token: TEST_SETUP_TOKEN, ...ADMIN, organization_name: 'Acme', organization_slug: 'acme' }),
-  })).status, 201, 'setup');
-  const tokens = await fetch(`${server.origin}/api/v1/auth/token/`, { method: 'POST', headers: json, body: JSON.stringify({ username: ADMIN.username, password: ADMIN.password }) })
-    .then((r) => r.json() as Promise<{ access: string }>);
+  t.equal(
+    (
+      await request('/api/v1/setup/', {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({ setup_token: TEST_SETUP_TOKEN, ...ADMIN, organization_name: 'Acme', organization_slug: 'acme' }),
+      })
+    ).status,
+    201,
+    'setup',
+  );
+  const tokens = await fetch(`${server.origin}/api/v1/auth/token/`, {
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({ username: ADMIN.username, password: ADMIN.password }),
+  }).then((r) => r.json() as Promise<{ access: string }>);
   const auth = { authorization: `Bearer ${tokens.access}` };
-  const me = await fetch(`${server.origin}/api/v1/auth/me/`, { headers: auth }).then((r) => r.json() as Promise<{ organizations: { id: string }[] }>);
+  const me = await fetch(`${server.origin}/api/v1/auth/me/`, { headers: auth }).then(
+    (r) => r.json() as Promise<{ organizations: { id: string }[] }>,
+  );
   const companies = `/api/v1/organizations/${me.organizations[0]!.id}/companies/`;
 
   // Load: eight clients reading and writing in a loop for the whole drill.
@@ -57,9 +73,11 @@ t.test('PostgreSQL stopped under load and started again', async (t) => {
   let loading = true;
   const load = Array.from({ length: 8 }, async (_, i) => {
     while (loading) {
-      answers.push(i % 2 === 0
-        ? await request(companies, { headers: auth })
-        : await request(companies, { method: 'POST', headers: { ...auth, ...json }, body: JSON.stringify({ name: `Load ${i}` }) }));
+      answers.push(
+        i % 2 === 0
+          ? await request(companies, { headers: auth })
+          : await request(companies, { method: 'POST', headers: { ...auth, ...json }, body: JSON.stringify({ name: `Load ${i}` }) }),
+      );
     }
   });
 
@@ -73,13 +91,22 @@ t.test('PostgreSQL stopped under load and started again', async (t) => {
   };
 
   await new Promise((resolve) => setTimeout(resolve, 1_000));
-  t.ok(answers.some((a) => a.status === 200 || a.status === 201), 'served before the outage');
+  t.ok(
+    answers.some((a) => a.status === 200 || a.status === 201),
+    'served before the outage',
+  );
 
   await database.stop();
   await waitFor('readyz 503', async () => (await request('/readyz')).status === 503);
-  const during = await Promise.all([request(companies, { headers: auth }), request('/api/v1/auth/me/', { headers: auth }), request(companies, {
-    method: 'POST', headers: { ...auth, ...json }, body: JSON.stringify({ name: 'During the outage' }),
-  })]);
+  const during = await Promise.all([
+    request(companies, { headers: auth }),
+    request('/api/v1/auth/me/', { headers: auth }),
+    request(companies, {
+      method: 'POST',
+      headers: { ...auth, ...json },
+      body: JSON.stringify({ name: 'During the outage' }),
+    }),
+  ]);
   for (const answer of during) {
     t.equal(answer.status, 503, 'API answers 503 while the database is down');
     t.match(answer.type, /^application\/problem\+json/);
@@ -92,14 +119,28 @@ t.test('PostgreSQL stopped under load and started again', async (t) => {
   forwarder.setTarget(portOf(database.url));
   await waitFor('readyz 200', async () => (await request('/readyz')).status === 200);
   await waitFor('the API serving again', async () => (await request(companies, { headers: auth })).status === 200);
-  t.equal((await request(companies, { method: 'POST', headers: { ...auth, ...json }, body: JSON.stringify({ name: 'After' }) })).status, 201, 'writes work again');
+  t.equal(
+    (await request(companies, { method: 'POST', headers: { ...auth, ...json }, body: JSON.stringify({ name: 'After' }) })).status,
+    201,
+    'writes work again',
+  );
 
   loading = false;
   await Promise.all(load);
   const statuses = [...new Set(answers.map((a) => a.status))].sort();
   t.ok(answers.length > 20, `${answers.length} requests under load`);
-  t.same(statuses.filter((s) => ![200, 201, 503].includes(s)), [], `only 200/201/503 under load (saw ${statuses.join(', ')})`);
-  t.ok(answers.every((a) => a.ms < ANSWER_WITHIN_MS), `no answer took ${ANSWER_WITHIN_MS} ms or more (slowest ${Math.max(...answers.map((a) => a.ms))} ms)`);
-  t.ok(answers.filter((a) => a.status === 503).every((a) => a.type.startsWith('application/problem+json')), 'every 503 is problem+json');
+  t.same(
+    statuses.filter((s) => ![200, 201, 503].includes(s)),
+    [],
+    `only 200/201/503 under load (saw ${statuses.join(', ')})`,
+  );
+  t.ok(
+    answers.every((a) => a.ms < ANSWER_WITHIN_MS),
+    `no answer took ${ANSWER_WITHIN_MS} ms or more (slowest ${Math.max(...answers.map((a) => a.ms))} ms)`,
+  );
+  t.ok(
+    answers.filter((a) => a.status === 503).every((a) => a.type.startsWith('application/problem+json')),
+    'every 503 is problem+json',
+  );
   t.equal(await stop(server), 0, 'the same process shuts down cleanly');
 });

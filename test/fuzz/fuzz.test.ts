@@ -10,7 +10,13 @@ const SEED = Number(process.env.FUZZ_SEED ?? 20261122);
 // No background workers: a table may change only because of the request under test.
 const { app, databaseUrl } = await buildTestApp(
   t,
-  { RATE_LIMIT_INVITATIONS_PER_DAY: '100000', RATE_LIMIT_TEST_SENDS_PER_HOUR: '100000', RATE_LIMIT_PROVISIONING_PER_DAY: '100000', RATE_LIMIT_PASSWORD_RESET_PER_HOUR: '100000', RATE_LIMIT_TOKEN_PER_MINUTE: '100000' },
+  {
+    RATE_LIMIT_INVITATIONS_PER_DAY: '100000',
+    RATE_LIMIT_TEST_SENDS_PER_HOUR: '100000',
+    RATE_LIMIT_PROVISIONING_PER_DAY: '100000',
+    RATE_LIMIT_PASSWORD_RESET_PER_HOUR: '100000',
+    RATE_LIMIT_TOKEN_PER_MINUTE: '100000',
+  },
   { backgroundWorkers: false },
 );
 const { admin, organizationId: orgA } = await setupInstallation(app);
@@ -24,10 +30,17 @@ const post = async (url: string, headers: Record<string, string>, payload: objec
 const orgB = (await post('/api/v1/organizations/personal/', bearer(outsider.access), {})).id;
 const scenery = async (org: string, headers: Record<string, string>) => {
   const company = (await post(`/api/v1/organizations/${org}/companies/`, headers, { name: 'Seed Co', email: 'seed@example.test' })).id;
-  const contact = (await post(`/api/v1/organizations/${org}/contacts/`, headers, { company_id: company, first_name: 'Ada', last_name: 'Seed' })).id;
-  const automation = (await post(`/api/v1/organizations/${org}/automations/`, headers, {
-    name: 'Seed rule', trigger: 'company.created', action_type: 'webhook', action_config: { url: 'https://example.com/hook' },
-  })).id;
+  const contact = (
+    await post(`/api/v1/organizations/${org}/contacts/`, headers, { company_id: company, first_name: 'Ada', last_name: 'Seed' })
+  ).id;
+  const automation = (
+    await post(`/api/v1/organizations/${org}/automations/`, headers, {
+      name: 'Seed rule',
+      trigger: 'company.created',
+      action_type: 'webhook',
+      action_config: { url: 'https://example.com/hook' },
+    })
+  ).id;
   return { company, contact, automation };
 };
 const a = await scenery(orgA, admin.headers);
@@ -37,29 +50,39 @@ const idsOfA = [orgA, a.company, a.contact, a.automation];
 const idsOfB = [orgB, b.company, b.contact, b.automation];
 
 t.test(`${RUNS} generated requests: no 5xx, only declared answers, no write on a 4xx, no other workspace's ids`, async (t) => {
-  const report = await fuzz(app, databaseUrl, {
-    callers: [
-      { name: 'anonymous', authorization: undefined, foreignIds: [...idsOfA, ...idsOfB] },
-      { name: 'owner of A', authorization: admin.headers.authorization, foreignIds: idsOfB },
-      { name: 'viewer of A', authorization: viewer.headers.authorization, foreignIds: idsOfB },
-      { name: 'outsider (owner of B)', authorization: outsider.headers.authorization, foreignIds: idsOfA },
-    ],
-    pathValues: {
-      organization_id: [orgA, orgB],
-      company_id: [a.company, b.company],
-      contact_id: [a.contact, b.contact],
-      automation_id: [a.automation, b.automation],
-      membership_id: [membership],
-      invitation_id: ['00000000-0000-4000-8000-000000000000'],
-      account_id: ['00000000-0000-4000-8000-000000000001'],
-      token: ['not-a-token', 'A'.repeat(43)],
-      uidb64: ['MQ', 'not base64'],
+  const report = await fuzz(
+    app,
+    databaseUrl,
+    {
+      callers: [
+        { name: 'anonymous', authorization: undefined, foreignIds: [...idsOfA, ...idsOfB] },
+        { name: 'owner of A', authorization: admin.headers.authorization, foreignIds: idsOfB },
+        { name: 'viewer of A', authorization: viewer.headers.authorization, foreignIds: idsOfB },
+        { name: 'outsider (owner of B)', authorization: outsider.headers.authorization, foreignIds: idsOfA },
+      ],
+      pathValues: {
+        organization_id: [orgA, orgB],
+        company_id: [a.company, b.company],
+        contact_id: [a.contact, b.contact],
+        automation_id: [a.automation, b.automation],
+        membership_id: [membership],
+        invitation_id: ['00000000-0000-4000-8000-000000000000'],
+        account_id: ['00000000-0000-4000-8000-000000000001'],
+        token: ['not-a-token', 'A'.repeat(43)],
+        uidb64: ['MQ', 'not base64'],
+      },
     },
-  }, RUNS, SEED);
+    RUNS,
+    SEED,
+  );
   t.comment(`seed ${SEED}: ${report.requests} requests over ${report.counts.size} operations`);
   for (const line of formatCounts(report)) t.comment(line);
   for (const finding of report.findings.slice(0, 20)) {
-    t.fail(`${finding.operation} as ${finding.caller}: ${finding.problem}`, { request: finding.request, status: finding.status, body: finding.body });
+    t.fail(`${finding.operation} as ${finding.caller}: ${finding.problem}`, {
+      request: finding.request,
+      status: finding.status,
+      body: finding.body,
+    });
   }
   t.equal(report.findings.length, 0, `${report.findings.length} findings`);
   t.ok(report.requests >= RUNS, `${report.requests} requests sent`);

@@ -59,7 +59,10 @@ const document = JSON.parse(readFileSync(path.join(projectRoot, 'openapi', 'open
 function deref(schema: Schema | undefined): Schema {
   let current = schema ?? {};
   while (typeof current.$ref === 'string') {
-    current = current.$ref.replace(/^#\//, '').split('/').reduce((node: Schema, key: string) => node[key], document);
+    current = current.$ref
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce((node: Schema, key: string) => node[key], document);
   }
   return current;
 }
@@ -85,7 +88,9 @@ function operations(): Operation[] {
         method: method.toUpperCase(),
         path: route,
         params: ((op.parameters ?? []) as Schema[]).map(deref).filter((p) => p.in === 'path' || p.in === 'query') as Operation['params'],
-        body: op.requestBody ? deref(Object.values(deref(op.requestBody).content as Record<string, { schema: Schema }>)[0]!.schema) : undefined,
+        body: op.requestBody
+          ? deref(Object.values(deref(op.requestBody).content as Record<string, { schema: Schema }>)[0]!.schema)
+          : undefined,
         responses,
       });
     }
@@ -94,9 +99,28 @@ function operations(): Operation[] {
 }
 
 const nasty = fc.constantFrom(
-  '', ' ', '%', '_', '\\', '%_\\', "'; DROP TABLE companies; --", '<script>alert(1)</script>', '../../etc/passwd', '\u0000',
-  '\ud800', '🚀', 'ß'.repeat(300), 'x'.repeat(10_000), '00000000-0000-0000-0000-000000000000', 'null', 'true', '-1', '1e309',
-  '9'.repeat(40), 'a@b', 'user@example.test',
+  '',
+  ' ',
+  '%',
+  '_',
+  '\\',
+  '%_\\',
+  "'; DROP TABLE companies; --",
+  '<script>alert(1)</script>',
+  '../../etc/passwd',
+  '\u0000',
+  '\ud800',
+  '🚀',
+  'ß'.repeat(300),
+  'x'.repeat(10_000),
+  '00000000-0000-0000-0000-000000000000',
+  'null',
+  'true',
+  '-1',
+  '1e309',
+  '9'.repeat(40),
+  'a@b',
+  'user@example.test',
 );
 
 /** Values that satisfy the schema (formats, lengths, enums, required fields, no extra fields): requests that can succeed. */
@@ -114,7 +138,8 @@ function validValueOf(raw: Schema | undefined, depth = 0): fc.Arbitrary<unknown>
       if (schema.format === 'uri') return fc.constantFrom('https://example.com/', 'https://example.org/a?b=c');
       if (schema.format === 'date') return fc.constantFrom('1990-05-17', '2001-12-31');
       const minLength = Number(schema.minLength ?? 0);
-      return fc.string({ minLength: Math.max(minLength, 1), maxLength: Math.max(minLength, Math.min(Number(schema.maxLength ?? 30), 30)) })
+      return fc
+        .string({ minLength: Math.max(minLength, 1), maxLength: Math.max(minLength, Math.min(Number(schema.maxLength ?? 30), 30)) })
         .filter((text) => text.trim().length >= minLength && (!schema.pattern || new RegExp(schema.pattern as string, 'u').test(text)));
     }
     case 'integer':
@@ -124,11 +149,18 @@ function validValueOf(raw: Schema | undefined, depth = 0): fc.Arbitrary<unknown>
     case 'boolean':
       return fc.boolean();
     case 'array':
-      return depth > 3 ? fc.constant([]) : fc.array(validValueOf(schema.items, depth + 1), { minLength: Number(schema.minItems ?? 0), maxLength: Math.max(Number(schema.minItems ?? 0), 3) });
+      return depth > 3
+        ? fc.constant([])
+        : fc.array(validValueOf(schema.items, depth + 1), {
+            minLength: Number(schema.minItems ?? 0),
+            maxLength: Math.max(Number(schema.minItems ?? 0), 3),
+          });
     default: {
       const properties = (schema.properties ?? {}) as Record<string, Schema>;
       const required = (schema.required ?? []) as string[];
-      return fc.record(Object.fromEntries(Object.keys(properties).map((key) => [key, validValueOf(properties[key], depth + 1)])), { requiredKeys: required });
+      return fc.record(Object.fromEntries(Object.keys(properties).map((key) => [key, validValueOf(properties[key], depth + 1)])), {
+        requiredKeys: required,
+      });
     }
   }
 }
@@ -140,17 +172,22 @@ function valueOf(raw: Schema | undefined, depth = 0): fc.Arbitrary<unknown> {
   const branches = (schema.oneOf ?? schema.anyOf) as Schema[] | undefined;
   if (branches) return fc.oneof(...branches.map((branch) => valueOf(branch, depth + 1)), wrong);
   if (schema.const !== undefined) return fc.oneof({ weight: 4, arbitrary: fc.constant(schema.const) }, { weight: 1, arbitrary: wrong });
-  if (Array.isArray(schema.enum)) return fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...schema.enum) }, { weight: 1, arbitrary: wrong });
+  if (Array.isArray(schema.enum))
+    return fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...schema.enum) }, { weight: 1, arbitrary: wrong });
   const type = Array.isArray(schema.type) ? schema.type.find((t: string) => t !== 'null') : schema.type;
   let fitting: fc.Arbitrary<unknown>;
   switch (type) {
     case 'string':
       fitting =
-        schema.format === 'email' ? fc.oneof(fc.emailAddress(), nasty)
-        : schema.format === 'uuid' ? fc.oneof(fc.uuid(), nasty)
-        : schema.format === 'uri' ? fc.oneof(fc.webUrl(), nasty)
-        : schema.format === 'date' ? fc.oneof(fc.constantFrom('2000-01-01', '1999-02-30', '0000-00-00'), nasty)
-        : fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 20 }), nasty);
+        schema.format === 'email'
+          ? fc.oneof(fc.emailAddress(), nasty)
+          : schema.format === 'uuid'
+            ? fc.oneof(fc.uuid(), nasty)
+            : schema.format === 'uri'
+              ? fc.oneof(fc.webUrl(), nasty)
+              : schema.format === 'date'
+                ? fc.oneof(fc.constantFrom('2000-01-01', '1999-02-30', '0000-00-00'), nasty)
+                : fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 20 }), nasty);
       break;
     case 'integer':
     case 'number':
@@ -162,7 +199,6 @@ function valueOf(raw: Schema | undefined, depth = 0): fc.Arbitrary<unknown> {
     case 'array':
       fitting = depth > 2 ? fc.constant([]) : fc.array(valueOf(schema.items, depth + 1), { maxLength: 4 });
       break;
-    case 'object':
     default: {
       if (depth > 2 || !schema.properties) return fc.oneof(fc.constant({}), wrong);
       const properties = schema.properties as Record<string, Schema>;
@@ -195,32 +231,49 @@ function encodePathValue(value: string): string {
 function requestOf(operation: Operation, scenery: Scenery): fc.Arbitrary<{ caller: Caller; request: InjectOptions }> {
   const pathArbs = operation.params
     .filter((p) => p.in === 'path')
-    .map((p) => fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...(scenery.pathValues[p.name] ?? ['x'])) }, { weight: 1, arbitrary: fc.oneof(fc.uuid(), nasty) }).map((v) => [p.name, v] as const));
+    .map((p) =>
+      fc
+        .oneof(
+          { weight: 4, arbitrary: fc.constantFrom(...(scenery.pathValues[p.name] ?? ['x'])) },
+          { weight: 1, arbitrary: fc.oneof(fc.uuid(), nasty) },
+        )
+        .map((v) => [p.name, v] as const),
+    );
   const queryArbs = operation.params
     .filter((p) => p.in === 'query')
     .map((p) => fc.option(fc.oneof(valueOf(p.schema), nasty), { freq: 2 }).map((v) => [p.name, v] as const));
   const body = operation.body
-    ? fc.oneof({ weight: 3, arbitrary: validValueOf(operation.body) }, { weight: 3, arbitrary: valueOf(operation.body) }, { weight: 1, arbitrary: fc.anything({ maxDepth: 3 }) })
+    ? fc.oneof(
+        { weight: 3, arbitrary: validValueOf(operation.body) },
+        { weight: 3, arbitrary: valueOf(operation.body) },
+        { weight: 1, arbitrary: fc.anything({ maxDepth: 3 }) },
+      )
     : fc.constant(undefined);
-  return fc.record({
-    caller: fc.constantFrom(...scenery.callers),
-    pathValues: fc.tuple(...pathArbs),
-    query: fc.tuple(...queryArbs),
-    body,
-  }).map(({ caller, pathValues, query, body: payload }) => {
-    let url = operation.path;
-    for (const [name, value] of pathValues) url = url.replace(`{${name}}`, encodePathValue(String(value)));
-    const search = new URLSearchParams();
-    for (const [name, value] of query) if (value !== null && value !== undefined) search.set(name, typeof value === 'string' ? value : JSON.stringify(value));
-    const qs = search.toString();
-    const request: InjectOptions = {
-      method: operation.method as InjectOptions['method'],
-      url: qs ? `${url}?${qs}` : url,
-      headers: { ...(caller.authorization ? { authorization: caller.authorization } : {}), ...(payload !== undefined ? { 'content-type': 'application/json' } : {}) },
-      ...(payload !== undefined ? { payload: JSON.stringify(payload) ?? 'null' } : {}),
-    };
-    return { caller, request };
-  });
+  return fc
+    .record({
+      caller: fc.constantFrom(...scenery.callers),
+      pathValues: fc.tuple(...pathArbs),
+      query: fc.tuple(...queryArbs),
+      body,
+    })
+    .map(({ caller, pathValues, query, body: payload }) => {
+      let url = operation.path;
+      for (const [name, value] of pathValues) url = url.replace(`{${name}}`, encodePathValue(String(value)));
+      const search = new URLSearchParams();
+      for (const [name, value] of query)
+        if (value !== null && value !== undefined) search.set(name, typeof value === 'string' ? value : JSON.stringify(value));
+      const qs = search.toString();
+      const request: InjectOptions = {
+        method: operation.method as InjectOptions['method'],
+        url: qs ? `${url}?${qs}` : url,
+        headers: {
+          ...(caller.authorization ? { authorization: caller.authorization } : {}),
+          ...(payload !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
+        ...(payload !== undefined ? { payload: JSON.stringify(payload) ?? 'null' } : {}),
+      };
+      return { caller, request };
+    });
 }
 
 /** One checksum per table: any change of any row shows. */
@@ -228,7 +281,9 @@ async function checksums(client: pg.Client): Promise<Map<string, string>> {
   const { rows: tables } = await client.query<{ name: string }>(
     `SELECT quote_ident(tablename) AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`,
   );
-  const parts = tables.map((t) => `SELECT '${t.name}' AS name, md5(coalesce(string_agg(md5(x::text), '' ORDER BY md5(x::text)), '')) AS sum FROM ${t.name} x`);
+  const parts = tables.map(
+    (t) => `SELECT '${t.name}' AS name, md5(coalesce(string_agg(md5(x::text), '' ORDER BY md5(x::text)), '')) AS sum FROM ${t.name} x`,
+  );
   const { rows } = await client.query<{ name: string; sum: string }>(parts.join(' UNION ALL '));
   return new Map(rows.map((r) => [r.name, r.sum]));
 }
@@ -251,7 +306,14 @@ export async function fuzz(app: App, databaseUrl: string, scenery: Scenery, runs
         counts.set(res.statusCode, (counts.get(res.statusCode) ?? 0) + 1);
         report.counts.set(operation.id, counts);
         const found = (problem: string) =>
-          report.findings.push({ operation: operation.id, caller: caller.name, request, status: res.statusCode, problem, body: res.body.slice(0, 500) });
+          report.findings.push({
+            operation: operation.id,
+            caller: caller.name,
+            request,
+            status: res.statusCode,
+            problem,
+            body: res.body.slice(0, 500),
+          });
         if (res.statusCode >= 500) found('5xx');
         const declared = operation.responses.has(String(res.statusCode)) || operation.responses.has('default');
         if (!declared) found(`status ${res.statusCode} not declared`);
@@ -282,5 +344,11 @@ export async function fuzz(app: App, databaseUrl: string, scenery: Scenery, runs
 
 /** "operationId  status×count …" lines, for the test's comments and `make fuzz`. */
 export function formatCounts(report: FuzzReport): string[] {
-  return [...report.counts].map(([id, counts]) => `${id.padEnd(36)} ${[...counts].sort(([a], [b]) => a - b).map(([status, n]) => `${status}×${n}`).join('  ')}`);
+  return [...report.counts].map(
+    ([id, counts]) =>
+      `${id.padEnd(36)} ${[...counts]
+        .sort(([a], [b]) => a - b)
+        .map(([status, n]) => `${status}×${n}`)
+        .join('  ')}`,
+  );
 }

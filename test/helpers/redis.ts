@@ -16,7 +16,6 @@ export interface TestRedis {
   start(): Promise<void>;
 }
 
-
 async function waitForPort(port: number): Promise<void> {
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {

@@ -10,7 +10,6 @@ if (!existsSync(path.join(projectRoot, 'dist', 'src', 'server.js'))) {
   throw new Error('dist/src/server.js is missing: run `npm run build` (make test does) before this test');
 }
 
-
 export interface Started {
   child: ChildProcess;
   origin: string;
@@ -33,7 +32,10 @@ export async function startServer(env: Record<string, string>): Promise<Started>
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}):\n${output}`);
-    const ready = await fetch(`${origin}/readyz`).then((r) => r.status, () => 0);
+    const ready = await fetch(`${origin}/readyz`).then(
+      (r) => r.status,
+      () => 0,
+    );
     // Ready, and the start-up banner (written just after listen) is out.
     if (ready === 200 && output.includes('Swagger UI:')) return { child, origin, output: () => output };
     await new Promise((resolve) => setTimeout(resolve, 200));

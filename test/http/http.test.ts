@@ -18,7 +18,9 @@ function assertProblem(t: Test, res: LightMyRequestResponse, status: number, cod
 
 t.test('a body over 1 MiB answers 413', async (t) => {
   const res = await app.inject({
-    method: 'POST', url: JSON_ENDPOINT, headers: { 'content-type': 'application/json' },
+    method: 'POST',
+    url: JSON_ENDPOINT,
+    headers: { 'content-type': 'application/json' },
     payload: JSON.stringify({ setup_token: 'x'.repeat(1024 * 1024 + 10) }),
   });
   assertProblem(t, res, 413, 'payload_too_large');
@@ -26,7 +28,12 @@ t.test('a body over 1 MiB answers 413', async (t) => {
 
 t.test('a body that is not JSON answers 415', async (t) => {
   for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
-    const res = await app.inject({ method: 'POST', url: JSON_ENDPOINT, headers: { 'content-type': contentType }, payload: 'setup_token=x' });
+    const res = await app.inject({
+      method: 'POST',
+      url: JSON_ENDPOINT,
+      headers: { 'content-type': contentType },
+      payload: 'setup_token=x',
+    });
     assertProblem(t, res, 415, 'unsupported_media_type');
   }
 });
@@ -45,7 +52,11 @@ t.test('a schema violation answers 400 with errors per field', async (t) => {
 });
 
 t.test('an unknown route answers 404 problem+json', async (t) => {
-  for (const [method, url] of [['GET', '/api/v1/nothing-here/'], ['POST', '/nowhere'], ['DELETE', '/api/v1/setup/']] as const) {
+  for (const [method, url] of [
+    ['GET', '/api/v1/nothing-here/'],
+    ['POST', '/nowhere'],
+    ['DELETE', '/api/v1/setup/'],
+  ] as const) {
     assertProblem(t, await app.inject({ method, url }), 404, 'not_found');
   }
 });
@@ -117,10 +128,22 @@ t.test('request logs never carry the Authorization header, a refresh token or a 
   for (const request of requests) await app.inject(request);
 
   const written = logs.slice(before);
-  t.ok(written.some((line) => line.includes('[REDACTED]')), 'token segments are replaced, not dropped');
-  t.ok(written.some((line) => line.includes('/api/v1/invitations/')), 'the requests were logged');
+  t.ok(
+    written.some((line) => line.includes('[REDACTED]')),
+    'token segments are replaced, not dropped',
+  );
+  t.ok(
+    written.some((line) => line.includes('/api/v1/invitations/')),
+    'the requests were logged',
+  );
   for (const [name, secret] of Object.entries(secrets)) {
-    t.notOk(written.some((line) => line.includes(secret)), `${name} not logged`);
+    t.notOk(
+      written.some((line) => line.includes(secret)),
+      `${name} not logged`,
+    );
   }
-  t.notOk(written.some((line) => /authorization/i.test(line) && line.includes('Bearer')), 'no Authorization header logged');
+  t.notOk(
+    written.some((line) => /authorization/i.test(line) && line.includes('Bearer')),
+    'no Authorization header logged',
+  );
 });

@@ -12,7 +12,12 @@ const send = (method: string, url: string, payload: string) =>
 const cases: Array<[string, string, string, string]> = [
   ['POST', `${org}/companies/`, '{"name":"a\\u0000b"}', 'name'],
   ['POST', `${org}/companies/`, '{"name":"ok","website":"\\ud800"}', 'website'],
-  ['POST', `${org}/automations/`, '{"name":"r","trigger":"company.created","action_type":"webhook","action_config":{"url":"https://example.com/\\u0000"}}', 'action_config.url'],
+  [
+    'POST',
+    `${org}/automations/`,
+    '{"name":"r","trigger":"company.created","action_type":"webhook","action_config":{"url":"https://example.com/\\u0000"}}',
+    'action_config.url',
+  ],
   ['POST', `${org}/invitations/`, '{"email":"a\\u0000@example.test","role":"member"}', 'email'],
   ['PATCH', '/api/v1/auth/me/profile/', '{"display_name":"\\udc00x"}', 'display_name'],
   ['POST', '/api/v1/auth/token/', '{"username":"ad\\u0000min","password":"x"}', 'username'],

@@ -9,7 +9,8 @@ const mailbox = await startMailbox(t);
 const { app, databaseUrl } = await buildTestApp(t);
 const { admin, organizationId } = await setupInstallation(app, mailbox);
 const org = `/api/v1/organizations/${organizationId}`;
-const seedCompany = json(await app.inject({ method: 'POST', url: `${org}/companies/`, headers: admin.headers, payload: { name: 'Seed' } })).id as string;
+const seedCompany = json(await app.inject({ method: 'POST', url: `${org}/companies/`, headers: admin.headers, payload: { name: 'Seed' } }))
+  .id as string;
 const count = async (table: string) => Number((await app.pg.query(`SELECT count(*) FROM ${table}`)).rows[0].count);
 
 let keyCounter = 0;
@@ -18,34 +19,63 @@ const post = (url: string, payload: object, key: string | undefined, headers = a
   app.inject({ method: 'POST', url, headers: { ...headers, ...(key ? { 'idempotency-key': key } : {}) }, payload });
 
 const kinds: Array<{ name: string; url: string; table: string; body: () => object; other: () => object }> = [
-  { name: 'company', url: `${org}/companies/`, table: 'companies', body: () => ({ name: 'Acme Ltd' }), other: () => ({ name: 'Other Ltd' }) },
-  { name: 'contact', url: `${org}/contacts/`, table: 'contacts', body: () => ({ company_id: seedCompany, first_name: 'Ada', last_name: 'L' }), other: () => ({ company_id: seedCompany, first_name: 'Bob', last_name: 'L' }) },
   {
-    name: 'automation', url: `${org}/automations/`, table: 'automations',
+    name: 'company',
+    url: `${org}/companies/`,
+    table: 'companies',
+    body: () => ({ name: 'Acme Ltd' }),
+    other: () => ({ name: 'Other Ltd' }),
+  },
+  {
+    name: 'contact',
+    url: `${org}/contacts/`,
+    table: 'contacts',
+    body: () => ({ company_id: seedCompany, first_name: 'Ada', last_name: 'L' }),
+    other: () => ({ company_id: seedCompany, first_name: 'Bob', last_name: 'L' }),
+  },
+  {
+    name: 'automation',
+    url: `${org}/automations/`,
+    table: 'automations',
     body: () => ({ name: 'Hook', trigger: 'company.created', action_type: 'webhook', action_config: { url: 'https://example.com/h' } }),
     other: () => ({ name: 'Hook 2', trigger: 'company.created', action_type: 'webhook', action_config: { url: 'https://example.com/h' } }),
   },
-  { name: 'invitation', url: `${org}/invitations/`, table: 'invitations', body: () => ({ email: 'idem@example.test', role: 'member' }), other: () => ({ email: 'idem2@example.test', role: 'member' }) },
-  { name: 'workspace', url: '/api/v1/organizations/', table: 'organizations', body: () => ({ name: 'Idem Co', owner_email: 'owner@example.test' }), other: () => ({ name: 'Idem Two', owner_email: 'owner2@example.test' }) },
+  {
+    name: 'invitation',
+    url: `${org}/invitations/`,
+    table: 'invitations',
+    body: () => ({ email: 'idem@example.test', role: 'member' }),
+    other: () => ({ email: 'idem2@example.test', role: 'member' }),
+  },
+  {
+    name: 'workspace',
+    url: '/api/v1/organizations/',
+    table: 'organizations',
+    body: () => ({ name: 'Idem Co', owner_email: 'owner@example.test' }),
+    other: () => ({ name: 'Idem Two', owner_email: 'owner2@example.test' }),
+  },
 ];
 
 for (const kind of kinds) {
-  t.test(`${kind.name}: a retry with the same key replays the first answer and creates nothing; another request with it → 422`, async (t) => {
-    const key = newKey();
-    const first = await post(kind.url, kind.body(), key);
-    t.equal(first.statusCode, 201, first.body);
-    const rows = await count(kind.table);
-    const retry = await post(kind.url, kind.body(), key);
-    t.equal(retry.statusCode, 201);
-    t.equal(retry.headers['idempotent-replayed'], 'true');
-    t.same(json(retry), json(first), 'the first answer');
-    t.match(retry.headers['content-type'], /^application\/json/);
-    t.equal(await count(kind.table), rows, 'nothing new');
-    const misuse = await post(kind.url, kind.other(), key);
-    t.equal(misuse.statusCode, 422);
-    t.match(json(misuse), { code: 'idempotency_key_reused' });
-    t.equal(await count(kind.table), rows, 'nothing new');
-  });
+  t.test(
+    `${kind.name}: a retry with the same key replays the first answer and creates nothing; another request with it → 422`,
+    async (t) => {
+      const key = newKey();
+      const first = await post(kind.url, kind.body(), key);
+      t.equal(first.statusCode, 201, first.body);
+      const rows = await count(kind.table);
+      const retry = await post(kind.url, kind.body(), key);
+      t.equal(retry.statusCode, 201);
+      t.equal(retry.headers['idempotent-replayed'], 'true');
+      t.same(json(retry), json(first), 'the first answer');
+      t.match(retry.headers['content-type'], /^application\/json/);
+      t.equal(await count(kind.table), rows, 'nothing new');
+      const misuse = await post(kind.url, kind.other(), key);
+      t.equal(misuse.statusCode, 422);
+      t.match(json(misuse), { code: 'idempotency_key_reused' });
+      t.equal(await count(kind.table), rows, 'nothing new');
+    },
+  );
 }
 
 t.test('personal workspace: replayed too', async (t) => {
@@ -85,8 +115,16 @@ t.test('a failed first request frees the key: the retry runs again', async (t) =
   const key = newKey();
   const foreign = '00000000-0000-4000-8000-000000000000';
   t.equal((await post(`${org}/contacts/`, { company_id: foreign, first_name: 'X', last_name: 'Y' }, key)).statusCode, 400);
-  t.equal((await post(`${org}/contacts/`, { company_id: foreign, first_name: 'X', last_name: 'Y' }, key)).statusCode, 400, 'ran again, not replayed');
-  t.equal((await post(`${org}/contacts/`, { company_id: seedCompany, first_name: 'X', last_name: 'Y' }, key)).statusCode, 201, 'and the key is usable');
+  t.equal(
+    (await post(`${org}/contacts/`, { company_id: foreign, first_name: 'X', last_name: 'Y' }, key)).statusCode,
+    400,
+    'ran again, not replayed',
+  );
+  t.equal(
+    (await post(`${org}/contacts/`, { company_id: seedCompany, first_name: 'X', last_name: 'Y' }, key)).statusCode,
+    201,
+    'and the key is usable',
+  );
 });
 
 t.test('after 24 hours the key is free again', async (t) => {

@@ -18,7 +18,8 @@ const secrets: string[] = [];
 const LIST_URL = '/api/v1/organizations/installation-admin-invitations/';
 const PASSWORD = 'an-admin-passphrase';
 const list = (who: SignedIn) => app.inject({ method: 'GET', url: LIST_URL, headers: who.headers });
-const invite = (who: SignedIn, payload: Record<string, unknown>) => app.inject({ method: 'POST', url: LIST_URL, headers: who.headers, payload });
+const invite = (who: SignedIn, payload: Record<string, unknown>) =>
+  app.inject({ method: 'POST', url: LIST_URL, headers: who.headers, payload });
 const preview = (token: string) => app.inject({ method: 'GET', url: `/api/v1/installation-admin-invitations/${token}/` });
 const acceptUrl = (token: string) => `/api/v1/installation-admin-invitations/${token}/accept/`;
 const accept = (token: string, options: { headers?: Record<string, string>; payload?: Record<string, unknown> } = {}) =>
@@ -105,7 +106,9 @@ t.test('without the installation fallback nothing is sent, even when a workspace
 
 t.test('a new user accepts: superuser and staff, tokens, no membership, single use', async (t) => {
   const { token } = await inviteAdmin('fresh-admin@example.test');
-  const res = await accept(token, { payload: { username: 'fresh-admin', password: PASSWORD, display_name: 'Fresh Admin', locale: 'de-DE' } });
+  const res = await accept(token, {
+    payload: { username: 'fresh-admin', password: PASSWORD, display_name: 'Fresh Admin', locale: 'de-DE' },
+  });
   t.equal(res.statusCode, 201);
   const body = json(res);
   secrets.push(body.tokens.access, body.tokens.refresh);
@@ -117,7 +120,11 @@ t.test('a new user accepts: superuser and staff, tokens, no membership, single u
   t.ok(user.profile?.onboardingCompletedAt);
   const me = await app.inject({ method: 'GET', url: '/api/v1/auth/me/', headers: bearer(body.tokens.access) });
   t.match(json(me), { is_superuser: true, organizations: [] });
-  t.equal((await app.inject({ method: 'GET', url: LIST_URL, headers: bearer(body.tokens.access) })).statusCode, 200, 'can now manage admins');
+  t.equal(
+    (await app.inject({ method: 'GET', url: LIST_URL, headers: bearer(body.tokens.access) })).statusCode,
+    200,
+    'can now manage admins',
+  );
 
   const replay = await accept(token, { payload: { username: 'fresh-admin-2', password: PASSWORD, display_name: 'Again' } });
   t.equal(replay.statusCode, 404);
@@ -147,10 +154,14 @@ t.test('an existing user accepts with the Bearer token; the email must match', a
 
 t.test('expired links are 404; two simultaneous accepts cannot both succeed', async (t) => {
   const expiring = await inviteAdmin('late-admin@example.test');
-  await app.db.$executeRaw`UPDATE installation_admin_invitations SET expires_at = now() - interval '1 minute' WHERE id = ${expiring.invitation.id}::uuid`;
+  await app.db
+    .$executeRaw`UPDATE installation_admin_invitations SET expires_at = now() - interval '1 minute' WHERE id = ${expiring.invitation.id}::uuid`;
   t.equal((await preview(expiring.token)).statusCode, 404);
   t.equal((await accept(expiring.token, { payload: { username: 'late', password: PASSWORD, display_name: 'Late' } })).statusCode, 404);
-  t.notOk(json(await list(root)).invitations.some((i: { email: string }) => i.email === 'late-admin@example.test'), 'expired not listed');
+  t.notOk(
+    json(await list(root)).invitations.some((i: { email: string }) => i.email === 'late-admin@example.test'),
+    'expired not listed',
+  );
 
   const raced = await inviteAdmin('race-admin@example.test');
   const results = await Promise.all(

@@ -38,7 +38,8 @@ if (redis) {
     servers.push(server);
   }
   const [a, b] = servers as [Started, Started];
-  const call = (server: Started, method: string, path: string, body?: unknown, access?: string) => apiClient(server)(method, path, body, access);
+  const call = (server: Started, method: string, path: string, body?: unknown, access?: string) =>
+    apiClient(server)(method, path, body, access);
 
   t.test('a limit is counted once across both processes', async (t) => {
     const statuses = [];
@@ -49,27 +50,51 @@ if (redis) {
   });
 
   t.test('with two processes, each outbox email is sent once and each automation run executed once', async (t) => {
-    t.equal((await call(a, 'POST', '/setup/', {
-      setup_token: TEST_SETUP_TOKEN, ...ADMIN, organization_name: 'Acme', organization_slug: 'acme', smtp: mailbox.smtpConfig(),
-    })).status, 201);
+    t.equal(
+      (
+        await call(a, 'POST', '/setup/', {
+          setup_token: TEST_SETUP_TOKEN,
+          ...ADMIN,
+          organization_name: 'Acme',
+          organization_slug: 'acme',
+          smtp: mailbox.smtpConfig(),
+        })
+      ).status,
+      201,
+    );
     const tokens = (await call(b, 'POST', '/auth/token/', { username: ADMIN.username, password: ADMIN.password })).body;
     const me = (await call(a, 'GET', '/auth/me/', undefined, tokens.access)).body;
     const org = `/organizations/${me.organizations[0].id}`;
     for (const rule of [
       { name: 'hook', trigger: 'company.created', action_type: 'webhook', action_config: { url: target.url } },
-      { name: 'mail', trigger: 'company.created', action_type: 'send_email', action_config: { to: [ADMIN.email], subject: 'New company', body: 'A company was created.' } },
+      {
+        name: 'mail',
+        trigger: 'company.created',
+        action_type: 'send_email',
+        action_config: { to: [ADMIN.email], subject: 'New company', body: 'A company was created.' },
+      },
     ]) {
       t.equal((await call(a, 'POST', `${org}/automations/`, rule, tokens.access)).status, 201, rule.name);
     }
     // Writes alternate between the processes, ten at a time.
-    const creates = Array.from({ length: COMPANIES }, (_, i) => () => call(i % 2 ? a : b, 'POST', `${org}/companies/`, { name: `Company ${i}` }, tokens.access));
-    const invites = Array.from({ length: INVITATIONS }, (_, i) => () => call(i % 2 ? b : a, 'POST', `${org}/invitations/`, { email: `invitee${i}@example.test`, role: 'member' }, tokens.access));
+    const creates = Array.from(
+      { length: COMPANIES },
+      (_, i) => () => call(i % 2 ? a : b, 'POST', `${org}/companies/`, { name: `Company ${i}` }, tokens.access),
+    );
+    const invites = Array.from(
+      { length: INVITATIONS },
+      (_, i) => () =>
+        call(i % 2 ? b : a, 'POST', `${org}/invitations/`, { email: `invitee${i}@example.test`, role: 'member' }, tokens.access),
+    );
     const work = [...creates, ...invites];
     const statuses: number[] = [];
     for (let i = 0; i < work.length; i += 10) {
       statuses.push(...(await Promise.all(work.slice(i, i + 10).map((run) => run()))).map((r) => r.status));
     }
-    t.ok(statuses.every((status) => status === 201), 'every write answered 201');
+    t.ok(
+      statuses.every((status) => status === 201),
+      'every write answered 201',
+    );
 
     await target.waitForRequests(COMPANIES, 120_000);
     const expectedMails = COMPANIES + INVITATIONS;
@@ -91,8 +116,14 @@ if (redis) {
     t.teardown(() => client.end());
     const runs = await client.query<{ status: string; count: string }>('SELECT status, count(*) FROM automation_runs GROUP BY status');
     t.same(Object.fromEntries(runs.rows.map((r) => [r.status, Number(r.count)])), { success: COMPANIES * 2 }, 'every run succeeded once');
-    const outbox = await client.query<{ status: string; attempts: number; count: string }>('SELECT status, attempts, count(*) FROM email_outbox GROUP BY status, attempts');
-    t.same(outbox.rows.map((r) => [r.status, r.attempts, Number(r.count)]), [['sent', 1, INVITATIONS]], 'every outbox row sent on its first attempt');
+    const outbox = await client.query<{ status: string; attempts: number; count: string }>(
+      'SELECT status, attempts, count(*) FROM email_outbox GROUP BY status, attempts',
+    );
+    t.same(
+      outbox.rows.map((r) => [r.status, r.attempts, Number(r.count)]),
+      [['sent', 1, INVITATIONS]],
+      'every outbox row sent on its first attempt',
+    );
   });
 
   t.test('both processes drain on SIGTERM', async (t) => {

@@ -93,11 +93,18 @@ t.test('a new user registers by accepting: tokens, the invited address, a member
   t.match(user.profile, { displayName: 'newbie display', firstName: 'New', lastName: 'Bee', timezone: 'Europe/Berlin', locale: 'en-US' });
   t.equal(user.profile?.dateOfBirth?.toISOString().slice(0, 10), '1990-05-17');
   t.ok(user.profile?.onboardingCompletedAt, 'onboarding completed');
-  t.same(user.memberships.map((m) => [m.organizationId, m.role]), [[orgA, 'member']], 'that workspace only');
+  t.same(
+    user.memberships.map((m) => [m.organizationId, m.role]),
+    [[orgA, 'member']],
+    'that workspace only',
+  );
 
   const me = await app.inject({ method: 'GET', url: '/api/v1/auth/me/', headers: bearer(body.tokens.access) });
   t.equal(me.statusCode, 200);
-  t.same(json(me).organizations.map((o: { id: string; current_user_role: string }) => [o.id, o.current_user_role]), [[orgA, 'member']]);
+  t.same(
+    json(me).organizations.map((o: { id: string; current_user_role: string }) => [o.id, o.current_user_role]),
+    [[orgA, 'member']],
+  );
   const signIn = await app.inject({ method: 'POST', url: '/api/v1/auth/token/', payload: { username: 'newbie', password: PASSWORD } });
   t.equal(signIn.statusCode, 200, 'the chosen password signs in');
   secrets.push(json(signIn).access, json(signIn).refresh);
@@ -172,7 +179,10 @@ t.test('an existing user accepts with the Bearer token and an empty body; the em
   t.equal(res.statusCode, 201);
   t.same(json(res), { organization_id: orgA, role: 'viewer', membership_created: true, tokens: null });
   const memberships = await app.db.membership.findMany({ where: { userId: bob.id } });
-  t.same(memberships.map((m) => [m.organizationId, m.role]), [[orgA, 'viewer']]);
+  t.same(
+    memberships.map((m) => [m.organizationId, m.role]),
+    [[orgA, 'viewer']],
+  );
 
   const other = await inviteTo(bob.email, 'member', orgB);
   const withEmptyObject = await accept(other.token, { headers: bob.headers, payload: {} });
@@ -244,10 +254,17 @@ t.test('accepting an Owner handoff activates the workspace and removes the tempo
   const body = json(res);
   secrets.push(body.tokens.access, body.tokens.refresh);
   t.match(body, { organization_id: organizationId, role: 'owner', membership_created: true });
-  const organization = await app.db.organization.findUniqueOrThrow({ where: { id: organizationId }, include: { memberships: { include: { user: true } } } });
+  const organization = await app.db.organization.findUniqueOrThrow({
+    where: { id: organizationId },
+    include: { memberships: { include: { user: true } } },
+  });
   t.equal(organization.status, 'active');
   t.equal(organization.ownerEmail, null);
-  t.same(organization.memberships.map((m) => [m.user.username, m.role, m.isTemporary]), [['founder', 'owner', false]], 'temporary membership removed');
+  t.same(
+    organization.memberships.map((m) => [m.user.username, m.role, m.isTemporary]),
+    [['founder', 'owner', false]],
+    'temporary membership removed',
+  );
   const visible = await app.inject({ method: 'GET', url: `/api/v1/organizations/${organizationId}/`, headers: bearer(body.tokens.access) });
   t.equal(visible.statusCode, 200);
   t.equal(json(visible).current_user_role, 'owner');
@@ -263,7 +280,11 @@ t.test('accepting an Owner handoff activates the workspace and removes the tempo
 
 t.test('links of cancelled and inactive workspaces are 404', async (t) => {
   const cancelled = await provision('Epsilon', 'never@example.test');
-  const cancel = await app.inject({ method: 'DELETE', url: `/api/v1/organizations/provisioning/${cancelled.organizationId}/`, headers: owner.headers });
+  const cancel = await app.inject({
+    method: 'DELETE',
+    url: `/api/v1/organizations/provisioning/${cancelled.organizationId}/`,
+    headers: owner.headers,
+  });
   t.equal(cancel.statusCode, 204);
   expectInvalid(t, await preview(cancelled.token), 'cancelled handoff preview');
   expectInvalid(t, await accept(cancelled.token, { payload: registration('never') }), 'cancelled handoff accept');
@@ -272,7 +293,13 @@ t.test('links of cancelled and inactive workspaces are 404', async (t) => {
   const inactive = await app.db.organization.create({ data: { name: 'Zeta', slug: 'zeta', status: 'cancelled' } });
   const { token } = await emailedLink(mailbox, 'zeta@example.test', '/invite/', () =>
     app.db.$transaction((tx) =>
-      issueInvitation(tx, { organization: inactive, email: 'zeta@example.test', role: 'member', invitedBy: owner, appUrl: app.config.appUrl }),
+      issueInvitation(tx, {
+        organization: inactive,
+        email: 'zeta@example.test',
+        role: 'member',
+        invitedBy: owner,
+        appUrl: app.config.appUrl,
+      }),
     ),
   );
   secrets.push(token);

@@ -53,8 +53,25 @@ t.test('an owner invites: 201, the link arrives through the installation fallbac
   tokens.push(token);
   t.equal(result.statusCode, 201);
   const body = json(result);
-  t.same(Object.keys(body).sort(), ['accepted_at', 'created_at', 'email', 'expires_at', 'id', 'invited_by', 'revoked_at', 'role', 'status']);
-  t.match(body, { email: 'new.person@example.test', role: 'member', status: 'pending', invited_by: owner.id, accepted_at: null, revoked_at: null });
+  t.same(Object.keys(body).sort(), [
+    'accepted_at',
+    'created_at',
+    'email',
+    'expires_at',
+    'id',
+    'invited_by',
+    'revoked_at',
+    'role',
+    'status',
+  ]);
+  t.match(body, {
+    email: 'new.person@example.test',
+    role: 'member',
+    status: 'pending',
+    invited_by: owner.id,
+    accepted_at: null,
+    revoked_at: null,
+  });
   const ttl = Date.parse(body.expires_at) - Date.parse(body.created_at);
   t.ok(Math.abs(ttl - 7 * 24 * 3600 * 1000) < 5000, 'expires seven days after sending');
   t.equal(link, `http://app.example.test/invite/${token}`);
@@ -75,7 +92,11 @@ t.test('roles: owner is not invitable, only an owner invites admins', async (t) 
   const escalation = await invite(admin, { email: 'would-be-admin@example.test', role: 'admin' });
   t.equal(escalation.statusCode, 403);
   t.equal(json(escalation).code, 'admin_invite_requires_owner');
-  t.equal((await rowsFor('would-be-owner@example.test')).length + (await rowsFor('would-be-admin@example.test')).length, 0, 'nothing created');
+  t.equal(
+    (await rowsFor('would-be-owner@example.test')).length + (await rowsFor('would-be-admin@example.test')).length,
+    0,
+    'nothing created',
+  );
 
   const byAdmin = await sent(admin, 'viewer-by-admin@example.test', 'viewer');
   t.match(byAdmin.invitation, { role: 'viewer', invited_by: admin.id });
@@ -169,7 +190,7 @@ t.test('sending needs the workspace default account or the installation fallback
     invite(owner, { email: 'via-acme@example.test', role: 'member' }),
   );
   t.equal(result.statusCode, 201);
-  t.equal(mail.authUser, 'acme-smtp', 'sent through the workspace\'s own default account');
+  t.equal(mail.authUser, 'acme-smtp', "sent through the workspace's own default account");
 });
 
 t.test('the history lists every status, newest first, paginated, without owner handoffs', async (t) => {
@@ -182,7 +203,13 @@ t.test('the history lists every status, newest first, paginated, without owner h
   await app.db.$executeRaw`UPDATE invitations SET expires_at = now() - interval '1 minute' WHERE id = ${expired.invitation.id}::uuid`;
   t.equal((await revoke(owner, revoked.invitation.id, orgB)).statusCode, 204);
   await app.db.$transaction((tx) =>
-    issueInvitation(tx, { organization: { id: orgB, name: 'Beta' }, email: 'handoff@example.test', role: 'owner', invitedBy: owner, appUrl: 'http://x' }),
+    issueInvitation(tx, {
+      organization: { id: orgB, name: 'Beta' },
+      email: 'handoff@example.test',
+      role: 'owner',
+      invitedBy: owner,
+      appUrl: 'http://x',
+    }),
   );
 
   const res = await list(owner, '', orgB);
@@ -190,13 +217,22 @@ t.test('the history lists every status, newest first, paginated, without owner h
   const rows = json<Array<Record<string, string | null>>>(res);
   t.same(
     Object.fromEntries(rows.map((row) => [row.email, row.status])),
-    { 'h-pending@example.test': 'pending', [outsider.email]: 'accepted', 'h-expired@example.test': 'expired', 'h-revoked@example.test': 'revoked' },
+    {
+      'h-pending@example.test': 'pending',
+      [outsider.email]: 'accepted',
+      'h-expired@example.test': 'expired',
+      'h-revoked@example.test': 'revoked',
+    },
     'statuses derived on read; the owner handoff is not listed',
   );
   t.ok(rows.find((row) => row.status === 'accepted')?.accepted_at);
   t.ok(rows.find((row) => row.status === 'revoked')?.revoked_at);
   const created = rows.map((row) => Date.parse(row.created_at!));
-  t.same(created, [...created].sort((a, b) => b - a), 'newest first');
+  t.same(
+    created,
+    [...created].sort((a, b) => b - a),
+    'newest first',
+  );
   t.equal(res.headers.link, undefined);
 
   const first = await list(owner, '?limit=3', orgB);
@@ -204,9 +240,15 @@ t.test('the history lists every status, newest first, paginated, without owner h
   const next = /<([^>]+)>; rel="next"/.exec(String(first.headers.link))?.[1];
   t.ok(next, 'Link rel="next"');
   const second = await app.inject({ method: 'GET', url: next!, headers: owner.headers });
-  t.same(json(second).map((row: { id: string }) => row.id), [rows[3]!.id]);
+  t.same(
+    json(second).map((row: { id: string }) => row.id),
+    [rows[3]!.id],
+  );
   t.equal(second.headers.link, undefined);
-  t.same([...json(first), ...json(second)].map((row: { id: string }) => row.id), rows.map((row) => row.id));
+  t.same(
+    [...json(first), ...json(second)].map((row: { id: string }) => row.id),
+    rows.map((row) => row.id),
+  );
   t.equal(pending.invitation.status, 'pending');
 
   for (const query of ['?limit=0', '?limit=201', '?limit=abc', '?cursor=not-a-cursor']) {
@@ -236,7 +278,7 @@ t.test('revoke: pending only, inside the addressed organization, admin invitatio
 
   const other = await sent(owner, 'beta-only@example.test', 'member', orgB);
   for (const res of [await revoke(owner, other.invitation.id), await resend(owner, other.invitation.id)]) {
-    t.equal(res.statusCode, 404, 'an invitation of org B through org A\'s path');
+    t.equal(res.statusCode, 404, "an invitation of org B through org A's path");
     t.equal(json(res).code, 'invitation_not_found');
   }
   t.equal(await statusOf(other.invitation.id), 'pending', 'untouched');
@@ -268,7 +310,11 @@ t.test('resend: earlier links revoked, a fresh seven-day link works', async (t) 
   t.equal(revived.statusCode, 201);
   t.equal((await revoke(owner, json(revived).id)).statusCode, 204);
   t.equal((await resend(owner, json(revived).id)).statusCode, 201);
-  t.equal((await app.db.invitation.count({ where: { email: 'resend-me@example.test', revokedAt: null, acceptedAt: null } })), 2, 'one pending, one expired');
+  t.equal(
+    await app.db.invitation.count({ where: { email: 'resend-me@example.test', revokedAt: null, acceptedAt: null } }),
+    2,
+    'one pending, one expired',
+  );
 
   const adminInvite = await sent(owner, 'admin-resend@example.test', 'admin');
   const refused = await resend(admin, adminInvite.invitation.id);
@@ -285,7 +331,13 @@ t.test('resend: earlier links revoked, a fresh seven-day link works', async (t) 
 
   // An address that became a member another way is not invited again.
   const stale = await app.db.$transaction((tx) =>
-    issueInvitation(tx, { organization: { id: orgA, name: 'Acme' }, email: viewer.email, role: 'member', invitedBy: owner, appUrl: 'http://x' }),
+    issueInvitation(tx, {
+      organization: { id: orgA, name: 'Acme' },
+      email: viewer.email,
+      role: 'member',
+      invitedBy: owner,
+      appUrl: 'http://x',
+    }),
   );
   const member409 = await resend(owner, stale.id);
   t.equal(member409.statusCode, 409);
@@ -303,7 +355,12 @@ t.test('resend: earlier links revoked, a fresh seven-day link works', async (t) 
 t.test('bad bodies are 400 problem+json and create nothing', async (t) => {
   const valid = { email: 'bad-body@example.test', role: 'member' };
   await rejectsBadBodies(t, app, { method: 'POST', url: base(orgA), headers: owner.headers }, valid, ['email', 'role']);
-  for (const payload of [{ email: 'not-an-email', role: 'member' }, { email: valid.email }, { role: 'member' }, { ...valid, role: 'superuser' }]) {
+  for (const payload of [
+    { email: 'not-an-email', role: 'member' },
+    { email: valid.email },
+    { role: 'member' },
+    { ...valid, role: 'superuser' },
+  ]) {
     const res = await invite(owner, payload);
     t.equal(res.statusCode, 400, JSON.stringify(payload));
     t.equal(json(res).code, 'validation_failed');

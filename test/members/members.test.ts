@@ -38,7 +38,11 @@ t.test('owners and admins list members; members and viewers get 403; non-members
   t.equal(res.statusCode, 200);
   const body = json<Array<Record<string, unknown>>>(res);
   t.equal(body.length, 4);
-  t.same(body.map((m) => m.id), [viewer.membershipId, member.membershipId, admin.membershipId, ownerMembershipId], 'newest first');
+  t.same(
+    body.map((m) => m.id),
+    [viewer.membershipId, member.membershipId, admin.membershipId, ownerMembershipId],
+    'newest first',
+  );
   t.same(body[0], {
     id: viewer.membershipId,
     user_id: viewer.id,
@@ -50,7 +54,10 @@ t.test('owners and admins list members; members and viewers get 403; non-members
     updated_at: body[0]!.updated_at,
   });
   t.match(body[3], { user_id: owner.id, role: 'owner' });
-  t.notOk(body.some((m) => m.user_id === outsider.id), 'only this organization');
+  t.notOk(
+    body.some((m) => m.user_id === outsider.id),
+    'only this organization',
+  );
 
   t.equal((await list(admin)).statusCode, 200);
   for (const user of [member, viewer]) {
@@ -65,13 +72,21 @@ t.test('owners and admins list members; members and viewers get 403; non-members
   t.equal(json(page).length, 3);
   t.match(page.headers.link, /rel="next"/);
   const next = /<([^>]+)>/.exec(String(page.headers.link))![1]!;
-  t.same(json(await app.inject({ method: 'GET', url: next, headers: owner.headers })).map((m: { id: string }) => m.id), [ownerMembershipId]);
+  t.same(
+    json(await app.inject({ method: 'GET', url: next, headers: owner.headers })).map((m: { id: string }) => m.id),
+    [ownerMembershipId],
+  );
   t.equal((await list(owner, '?cursor=%%%')).statusCode, 400);
   t.equal((await list(owner, '?limit=500')).statusCode, 400);
 });
 
 t.test('there is no direct membership creation', async (t) => {
-  const res = await app.inject({ method: 'POST', url: membersUrl(), headers: owner.headers, payload: { user_id: outsider.id, role: 'member' } });
+  const res = await app.inject({
+    method: 'POST',
+    url: membersUrl(),
+    headers: owner.headers,
+    payload: { user_id: outsider.id, role: 'member' },
+  });
   t.equal(res.statusCode, 404);
   t.equal(await app.db.membership.count({ where: { organizationId: acmeId, userId: outsider.id } }), 0);
 });
@@ -118,7 +133,7 @@ t.test('role changes: admins move members and viewers; only the owner touches ad
 
 t.test('members are addressed within the organization only: unknown, malformed and foreign ids are 404', async (t) => {
   for (const [label, id] of [
-    ['another organization\'s membership', otherMembershipId],
+    ["another organization's membership", otherMembershipId],
     ['unknown id', '00000000-0000-4000-8000-000000000000'],
     ['malformed id', 'not-a-uuid'],
   ] as const) {
@@ -134,7 +149,13 @@ t.test('members are addressed within the organization only: unknown, malformed a
 });
 
 t.test('PATCH rejects bad input with 400 and changes nothing', async (t) => {
-  await rejectsBadBodies(t, app, { method: 'PATCH', url: `${membersUrl()}${member.membershipId}/`, headers: owner.headers }, { role: 'viewer' }, ['role']);
+  await rejectsBadBodies(
+    t,
+    app,
+    { method: 'PATCH', url: `${membersUrl()}${member.membershipId}/`, headers: owner.headers },
+    { role: 'viewer' },
+    ['role'],
+  );
   for (const payload of [{}, { role: 'superuser' }, { role: null }, { role: 'OWNER' }]) {
     const res = await patch(owner, member.membershipId, payload);
     t.equal(res.statusCode, 400, JSON.stringify(payload));
@@ -196,7 +217,11 @@ t.test('ownership transfer: the target becomes owner, the previous owner admin; 
 
   const seen = json(await app.inject({ method: 'GET', url: `/api/v1/organizations/${id}/`, headers: owner.headers }));
   t.equal(seen.current_user_role, 'admin');
-  t.equal((await app.inject({ method: 'DELETE', url: `/api/v1/organizations/${id}/`, headers: owner.headers })).statusCode, 403, 'no longer may delete');
+  t.equal(
+    (await app.inject({ method: 'DELETE', url: `/api/v1/organizations/${id}/`, headers: owner.headers })).statusCode,
+    403,
+    'no longer may delete',
+  );
   t.equal((await remove(winner.user, ownerRow.id, id)).statusCode, 204, 'the new owner may remove the old one');
 
   const back = await patch(winner.user, winner.row.id, { role: 'admin' }, id);

@@ -24,8 +24,16 @@ t.test('METRICS_TOKEN: /metrics on the API port needs the token', async (t) => {
   t.equal(res.statusCode, 200);
   t.match(res.headers['content-type'], /^text\/plain/);
   const body = res.body;
-  t.match(body, /crm_http_requests_total\{method="GET",route="\/api\/v1\/organizations\/:organization_id\/companies\/",status="200"\} 1/, 'per route pattern and status');
-  t.match(body, /crm_http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/api\/v1\/organizations\/:organization_id\/companies\/",status="200"\}/, 'latency histogram');
+  t.match(
+    body,
+    /crm_http_requests_total\{method="GET",route="\/api\/v1\/organizations\/:organization_id\/companies\/",status="200"\} 1/,
+    'per route pattern and status',
+  );
+  t.match(
+    body,
+    /crm_http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/api\/v1\/organizations\/:organization_id\/companies\/",status="200"\}/,
+    'latency histogram',
+  );
   t.notMatch(body, new RegExp(organizationId), 'no ids in labels');
   t.match(body, /crm_pg_pool_connections\{state="total"\} \d+/);
   t.match(body, /crm_pg_pool_connections\{state="waiting"\} 0/);
@@ -38,8 +46,16 @@ t.test('METRICS_PORT: a listener of its own, queue depths by status', async (t) 
   const { app } = await buildTestApp(t, { METRICS_PORT: '0' });
   const { admin, organizationId } = await setupInstallation(app);
   await app.inject({
-    method: 'POST', url: `/api/v1/organizations/${organizationId}/automations/`, headers: admin.headers,
-    payload: { name: 'hook', trigger: 'company.created', action_type: 'webhook', action_config: { url: 'https://example.invalid/hook' }, is_active: true },
+    method: 'POST',
+    url: `/api/v1/organizations/${organizationId}/automations/`,
+    headers: admin.headers,
+    payload: {
+      name: 'hook',
+      trigger: 'company.created',
+      action_type: 'webhook',
+      action_config: { url: 'https://example.invalid/hook' },
+      is_active: true,
+    },
   });
   await app.db.emailOutbox.create({ data: { toAddress: 'a@example.test', subject: 's', status: 'failed' } });
   const { port } = app.metricsServer!.address() as { port: number };

@@ -27,7 +27,10 @@ interface Operation {
   summary?: string;
   security?: Array<Record<string, string[]>>;
   parameters?: Array<{ in: string; name: string }>;
-  responses?: Record<string, { headers?: Record<string, { required?: boolean }>; content?: Record<string, { schema?: { $ref?: string } }> }>;
+  responses?: Record<
+    string,
+    { headers?: Record<string, { required?: boolean }>; content?: Record<string, { schema?: { $ref?: string } }> }
+  >;
 }
 
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options']);
@@ -71,14 +74,18 @@ t.test('security on every operation, the response headers the service sends, a l
   for (const { name, operation } of operations) {
     t.ok(Array.isArray(operation.security), `${name}: security declared (public ones say [])`);
     const headers = (status: string) => Object.keys(operation.responses?.[status]?.headers ?? {});
-    if (operation.parameters?.some((p) => p.in === 'query' && p.name === 'cursor')) t.ok(headers('200').includes('Link'), `${name}: Link on 200`);
+    if (operation.parameters?.some((p) => p.in === 'query' && p.name === 'cursor'))
+      t.ok(headers('200').includes('Link'), `${name}: Link on 200`);
     if (operation.responses?.['429']) {
       t.equal(operation.responses['429'].headers?.['Retry-After']?.required, true, `${name}: Retry-After required on 429`);
     }
     if (operation.responses?.['401']) t.ok(headers('401').includes('WWW-Authenticate'), `${name}: WWW-Authenticate on 401`);
   }
   const exportAccount = operations.find((o) => o.operation.operationId === 'exportAccount')!.operation;
-  t.ok(Object.keys(exportAccount.responses?.['200']?.headers ?? {}).some((h) => h.toLowerCase() === 'content-disposition'), 'Content-Disposition on the export');
+  t.ok(
+    Object.keys(exportAccount.responses?.['200']?.headers ?? {}).some((h) => h.toLowerCase() === 'content-disposition'),
+    'Content-Disposition on the export',
+  );
 });
 
 t.test('every 4xx/5xx response is the Problem schema as application/problem+json', async (t) => {
@@ -126,7 +133,18 @@ t.test('openapi-typescript turns the document into TypeScript that compiles with
   const tsc = require.resolve('typescript/bin/tsc');
   const result = await run(
     process.execPath,
-    [tsc, '--noEmit', '--strict', '--target', 'ES2022', '--module', 'NodeNext', '--moduleResolution', 'NodeNext', path.join(dir, 'client.ts')],
+    [
+      tsc,
+      '--noEmit',
+      '--strict',
+      '--target',
+      'ES2022',
+      '--module',
+      'NodeNext',
+      '--moduleResolution',
+      'NodeNext',
+      path.join(dir, 'client.ts'),
+    ],
     { cwd: dir },
   ).then(
     () => ({ code: 0, output: '' }),

@@ -14,9 +14,15 @@ const creator = await createUser(app, { username: 'creator' });
 await app.db.user.update({ where: { id: creator.id }, data: { isSuperuser: true } });
 const member = await createUser(app, { membership: { organizationId: acmeId, role: 'admin' } });
 
-const list = (user: SignedIn, query = '') => app.inject({ method: 'GET', url: `/api/v1/organizations/provisioning/${query}`, headers: user.headers });
+const list = (user: SignedIn, query = '') =>
+  app.inject({ method: 'GET', url: `/api/v1/organizations/provisioning/${query}`, headers: user.headers });
 const resend = (headers: Record<string, string>, id: string, payload?: unknown) =>
-  app.inject({ method: 'POST', url: `/api/v1/organizations/provisioning/${id}/`, headers, ...(payload === undefined ? {} : { payload: payload as object }) });
+  app.inject({
+    method: 'POST',
+    url: `/api/v1/organizations/provisioning/${id}/`,
+    headers,
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
 const cancel = (headers: Record<string, string>, id: string) =>
   app.inject({ method: 'DELETE', url: `/api/v1/organizations/provisioning/${id}/`, headers });
 
@@ -35,17 +41,26 @@ t.test('GET /organizations/provisioning/: installation admins see every pending 
   const res = await list(admin);
   t.equal(res.statusCode, 200);
   const items = json<Array<Record<string, string>>>(res);
-  t.same(items.map((item) => item.organization_id), [second.id, first.id]);
+  t.same(
+    items.map((item) => item.organization_id),
+    [second.id, first.id],
+  );
   t.same(Object.keys(items[0]!).sort(), ['created_at', 'name', 'organization_id', 'owner_email', 'slug']);
   t.match(items[0], { name: 'Hooli', slug: 'hooli', owner_email: 'second-owner@example.test' });
-  t.notOk(items.some((item) => item.organization_id === acmeId), 'active workspaces are not handoffs');
+  t.notOk(
+    items.some((item) => item.organization_id === acmeId),
+    'active workspaces are not handoffs',
+  );
 
   const page = await list(admin, '?limit=1');
   t.equal(json(page).length, 1);
   const next = /<([^>]+)>; rel="next"/.exec(String(page.headers.link))?.[1];
   t.ok(next, 'Link header to the next page');
   const rest = await app.inject({ method: 'GET', url: next!, headers: admin.headers });
-  t.same(json(rest).map((item: { organization_id: string }) => item.organization_id), [first.id]);
+  t.same(
+    json(rest).map((item: { organization_id: string }) => item.organization_id),
+    [first.id],
+  );
   t.notOk(rest.headers.link, 'last page');
 
   for (const query of ['?limit=0', '?limit=201', '?limit=abc', '?cursor=garbage']) {
@@ -59,7 +74,10 @@ t.test('GET /organizations/provisioning/: installation admins see every pending 
 t.test('a creator who is no longer an installation admin sees only their own handoffs; others see none', async (t) => {
   await app.db.user.update({ where: { id: creator.id }, data: { isSuperuser: false } });
   t.teardown(() => app.db.user.update({ where: { id: creator.id }, data: { isSuperuser: true } }));
-  t.same(json(await list(creator)).map((item: { organization_id: string }) => item.organization_id), [second.id]);
+  t.same(
+    json(await list(creator)).map((item: { organization_id: string }) => item.organization_id),
+    [second.id],
+  );
   t.same(json(await list(member)), []);
 });
 
@@ -70,7 +88,10 @@ t.test('the pending workspace stays hidden from its creator', async (t) => {
     t.equal(json(res).code, 'organization_not_found');
   }
   const me = json(await app.inject({ method: 'GET', url: '/api/v1/auth/me/', headers: admin.headers }));
-  t.notOk(me.organizations.some((o: { id: string }) => o.id === first.id), 'not among my organizations');
+  t.notOk(
+    me.organizations.some((o: { id: string }) => o.id === first.id),
+    'not among my organizations',
+  );
 });
 
 t.test('resend: a fresh Owner link is emailed and the previous one stops working', async (t) => {
@@ -125,7 +146,10 @@ t.test('resend and cancel: 404 for other users, active workspaces, unknown and m
   t.equal(withField.statusCode, 400);
   t.ok(json(withField).errors?.owner_email);
   const malformed = await app.inject({
-    method: 'POST', url: `/api/v1/organizations/provisioning/${first.id}/`, headers: { ...admin.headers, 'content-type': 'application/json' }, payload: '{',
+    method: 'POST',
+    url: `/api/v1/organizations/provisioning/${first.id}/`,
+    headers: { ...admin.headers, 'content-type': 'application/json' },
+    payload: '{',
   });
   t.equal(malformed.statusCode, 400);
   t.equal((await resend({}, first.id)).statusCode, 401);
@@ -138,10 +162,16 @@ t.test('cancel: the workspace is cancelled for good, its link dies and the tempo
   const res = await cancel(admin.headers, first.id);
   t.equal(res.statusCode, 204);
   t.equal(res.body, '');
-  const organization = await app.db.organization.findUniqueOrThrow({ where: { id: first.id }, include: { memberships: true, invitations: true } });
+  const organization = await app.db.organization.findUniqueOrThrow({
+    where: { id: first.id },
+    include: { memberships: true, invitations: true },
+  });
   t.equal(organization.status, 'cancelled');
   t.same(organization.memberships, []);
-  t.ok(organization.invitations.every((invitation) => invitation.revokedAt !== null), 'every link revoked');
+  t.ok(
+    organization.invitations.every((invitation) => invitation.revokedAt !== null),
+    'every link revoked',
+  );
   t.equal((await app.inject({ method: 'GET', url: `/api/v1/invitations/${first.token}/` })).statusCode, 404);
 
   t.notOk(json(await list(admin)).some((item: { organization_id: string }) => item.organization_id === first.id));

@@ -33,13 +33,29 @@ t.test('an installation admin creating a workspace for themselves becomes its ow
   t.equal(res.statusCode, 201);
   const body = json(res);
   t.match(body, { name: 'Globex', slug: 'globex', is_personal: false, current_user_role: 'owner', owner_invitation_pending: false });
-  t.same(Object.keys(body).sort(), ['created_at', 'current_user_role', 'id', 'is_personal', 'name', 'owner_invitation_pending', 'slug', 'updated_at']);
+  t.same(Object.keys(body).sort(), [
+    'created_at',
+    'current_user_role',
+    'id',
+    'is_personal',
+    'name',
+    'owner_invitation_pending',
+    'slug',
+    'updated_at',
+  ]);
 
   const row = await app.db.organization.findUniqueOrThrow({ where: { id: body.id }, include: { memberships: true } });
   t.equal(row.status, 'active');
   t.equal(row.createdById, admin.id);
-  t.same(row.memberships.map((m) => [m.userId, m.role, m.isTemporary]), [[admin.id, 'owner', false]]);
-  t.same(await counts(), { ...before, organizations: before.organizations + 1, memberships: before.memberships + 1 }, 'no invitation, no email');
+  t.same(
+    row.memberships.map((m) => [m.userId, m.role, m.isTemporary]),
+    [[admin.id, 'owner', false]],
+  );
+  t.same(
+    await counts(),
+    { ...before, organizations: before.organizations + 1, memberships: before.memberships + 1 },
+    'no invitation, no email',
+  );
 
   const read = await getOrganization(admin.headers, body.id);
   t.equal(read.statusCode, 200);
@@ -75,7 +91,11 @@ t.test('a workspace for someone else waits hidden for its Owner, who is emailed 
   const row = await app.db.organization.findUniqueOrThrow({ where: { id: body.id }, include: { memberships: true, invitations: true } });
   t.equal(row.status, 'pending_owner');
   t.equal(row.ownerEmail, 'boss@example.test');
-  t.same(row.memberships.map((m) => [m.userId, m.role, m.isTemporary]), [[admin.id, 'admin', true]], 'temporary membership');
+  t.same(
+    row.memberships.map((m) => [m.userId, m.role, m.isTemporary]),
+    [[admin.id, 'admin', true]],
+    'temporary membership',
+  );
   t.equal(row.invitations.length, 1);
   const [invitation] = row.invitations;
   t.match(invitation, { email: 'boss@example.test', role: 'owner', invitedById: admin.id, acceptedAt: null, revokedAt: null });
@@ -134,7 +154,12 @@ t.test('POST /organizations/ rejects bad input with 400 and creates nothing', as
     t.equal(res.statusCode, 400, label);
     t.ok(json(res).errors?.[field], `${label}: errors.${field}`);
   }
-  const text = await app.inject({ method: 'POST', url: '/api/v1/organizations/', headers: { ...admin.headers, 'content-type': 'text/plain' }, payload: 'hi' });
+  const text = await app.inject({
+    method: 'POST',
+    url: '/api/v1/organizations/',
+    headers: { ...admin.headers, 'content-type': 'text/plain' },
+    payload: 'hi',
+  });
   t.equal(text.statusCode, 415);
   t.same(await counts(), before);
 });
@@ -175,7 +200,15 @@ t.test('DELETE /organizations/<id>/: owner only, cascades to everything in the w
   const member = await createUser(app, { membership: { organizationId: id, role: 'admin' } });
   const company = await app.db.company.create({ data: { organizationId: id, name: 'Client' } });
   await app.db.emailAccount.create({
-    data: { organizationId: id, name: 'Own', host: 'smtp.example.test', port: 25, username: '', fromEmail: 'a@example.test', isDefault: true },
+    data: {
+      organizationId: id,
+      name: 'Own',
+      host: 'smtp.example.test',
+      port: 25,
+      username: '',
+      fromEmail: 'a@example.test',
+      isDefault: true,
+    },
   });
 
   t.equal((await deleteOrganization(member.headers, id)).statusCode, 403, 'an admin may not');
@@ -197,7 +230,12 @@ t.test('DELETE /organizations/<id>/: owner only, cascades to everything in the w
 
 t.test('personal workspaces: one per user, after setup, private, never deleted', async (t) => {
   const personal = (headers: Record<string, string>, payload?: unknown) =>
-    app.inject({ method: 'POST', url: '/api/v1/organizations/personal/', headers, ...(payload === undefined ? {} : { payload: payload as object }) });
+    app.inject({
+      method: 'POST',
+      url: '/api/v1/organizations/personal/',
+      headers,
+      ...(payload === undefined ? {} : { payload: payload as object }),
+    });
 
   await app.db.installationState.update({ where: { id: 1 }, data: { setupCompletedAt: null } });
   const early = await personal(outsider.headers);
@@ -211,7 +249,10 @@ t.test('personal workspaces: one per user, after setup, private, never deleted',
   t.match(body, { name: 'Personal workspace', slug: `personal-${outsider.username}`, is_personal: true, current_user_role: 'owner' });
   const row = await app.db.organization.findUniqueOrThrow({ where: { id: body.id }, include: { memberships: true } });
   t.match(row, { isPersonal: true, personalUserId: outsider.id, status: 'active' });
-  t.same(row.memberships.map((m) => [m.userId, m.role]), [[outsider.id, 'owner']]);
+  t.same(
+    row.memberships.map((m) => [m.userId, m.role]),
+    [[outsider.id, 'owner']],
+  );
   t.equal((await getOrganization(outsider.headers, body.id)).statusCode, 200);
   t.equal((await getOrganization(admin.headers, body.id)).statusCode, 404, 'private: not even an installation admin sees it');
 

@@ -13,7 +13,12 @@ if (redisServer) {
   const wrongSignIn = (username: string) =>
     app.inject({ method: 'POST', url: '/api/v1/auth/token/', payload: { username, password: 'wrong password' } });
   const provision = () =>
-    app.inject({ method: 'POST', url: '/api/v1/organizations/', headers: member.headers, payload: { name: 'X', owner_email: 'o@example.test' } });
+    app.inject({
+      method: 'POST',
+      url: '/api/v1/organizations/',
+      headers: member.headers,
+      payload: { name: 'X', owner_email: 'o@example.test' },
+    });
 
   t.test('the counters live in Redis', async (t) => {
     for (let i = 0; i < 3; i += 1) t.equal((await wrongSignIn('mallory')).statusCode, 401);
@@ -21,7 +26,10 @@ if (redisServer) {
     const client = new Redis(redisServer.url);
     t.teardown(() => client.quit());
     const keys = await client.keys('crm-rate-limit:*');
-    t.ok(keys.some((key) => key.includes('token|') && key.includes('mallory')), `keys: ${keys.join(', ')}`);
+    t.ok(
+      keys.some((key) => key.includes('token|') && key.includes('mallory')),
+      `keys: ${keys.join(', ')}`,
+    );
   });
 
   t.test('Redis down: sign-in fails closed with 503 problem+json, provisioning is served uncounted', async (t) => {
@@ -33,7 +41,11 @@ if (redisServer) {
     t.equal(refused.headers['retry-after'], '5');
     const served = await provision();
     t.equal(served.statusCode, 403, 'the provisioning preset fails open: the request reaches its handler');
-    t.equal((await app.inject({ method: 'GET', url: '/api/v1/auth/me/', headers: member.headers })).statusCode, 200, 'unlimited routes unaffected');
+    t.equal(
+      (await app.inject({ method: 'GET', url: '/api/v1/auth/me/', headers: member.headers })).statusCode,
+      200,
+      'unlimited routes unaffected',
+    );
   });
 
   t.test('Redis back: the same process counts again without a restart', async (t) => {

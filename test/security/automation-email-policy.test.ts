@@ -13,7 +13,12 @@ async function scenery(t: Test, env: Record<string, string> = {}) {
   const call = async (method: 'GET' | 'POST', path: string, payload?: object) =>
     json(await app.inject({ method, url: `${api}${path}`, headers: admin.headers, ...(payload ? { payload } : {}) }));
   const rule = (name: string, to: string[]) =>
-    call('POST', '/automations/', { name, trigger: 'company.created', action_type: 'send_email', action_config: { to, subject: name, body: 'Hello.' } });
+    call('POST', '/automations/', {
+      name,
+      trigger: 'company.created',
+      action_type: 'send_email',
+      action_config: { to, subject: name, body: 'Hello.' },
+    });
   /** Polls the rule's runs until `count` of them are finished (the worker polls every 200 ms in tests). */
   async function finishedRuns(ruleId: string, count: number): Promise<Array<{ status: string; error_message: string | null }>> {
     for (;;) {

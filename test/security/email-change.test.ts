@@ -28,7 +28,10 @@ t.test('an email change needs the current password', async (t) => {
 
 t.test('the new address takes effect only through the link sent to it; the old one is told and its reset links die', async (t) => {
   const skip = mailbox.messages.length;
-  t.equal((await app.inject({ method: 'POST', url: '/api/v1/auth/password-reset/', payload: { email: 'carol@example.test' } })).statusCode, 200);
+  t.equal(
+    (await app.inject({ method: 'POST', url: '/api/v1/auth/password-reset/', payload: { email: 'carol@example.test' } })).statusCode,
+    200,
+  );
   const resetMail = await mailbox.waitFor((m) => m.to.includes('carol@example.test') && mailbox.messages.indexOf(m) >= skip);
   const resetPath = linkIn(resetMail, '/reset-password/').split('/reset-password/')[1]!.replace(/\/+$/, '');
 
@@ -48,14 +51,21 @@ t.test('the new address takes effect only through the link sent to it; the old o
   const sevenDays = Date.now() + 7 * 24 * 60 * 60 * 1000;
   t.ok(Math.abs(row.expiresAt.getTime() - sevenDays) < 60_000, 'valid for seven days');
 
-  const resetAfter = await app.inject({ method: 'POST', url: `/api/v1/auth/password-reset/${resetPath}/`, payload: { new_password: 'stolen-account-pw' } });
+  const resetAfter = await app.inject({
+    method: 'POST',
+    url: `/api/v1/auth/password-reset/${resetPath}/`,
+    payload: { new_password: 'stolen-account-pw' },
+  });
   t.equal(resetAfter.statusCode, 404, 'a reset link sent before the change request is dead');
 
   t.equal((await confirm(token)).statusCode, 200);
   t.equal(await emailOf(carol.id), 'carol.new@example.test', 'changed once confirmed');
   t.equal((await confirm(token)).statusCode, 404, 'the link works once');
   t.equal((await confirm('not-a-real-token')).statusCode, 404);
-  t.notOk(logs.some((line) => line.includes(token)), 'the token never reaches the log');
+  t.notOk(
+    logs.some((line) => line.includes(token)),
+    'the token never reaches the log',
+  );
 });
 
 t.test('a taken address is answered like a free one, and no link is sent to it', async (t) => {

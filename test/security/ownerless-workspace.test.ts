@@ -16,7 +16,12 @@ t.test('an ownership transfer accepted while the new owner deletes the account',
   const holder = await holdLocks(t, databaseUrl);
   await holder.query('SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE', [heir.id]);
   const deletion = track(
-    app.inject({ method: 'POST', url: '/api/v1/auth/me/delete/', headers: heir.headers, payload: { password: heir.password, confirmation: 'DELETE' } }),
+    app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/me/delete/',
+      headers: heir.headers,
+      payload: { password: heir.password, confirmation: 'DELETE' },
+    }),
   );
   await holder.waitForLockWaiters(1);
   const transfer = track(
@@ -33,7 +38,8 @@ t.test('an ownership transfer accepted while the new owner deletes the account',
   const owners = await app.db.membership.findMany({ where: { organizationId, role: 'owner' } });
   t.equal(owners.length, 1, `the workspace keeps exactly one owner (deletion ${deleted}, transfer ${transferred})`);
   t.ok(
-    (deleted === 204 && transferred === 404 && owners[0]?.userId === owner.id) || (deleted === 409 && transferred === 200 && owners[0]?.userId === heir.id),
+    (deleted === 204 && transferred === 404 && owners[0]?.userId === owner.id) ||
+      (deleted === 409 && transferred === 200 && owners[0]?.userId === heir.id),
     'one of the two wins cleanly',
   );
 });
@@ -41,7 +47,10 @@ t.test('an ownership transfer accepted while the new owner deletes the account',
 t.test('an owner handoff accepted while the new owner deletes the account', async (t) => {
   const heir = await createUser(app, { email: 'heir-of-hooli@example.test' });
   const created = await app.inject({
-    method: 'POST', url: '/api/v1/organizations/', headers: owner.headers, payload: { name: 'Hooli', owner_email: heir.email },
+    method: 'POST',
+    url: '/api/v1/organizations/',
+    headers: owner.headers,
+    payload: { name: 'Hooli', owner_email: heir.email },
   });
   t.equal(created.statusCode, 201);
   const hooliId = json(created).id as string;
@@ -49,7 +58,12 @@ t.test('an owner handoff accepted while the new owner deletes the account', asyn
   const holder = await holdLocks(t, databaseUrl);
   await holder.query('SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE', [heir.id]);
   const deletion = track(
-    app.inject({ method: 'POST', url: '/api/v1/auth/me/delete/', headers: heir.headers, payload: { password: heir.password, confirmation: 'DELETE' } }),
+    app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/me/delete/',
+      headers: heir.headers,
+      payload: { password: heir.password, confirmation: 'DELETE' },
+    }),
   );
   await holder.waitForLockWaiters(1);
   const accept = track(app.inject({ method: 'POST', url: `/api/v1/invitations/${token}/accept/`, headers: heir.headers, payload: {} }));
@@ -58,7 +72,10 @@ t.test('an owner handoff accepted while the new owner deletes the account', asyn
   const [deleted, accepted] = [(await deletion.promise).statusCode, (await accept.promise).statusCode];
   const hooli = await app.db.organization.findUniqueOrThrow({ where: { id: hooliId }, include: { memberships: true } });
   const owners = hooli.memberships.filter((m) => m.role === 'owner');
-  t.ok(hooli.status !== 'active' || owners.length === 1, `an active workspace has its owner (deletion ${deleted}, accept ${accepted}, ${hooli.status})`);
+  t.ok(
+    hooli.status !== 'active' || owners.length === 1,
+    `an active workspace has its owner (deletion ${deleted}, accept ${accepted}, ${hooli.status})`,
+  );
   t.ok((deleted === 409 && accepted === 201) || (deleted === 204 && accepted !== 201), 'one of the two wins cleanly');
   t.ok(accepted < 500, 'no server error');
 });
@@ -66,7 +83,10 @@ t.test('an owner handoff accepted while the new owner deletes the account', asyn
 t.test('a handoff accepted by an account deleted while the acceptance waits answers 401, not 500', async (t) => {
   const heir = await createUser(app, { email: 'heir-of-initech@example.test' });
   const created = await app.inject({
-    method: 'POST', url: '/api/v1/organizations/', headers: owner.headers, payload: { name: 'Initech', owner_email: heir.email },
+    method: 'POST',
+    url: '/api/v1/organizations/',
+    headers: owner.headers,
+    payload: { name: 'Initech', owner_email: heir.email },
   });
   const initechId = json(created).id as string;
   const token = tokenOf(linkIn(await mailbox.waitForTo(heir.email), '/invite/'));
@@ -76,7 +96,10 @@ t.test('a handoff accepted by an account deleted while the acceptance waits answ
   const accept = track(app.inject({ method: 'POST', url: `/api/v1/invitations/${token}/accept/`, headers: heir.headers, payload: {} }));
   await holder.waitForLockWaiters(1, accept.settled);
   const deleted = await app.inject({
-    method: 'POST', url: '/api/v1/auth/me/delete/', headers: heir.headers, payload: { password: heir.password, confirmation: 'DELETE' },
+    method: 'POST',
+    url: '/api/v1/auth/me/delete/',
+    headers: heir.headers,
+    payload: { password: heir.password, confirmation: 'DELETE' },
   });
   t.equal(deleted.statusCode, 204);
   await holder.release();

@@ -21,8 +21,15 @@ t.test('a known address is answered without touching its account, like an unknow
     answers.push(await request.promise);
   }
   await holder.release();
-  t.same(answers.map((res) => res.statusCode), [200, 200]);
+  t.same(
+    answers.map((res) => res.statusCode),
+    [200, 200],
+  );
   t.same(json(answers[0]!), json(answers[1]!), 'identical bodies');
   t.equal(await app.db.passwordResetToken.count(), 0, 'no link was created while answering');
-  t.same((await app.db.passwordResetRequest.findMany({ orderBy: { createdAt: 'asc' } })).map((r) => r.email), ['known@example.test', 'unknown@example.test'], 'both requests are queued alike');
+  t.same(
+    (await app.db.passwordResetRequest.findMany({ orderBy: { createdAt: 'asc' } })).map((r) => r.email),
+    ['known@example.test', 'unknown@example.test'],
+    'both requests are queued alike',
+  );
 });

@@ -18,7 +18,12 @@ t.test('sign-in attempts are capped per client IP whatever the username', async 
 t.test('the per-IP cap and the per IP and username limit both apply to each attempt', async (t) => {
   const { app } = await buildTestApp(t, { RATE_LIMIT_TOKEN_PER_IP_PER_MINUTE: '4', RATE_LIMIT_TOKEN_PER_MINUTE: '2' });
   const attempt = (username: string) =>
-    app.inject({ method: 'POST', url: '/api/v1/auth/token/', remoteAddress: '10.9.1.1', payload: { username, password: 'guess-guess-guess' } });
+    app.inject({
+      method: 'POST',
+      url: '/api/v1/auth/token/',
+      remoteAddress: '10.9.1.1',
+      payload: { username, password: 'guess-guess-guess' },
+    });
   t.same([(await attempt('eve')).statusCode, (await attempt('eve')).statusCode], [401, 401]);
   t.equal((await attempt('eve')).statusCode, 429, 'the third attempt for one username is refused');
   t.equal((await attempt('fay')).statusCode, 401, 'another username is still checked');
@@ -75,7 +80,15 @@ t.test('password hashing beyond the queue answers 503 instead of piling up', asy
     t.equal(json(res).code, 'server_busy');
     t.equal(res.headers['retry-after'], '1');
   }
-  t.ok(attempts.every((res) => res.statusCode === 503 || res.statusCode === 401), 'the others were checked normally');
-  const after = await app.inject({ method: 'POST', url: '/api/v1/auth/token/', remoteAddress: '10.7.1.1', payload: { username: user.username, password: 'the-real-password' } });
+  t.ok(
+    attempts.every((res) => res.statusCode === 503 || res.statusCode === 401),
+    'the others were checked normally',
+  );
+  const after = await app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/token/',
+    remoteAddress: '10.7.1.1',
+    payload: { username: user.username, password: 'the-real-password' },
+  });
   t.equal(after.statusCode, 200, 'the queue drains: a later sign-in works');
 });

@@ -5,7 +5,7 @@ import { createUser } from '../helpers/fixtures.js';
 import { holdLocks, track } from '../helpers/locks.js';
 
 const { app, databaseUrl } = await buildTestApp(t, { RATE_LIMIT_TOKEN_PER_MINUTE: '1000' });
-const alice = await createUser(app, { username: 'alice', password: 'alice-password-1' });
+const _alice = await createUser(app, { username: 'alice', password: 'alice-password-1' });
 
 const claims = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString('utf8')) as { jti: string; fam: string };
 const jti = (jwt: string) => claims(jwt).jti;
@@ -64,5 +64,8 @@ t.test('a rotation in flight when a rotated token is reused is revoked with its 
   await assertDead(t, await rotation.promise);
   const family = await app.db.refreshToken.findMany({ where: { familyId: claims(first.refresh).fam } });
   t.equal(family.length, 3, 'the rotation in flight did issue a successor');
-  t.ok(family.every((row) => row.revokedAt !== null), 'every token of the family is revoked, the successor included');
+  t.ok(
+    family.every((row) => row.revokedAt !== null),
+    'every token of the family is revoked, the successor included',
+  );
 });

@@ -20,24 +20,48 @@ t.test('an admin cannot redirect the stored password to another server', async (
   const accountId = json(created).id as string;
   const before = await app.db.emailAccount.findUniqueOrThrow({ where: { id: accountId } });
 
-  for (const change of [{ port: attackersServer.port }, { host: 'localhost' }, { username: 'someone-else' }, { use_tls: true }, { use_ssl: true, port: 465 }]) {
+  for (const change of [
+    { port: attackersServer.port },
+    { host: 'localhost' },
+    { username: 'someone-else' },
+    { use_tls: true },
+    { use_ssl: true, port: 465 },
+  ]) {
     const res = await app.inject({ method: 'PATCH', url: `${url}${accountId}/`, headers: admin.headers, payload: change });
     t.equal(res.statusCode, 400, `refused without the password: ${JSON.stringify(change)}`);
     t.equal(json(res).code, 'password_required');
     t.ok(json(res).errors?.password, 'errors.password');
   }
   t.same(await app.db.emailAccount.findUniqueOrThrow({ where: { id: accountId } }), before, 'the account is unchanged');
-  const sent = await app.inject({ method: 'POST', url: `${url}${accountId}/test/`, headers: admin.headers, payload: { recipient: 'probe@example.test' } });
+  const sent = await app.inject({
+    method: 'POST',
+    url: `${url}${accountId}/test/`,
+    headers: admin.headers,
+    payload: { recipient: 'probe@example.test' },
+  });
   t.equal(sent.statusCode, 200);
-  t.equal((await ownersServer.waitForTo('probe@example.test')).authUser, CREDENTIALS.username, 'the test send went to the owner\'s server');
+  t.equal((await ownersServer.waitForTo('probe@example.test')).authUser, CREDENTIALS.username, "the test send went to the owner's server");
   t.equal(attackersServer.messages.length, 0, 'nothing reached the other server');
 
-  const renamed = await app.inject({ method: 'PATCH', url: `${url}${accountId}/`, headers: admin.headers, payload: { name: 'Renamed', from_name: 'Sales' } });
+  const renamed = await app.inject({
+    method: 'PATCH',
+    url: `${url}${accountId}/`,
+    headers: admin.headers,
+    payload: { name: 'Renamed', from_name: 'Sales' },
+  });
   t.equal(renamed.statusCode, 200, 'other fields change without the password');
-  const unchangedPort = await app.inject({ method: 'PATCH', url: `${url}${accountId}/`, headers: admin.headers, payload: { port: ownersServer.port } });
+  const unchangedPort = await app.inject({
+    method: 'PATCH',
+    url: `${url}${accountId}/`,
+    headers: admin.headers,
+    payload: { port: ownersServer.port },
+  });
   t.equal(unchangedPort.statusCode, 200, 'sending the current value is not a change');
   const withPassword = await app.inject({
-    method: 'PATCH', url: `${url}${accountId}/`, headers: admin.headers, payload: { port: attackersServer.port, password: 'the-admins-own-Pw9' },
+    method: 'PATCH',
+    url: `${url}${accountId}/`,
+    headers: admin.headers,
+    payload: { port: attackersServer.port, password: 'the-admins-own-Pw9' },
   });
   t.equal(withPassword.statusCode, 200, 'with a password of their own, the server may change');
 });
@@ -53,10 +77,18 @@ t.test('workspace email accounts may not point at private or loopback hosts unle
     t.equal(res.statusCode, 400, `create with ${host}`);
     t.ok(json(res).errors?.host, 'errors.host');
   }
-  const created = await app.inject({ method: 'POST', url, headers: owner.headers, payload: fallback.smtpConfig({ host: 'smtp.example.com' }) });
+  const created = await app.inject({
+    method: 'POST',
+    url,
+    headers: owner.headers,
+    payload: fallback.smtpConfig({ host: 'smtp.example.com' }),
+  });
   t.equal(created.statusCode, 201, 'a public host name is accepted');
   const moved = await app.inject({
-    method: 'PATCH', url: `${url}${json(created).id}/`, headers: owner.headers, payload: { host: '172.16.0.1', password: 'x-password-1' },
+    method: 'PATCH',
+    url: `${url}${json(created).id}/`,
+    headers: owner.headers,
+    payload: { host: '172.16.0.1', password: 'x-password-1' },
   });
   t.equal(moved.statusCode, 400, 'nor can an account be moved to a private host');
   t.ok(json(moved).errors?.host);
@@ -76,7 +108,12 @@ t.test('workspace email accounts may not point at private or loopback hosts unle
       isDefault: false,
     },
   });
-  const probe = await app.inject({ method: 'POST', url: `${url}${stored.id}/test/`, headers: owner.headers, payload: { recipient: 'probe@example.test' } });
+  const probe = await app.inject({
+    method: 'POST',
+    url: `${url}${stored.id}/test/`,
+    headers: owner.headers,
+    payload: { recipient: 'probe@example.test' },
+  });
   t.equal(probe.statusCode, 502, 'the test send is refused');
   t.equal(json(probe).code, 'smtp_failed');
   t.equal(internal.messages.length, 0, 'no connection carried a message to the internal server');

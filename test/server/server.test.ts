@@ -40,8 +40,12 @@ t.test('without DATABASE_URL: embedded PostgreSQL in DATA_DIR, data kept across 
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
-      setup_token: TEST_SETUP_TOKEN, username: 'admin', email: 'admin@example.test', password: 'correct-horse-battery',
-      organization_name: 'Acme', organization_slug: 'acme',
+      setup_token: TEST_SETUP_TOKEN,
+      username: 'admin',
+      email: 'admin@example.test',
+      password: 'correct-horse-battery',
+      organization_name: 'Acme',
+      organization_slug: 'acme',
     }),
   });
   t.equal(res.status, 201, 'setup completed');
@@ -61,62 +65,97 @@ t.test('without DATABASE_URL: embedded PostgreSQL in DATA_DIR, data kept across 
   t.equal(await stop(second), 0, 'clean exit');
 });
 
-t.test('WEB_CONCURRENCY=2: migrated once, two processes on one port, each email and automation run handled once, SIGTERM drains all', async (t) => {
-  // Scenery through an in-process app whose own workers poll only at start, so the server processes do the work.
-  const { app, databaseUrl } = await buildTestApp(t, { OUTBOX_POLL_INTERVAL_MS: '3600000', AUTOMATION_WEBHOOK_ALLOW_PRIVATE: 'true' });
-  const mailbox = await startMailbox(t);
-  const target = await startWebhookTarget(t);
-  const { admin, organizationId } = await setupInstallation(app, mailbox);
-  const orgPath = `/api/v1/organizations/${organizationId}`;
-  const rule = await app.inject({
-    method: 'POST', url: `${orgPath}/automations/`, headers: admin.headers,
-    payload: { name: 'hook', trigger: 'company.created', action_type: 'webhook', action_config: { url: target.url } },
-  });
-  t.equal(rule.statusCode, 201);
-  const EMAILS = 30;
-  for (let n = 0; n < EMAILS; n++) {
-    await app.db.$transaction((tx) =>
-      enqueueEmail(tx, { to: 'queue@example.test', subject: `Queued ${n}`, text: 'Hello', html: '<p>Hello</p>' }, { organizationId: null, requireAccount: true }),
-    );
-  }
+t.test(
+  'WEB_CONCURRENCY=2: migrated once, two processes on one port, each email and automation run handled once, SIGTERM drains all',
+  async (t) => {
+    // Scenery through an in-process app whose own workers poll only at start, so the server processes do the work.
+    const { app, databaseUrl } = await buildTestApp(t, { OUTBOX_POLL_INTERVAL_MS: '3600000', AUTOMATION_WEBHOOK_ALLOW_PRIVATE: 'true' });
+    const mailbox = await startMailbox(t);
+    const target = await startWebhookTarget(t);
+    const { admin, organizationId } = await setupInstallation(app, mailbox);
+    const orgPath = `/api/v1/organizations/${organizationId}`;
+    const rule = await app.inject({
+      method: 'POST',
+      url: `${orgPath}/automations/`,
+      headers: admin.headers,
+      payload: { name: 'hook', trigger: 'company.created', action_type: 'webhook', action_config: { url: target.url } },
+    });
+    t.equal(rule.statusCode, 201);
+    const EMAILS = 30;
+    for (let n = 0; n < EMAILS; n++) {
+      await app.db.$transaction((tx) =>
+        enqueueEmail(
+          tx,
+          { to: 'queue@example.test', subject: `Queued ${n}`, text: 'Hello', html: '<p>Hello</p>' },
+          { organizationId: null, requireAccount: true },
+        ),
+      );
+    }
 
-  const server = await startServer({
-    DATABASE_URL: databaseUrl, NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(40), EMAIL_ENCRYPTION_KEY: TEST_EMAIL_KEY,
-    WEB_CONCURRENCY: '2', OUTBOX_POLL_INTERVAL_MS: '20', AUTOMATION_WEBHOOK_ALLOW_PRIVATE: 'true',
-  });
-  t.teardown(() => killGroup(server));
-  t.match(server.output(), /listening on http:\/\/127\.0\.0\.1:\d+ \(2 processes\)/);
-  t.equal(server.output().match(/Applied migrations|Workspace CRM API listening/g)?.length, 1, 'one start-up, no second migration run');
+    const server = await startServer({
+      DATABASE_URL: databaseUrl,
+      NODE_ENV: 'production',
+      JWT_SECRET: 'x'.repeat(40),
+      EMAIL_ENCRYPTION_KEY: TEST_EMAIL_KEY,
+      WEB_CONCURRENCY: '2',
+      OUTBOX_POLL_INTERVAL_MS: '20',
+      AUTOMATION_WEBHOOK_ALLOW_PRIVATE: 'true',
+    });
+    t.teardown(() => killGroup(server));
+    t.match(server.output(), /listening on http:\/\/127\.0\.0\.1:\d+ \(2 processes\)/);
+    t.equal(server.output().match(/Applied migrations|Workspace CRM API listening/g)?.length, 1, 'one start-up, no second migration run');
 
-  const signIn = await fetch(`${server.origin}/api/v1/auth/token/`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: ADMIN.username, password: ADMIN.password }),
-  });
-  const headers = { authorization: `Bearer ${((await signIn.json()) as { access: string }).access}`, 'content-type': 'application/json' };
-  const COMPANIES = 30;
-  const companies = await Promise.all(
-    Array.from({ length: COMPANIES }, (_, n) =>
-      fetch(`${server.origin}${orgPath}/companies/`, { method: 'POST', headers, body: JSON.stringify({ name: `Cluster ${n}` }) }).then(
-        async (res) => (res.status === 201 ? ((await res.json()) as { id: string }).id : `status ${res.status}`),
+    const signIn = await fetch(`${server.origin}/api/v1/auth/token/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: ADMIN.username, password: ADMIN.password }),
+    });
+    const headers = { authorization: `Bearer ${((await signIn.json()) as { access: string }).access}`, 'content-type': 'application/json' };
+    const COMPANIES = 30;
+    const companies = await Promise.all(
+      Array.from({ length: COMPANIES }, (_, n) =>
+        fetch(`${server.origin}${orgPath}/companies/`, { method: 'POST', headers, body: JSON.stringify({ name: `Cluster ${n}` }) }).then(
+          async (res) => (res.status === 201 ? ((await res.json()) as { id: string }).id : `status ${res.status}`),
+        ),
       ),
-    ),
-  );
-  await target.waitForRequests(COMPANIES, 20_000);
-  const queued = (await Promise.all(Array.from({ length: EMAILS }, (_, n) => mailbox.waitFor((mail) => mail.subject === `Queued ${n}`, 20_000)))).length;
-  t.equal(queued, EMAILS);
+    );
+    await target.waitForRequests(COMPANIES, 20_000);
+    const queued = (
+      await Promise.all(Array.from({ length: EMAILS }, (_, n) => mailbox.waitFor((mail) => mail.subject === `Queued ${n}`, 20_000)))
+    ).length;
+    t.equal(queued, EMAILS);
 
-  // Both kinds of work are finished in the database: nothing left to claim, so nothing can arrive twice later.
-  const deadline = Date.now() + 20_000;
-  const pending = async () =>
-    (await app.pg.query<{ n: number }>(`SELECT (SELECT count(*) FROM email_outbox WHERE status <> 'sent') + (SELECT count(*) FROM automation_runs WHERE status <> 'success') AS n`)).rows[0]!.n;
-  while (Number(await pending()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-  t.equal(Number(await pending()), 0, 'every email sent, every run succeeded');
-  const delivered = target.requests.map((request) => (JSON.parse(request.body) as { data: { id: string } }).data.id);
-  t.same(delivered.sort(), [...companies].sort(), 'one webhook per company, none twice');
-  t.same(mailbox.messages.filter((mail) => mail.subject.startsWith('Queued ')).map((mail) => mail.subject).sort(),
-    Array.from({ length: EMAILS }, (_, n) => `Queued ${n}`).sort(), 'each queued email once');
-  const attempts = await app.pg.query<{ attempts: number }>('SELECT DISTINCT attempts FROM automation_runs');
-  t.same(attempts.rows, [{ attempts: 1 }], 'each run claimed once');
+    // Both kinds of work are finished in the database: nothing left to claim, so nothing can arrive twice later.
+    const deadline = Date.now() + 20_000;
+    const pending = async () =>
+      (
+        await app.pg.query<{ n: number }>(
+          `SELECT (SELECT count(*) FROM email_outbox WHERE status <> 'sent') + (SELECT count(*) FROM automation_runs WHERE status <> 'success') AS n`,
+        )
+      ).rows[0]!.n;
+    while (Number(await pending()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    t.equal(Number(await pending()), 0, 'every email sent, every run succeeded');
+    const delivered = target.requests.map((request) => (JSON.parse(request.body) as { data: { id: string } }).data.id);
+    t.same(delivered.sort(), [...companies].sort(), 'one webhook per company, none twice');
+    t.same(
+      mailbox.messages
+        .filter((mail) => mail.subject.startsWith('Queued '))
+        .map((mail) => mail.subject)
+        .sort(),
+      Array.from({ length: EMAILS }, (_, n) => `Queued ${n}`).sort(),
+      'each queued email once',
+    );
+    const attempts = await app.pg.query<{ attempts: number }>('SELECT DISTINCT attempts FROM automation_runs');
+    t.same(attempts.rows, [{ attempts: 1 }], 'each run claimed once');
 
-  t.equal(await stop(server), 0, 'the supervisor exits 0 once both processes have drained');
-  t.equal((await fetch(`${server.origin}/healthz`).then((r) => r.status, () => 0)), 0, 'nothing listens any more');
-});
+    t.equal(await stop(server), 0, 'the supervisor exits 0 once both processes have drained');
+    t.equal(
+      await fetch(`${server.origin}/healthz`).then(
+        (r) => r.status,
+        () => 0,
+      ),
+      0,
+      'nothing listens any more',
+    );
+  },
+);

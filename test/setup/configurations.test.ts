@@ -39,7 +39,8 @@ t.test('without SERVICE_SETUP_TOKEN: unavailable, and both POSTs answer 403 setu
   t.equal(setup.statusCode, 403);
   t.equal(json(setup).code, 'setup_unavailable');
   const smtpTest = await app.inject({
-    method: 'POST', url: '/api/v1/setup/smtp-test/',
+    method: 'POST',
+    url: '/api/v1/setup/smtp-test/',
     payload: { setup_token: TEST_SETUP_TOKEN, recipient: 'someone@example.test', smtp: mailbox.smtpConfig() },
   });
   t.equal(smtpTest.statusCode, 403);

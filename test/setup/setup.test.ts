@@ -73,7 +73,10 @@ t.test('bad input answers 400 problem+json and writes nothing', async (t) => {
   }
 
   const malformed = await app.inject({
-    method: 'POST', url: '/api/v1/setup/', headers: { 'content-type': 'application/json' }, payload: '{"setup_token": ',
+    method: 'POST',
+    url: '/api/v1/setup/',
+    headers: { 'content-type': 'application/json' },
+    payload: '{"setup_token": ',
   });
   t.equal(malformed.statusCode, 400);
   t.equal(json(malformed).code, 'malformed_json');
@@ -134,8 +137,16 @@ t.test('two setups racing: exactly one wins, creating admin, workspace and fallb
 
   const account = await app.db.emailAccount.findFirstOrThrow();
   t.match(account, {
-    organizationId: null, isDefault: true, isActive: true, name: winner.smtp.name,
-    host: mailbox.host, port: mailbox.port, username: mailbox.username, fromEmail: 'crm@example.test', useTls: false, useSsl: false,
+    organizationId: null,
+    isDefault: true,
+    isActive: true,
+    name: winner.smtp.name,
+    host: mailbox.host,
+    port: mailbox.port,
+    username: mailbox.username,
+    fromEmail: 'crm@example.test',
+    useTls: false,
+    useSsl: false,
   });
   t.not(account.passwordEncrypted, mailbox.password);
   t.equal(decryptSecret(account.passwordEncrypted!, Buffer.from(TEST_EMAIL_KEY, 'base64')), mailbox.password);
@@ -172,8 +183,14 @@ t.test('once completed, setup is closed for good: 403 whatever the body, and una
 t.test('the setup token and passwords never appear in a response or in the log', async (t) => {
   const secrets = [TEST_SETUP_TOKEN, VALID.password, mailbox.password];
   for (const secret of secrets) {
-    t.notOk(bodies.some((body) => body.includes(secret)), 'not in a response body');
-    t.notOk(logs.some((line) => line.includes(secret)), 'not in the log');
+    t.notOk(
+      bodies.some((body) => body.includes(secret)),
+      'not in a response body',
+    );
+    t.notOk(
+      logs.some((line) => line.includes(secret)),
+      'not in the log',
+    );
   }
   t.ok(logs.length > 0, 'the log was captured');
 });

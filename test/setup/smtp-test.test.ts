@@ -91,7 +91,13 @@ t.test('bad input answers 400 and sends nothing', async (t) => {
 
 t.test('no SMTP password or setup token reaches the log', async (t) => {
   for (const secret of [WRONG_PASSWORD, mailbox.password, TEST_SETUP_TOKEN]) {
-    t.notOk(logs.some((line) => line.includes(secret)), 'secret not logged');
+    t.notOk(
+      logs.some((line) => line.includes(secret)),
+      'secret not logged',
+    );
   }
-  t.ok(logs.some((line) => line.includes('SMTP test failed')), 'failures are logged (without secrets)');
+  t.ok(
+    logs.some((line) => line.includes('SMTP test failed')),
+    'failures are logged (without secrets)',
+  );
 });

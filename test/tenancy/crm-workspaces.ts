@@ -36,9 +36,7 @@ function workspace(app: App, id: string): Workspace {
 }
 
 export async function crmWorkspaces(app: App): Promise<CrmWorkspaces> {
-  const [orgA, orgB] = await Promise.all(
-    ['alpha', 'beta'].map((slug) => app.db.organization.create({ data: { name: slug, slug } })),
-  );
+  const [orgA, orgB] = await Promise.all(['alpha', 'beta'].map((slug) => app.db.organization.create({ data: { name: slug, slug } })));
   const [memberA, viewerA, memberB] = await Promise.all([
     createUser(app, { membership: { organizationId: orgA!.id, role: 'member' } }),
     createUser(app, { membership: { organizationId: orgA!.id, role: 'viewer' } }),

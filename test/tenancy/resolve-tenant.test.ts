@@ -18,13 +18,20 @@ t.test('tenant routes: authentication first (401), then membership (404)', async
   t.equal((await get(companies(organizationId), outsider.headers)).statusCode, 404, 'non-member');
 
   const session = await signIn(app, admin.username, admin.password);
-  const logout = await app.inject({ method: 'POST', url: '/api/v1/auth/logout/', headers: session.headers, payload: { refresh: session.refresh } });
+  const logout = await app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/logout/',
+    headers: session.headers,
+    payload: { refresh: session.refresh },
+  });
   t.equal(logout.statusCode, 204);
   t.equal((await get(companies(organizationId), session.headers)).statusCode, 401, 'access token of a logged-out session');
   t.equal((await get(companies(organizationId), admin.headers)).statusCode, 200, 'other sessions are unaffected');
 
   const change = await app.inject({
-    method: 'POST', url: '/api/v1/auth/me/password/', headers: admin.headers,
+    method: 'POST',
+    url: '/api/v1/auth/me/password/',
+    headers: admin.headers,
     payload: { current_password: admin.password, new_password: 'a-brand-new-password' },
   });
   t.equal(change.statusCode, 200);

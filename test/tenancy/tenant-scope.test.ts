@@ -41,19 +41,33 @@ const notFoundError = { code: 'P2025' };
 
 t.test('reads without any filter see only the bound organization', async (t) => {
   const companies = await scoped.company.findMany();
-  t.same(companies.map((c) => c.organizationId), [A, A, A]);
+  t.same(
+    companies.map((c) => c.organizationId),
+    [A, A, A],
+  );
   t.equal(await scoped.company.count(), 3);
   t.equal(await scoped.contact.count(), 1);
-  t.same((await scoped.membership.findMany()).map((m) => m.organizationId), [A]);
-  t.equal(await scoped.company.findUnique({ where: { id: b.companies[0]!.id } }), null, 'findUnique by another tenant\'s id');
+  t.same(
+    (await scoped.membership.findMany()).map((m) => m.organizationId),
+    [A],
+  );
+  t.equal(await scoped.company.findUnique({ where: { id: b.companies[0]!.id } }), null, "findUnique by another tenant's id");
   t.equal(await scoped.contact.findFirst({ where: { id: b.contact.id } }), null);
   t.same(await scoped.company.findMany({ where: { organizationId: B } }), [], 'an explicit foreign filter narrows, never widens');
   const grouped = await scoped.company.groupBy({ by: ['organizationId'], _count: true });
   t.same(grouped, [{ organizationId: A, _count: 3 }]);
-  t.same((await scoped.organization.findMany()).map((o) => o.id), [A], 'the organization itself: only its own row');
+  t.same(
+    (await scoped.organization.findMany()).map((o) => o.id),
+    [A],
+    'the organization itself: only its own row',
+  );
   t.equal(await scoped.organization.findUnique({ where: { id: B } }), null);
   const withContacts = await scoped.company.findMany({ include: { contacts: true } });
-  t.same(withContacts.flatMap((c) => c.contacts.map((contact) => contact.id)), [a.contact.id], 'included relations stay inside');
+  t.same(
+    withContacts.flatMap((c) => c.contacts.map((contact) => contact.id)),
+    [a.contact.id],
+    'included relations stay inside',
+  );
 });
 
 t.test('the raw-SQL page reader of a list, called with no filter, reads only its organization', async (t) => {
@@ -61,13 +75,19 @@ t.test('the raw-SQL page reader of a list, called with no filter, reads only its
   const { rows: companies } = await companyService.list(pages, {}, { limit: 100 });
   t.same(companies.map((row) => row.id).sort(), a.companies.map((c) => c.id).sort());
   const { rows: contacts } = await contactService.list(pages, {}, { limit: 100 });
-  t.same(contacts.map((row) => row.id), [a.contact.id]);
+  t.same(
+    contacts.map((row) => row.id),
+    [a.contact.id],
+  );
   t.same(await companyService.list(pages, { search: 'B company' }, { limit: 100 }), { rows: [] }, 'a term only the other tenant has');
-  t.same(await contactService.list(pages, { companyId: b.companies[0]!.id }, { limit: 100 }), { rows: [] }, 'the other tenant\'s company');
+  t.same(await contactService.list(pages, { companyId: b.companies[0]!.id }, { limit: 100 }), { rows: [] }, "the other tenant's company");
   const [newestOfB] = (await companyService.list(scopePages(app.pg, B), {}, { limit: 1 })).rows;
   const after = { createdAt: new Date(newestOfB!.created_at), id: newestOfB!.id };
   const { rows: afterForeignCursor } = await companyService.list(pages, {}, { after, limit: 100 });
-  t.ok(afterForeignCursor.every((row) => a.companies.some((c) => c.id === row.id)), 'a cursor from the other tenant');
+  t.ok(
+    afterForeignCursor.every((row) => a.companies.some((c) => c.id === row.id)),
+    'a cursor from the other tenant',
+  );
 });
 
 t.test('a search scans, stops at its bound and resumes only inside its organization', async (t) => {
@@ -93,7 +113,7 @@ t.test('a search scans, stops at its bound and resumes only inside its organizat
     if (!after) break;
   }
   t.notOk(after, 'the links end');
-  t.same(seen.sort(), a.companies.map((c) => c.id).sort(), 'A\'s three companies, none of B\'s look-alikes');
+  t.same(seen.sort(), a.companies.map((c) => c.id).sort(), "A's three companies, none of B's look-alikes");
   t.ok(stops.length >= 2, 'the scan stopped at its bound');
   const stoppedAt = await db.company.findMany({ where: { id: { in: stops } }, select: { organizationId: true } });
   t.same(new Set(stoppedAt.map((row) => row.organizationId)), new Set([A]), 'every stop is a row of A');
@@ -105,9 +125,16 @@ t.test('a search scans, stops at its bound and resumes only inside its organizat
   t.same(
     await contactService.list(pages, { companyId: b.companies[0]!.id, search: 'b' }, { limit: 100 }),
     { rows: [] },
-    'B\'s company as the sought filter',
+    "B's company as the sought filter",
   );
-  await db.company.deleteMany({ where: { OR: [{ organizationId: A, name: { startsWith: 'A filler ' } }, { organizationId: B, name: { startsWith: 'A company look-alike ' } }] } });
+  await db.company.deleteMany({
+    where: {
+      OR: [
+        { organizationId: A, name: { startsWith: 'A filler ' } },
+        { organizationId: B, name: { startsWith: 'A company look-alike ' } },
+      ],
+    },
+  });
   t.same(await bSnapshot(), untouchedB);
 });
 
@@ -122,35 +149,60 @@ t.test('updates and deletes without a filter touch only the bound organization',
   );
   await t.rejects(companyService.remove(scoped, b.companies[2]!.id), { status: 404, code: 'company_not_found' });
   await scoped.company.update({ where: { id: a.companies[1]!.id }, data: { organizationId: B, name: 'moved?' } });
-  t.equal((await db.company.findUniqueOrThrow({ where: { id: a.companies[1]!.id } })).organizationId, A, 'organizationId cannot be changed');
+  t.equal(
+    (await db.company.findUniqueOrThrow({ where: { id: a.companies[1]!.id } })).organizationId,
+    A,
+    'organizationId cannot be changed',
+  );
   t.same(await bSnapshot(), untouchedB, 'the other organization is untouched');
 });
 
-t.test('the raw-SQL writer creates and changes only rows of its organization, and queues only its rules\' runs', async (t) => {
+t.test("the raw-SQL writer creates and changes only rows of its organization, and queues only its rules' runs", async (t) => {
   const writes = scopeWrites(app.pg, A);
   const scope = { db: scoped, organizationId: A, writes };
   // Both organizations have an active rule for each event: only A's may get runs from A's writes.
   const rule = (organizationId: string, trigger: 'company_created' | 'company_updated' | 'contact_created') =>
-    db.automation.create({ data: { organizationId, name: `${trigger} rule`, trigger, actionType: 'webhook', actionConfig: { url: 'https://hooks.example.com/x' } } });
-  const rules = await Promise.all([A, B].flatMap((org) => [rule(org, 'company_created'), rule(org, 'company_updated'), rule(org, 'contact_created')]));
+    db.automation.create({
+      data: {
+        organizationId,
+        name: `${trigger} rule`,
+        trigger,
+        actionType: 'webhook',
+        actionConfig: { url: 'https://hooks.example.com/x' },
+      },
+    });
+  const rules = await Promise.all(
+    [A, B].flatMap((org) => [rule(org, 'company_created'), rule(org, 'company_updated'), rule(org, 'contact_created')]),
+  );
   const runsBefore = await db.automationRun.count();
 
   const created = await companyService.create(scope, { name: 'via writer', organization_id: B } as never);
-  t.equal((await db.company.findUniqueOrThrow({ where: { id: created.id } })).organizationId, A, 'an organization_id in the body is no column of the write');
+  t.equal(
+    (await db.company.findUniqueOrThrow({ where: { id: created.id } })).organizationId,
+    A,
+    'an organization_id in the body is no column of the write',
+  );
   await t.rejects(companyService.update(scope, b.companies[1]!.id, { name: 'hijacked' }), { status: 404, code: 'company_not_found' });
-  t.equal(await writes.update(companyPage, b.companies[1]!.id, { name: 'hijacked' }, 'company.updated'), undefined, 'another tenant\'s id: no row');
+  t.equal(
+    await writes.update(companyPage, b.companies[1]!.id, { name: 'hijacked' }, 'company.updated'),
+    undefined,
+    "another tenant's id: no row",
+  );
   await t.rejects(
     contactService.create(scope, { company_id: b.companies[0]!.id, first_name: 'X', last_name: 'Y' }),
     { status: 400, code: 'validation_failed' },
-    'a contact of A cannot point at B\'s company',
+    "a contact of A cannot point at B's company",
   );
-  await t.rejects(
-    contactService.update(scope, a.contact.id, { company_id: b.companies[0]!.id }),
-    { status: 400, code: 'validation_failed' },
-  );
+  await t.rejects(contactService.update(scope, a.contact.id, { company_id: b.companies[0]!.id }), {
+    status: 400,
+    code: 'validation_failed',
+  });
   const runs = await db.automationRun.findMany({ where: { automationId: { in: rules.map((r) => r.id) } } });
   t.equal(runs.length, 1, 'one run: the company created in A');
-  t.same(runs.map((run) => [run.organizationId, run.automationId]), [[A, rules[0]!.id]]);
+  t.same(
+    runs.map((run) => [run.organizationId, run.automationId]),
+    [[A, rules[0]!.id]],
+  );
   t.equal(await db.automationRun.count(), runsBefore + 1, 'failed and foreign writes queued nothing');
   await db.automationRun.deleteMany({ where: { automationId: { in: rules.map((r) => r.id) } } });
   await db.automation.deleteMany({ where: { id: { in: rules.map((r) => r.id) } } });
@@ -161,18 +213,26 @@ t.test('the raw-SQL writer creates and changes only rows of its organization, an
 t.test('creates always land in the bound organization', async (t) => {
   const company = await scoped.company.create({ data: { organizationId: B, name: 'created with B' } });
   t.equal(company.organizationId, A);
-  const many = await scoped.company.createManyAndReturn({ data: [{ organizationId: B, name: 'many 1' }, { organizationId: B, name: 'many 2' }] });
-  t.same(many.map((c) => c.organizationId), [A, A]);
+  const many = await scoped.company.createManyAndReturn({
+    data: [
+      { organizationId: B, name: 'many 1' },
+      { organizationId: B, name: 'many 2' },
+    ],
+  });
+  t.same(
+    many.map((c) => c.organizationId),
+    [A, A],
+  );
   const upserted = await scoped.company.upsert({
     where: { id: b.companies[0]!.id },
     create: { organizationId: B, name: 'upsert created' },
     update: { name: 'upsert hijacked' },
   });
-  t.equal(upserted.organizationId, A, 'upsert on another tenant\'s id creates in the own organization');
+  t.equal(upserted.organizationId, A, "upsert on another tenant's id creates in the own organization");
   t.not(upserted.id, b.companies[0]!.id);
   await t.rejects(
     scoped.contact.create({ data: { organizationId: B, companyId: b.companies[0]!.id, firstName: 'X', lastName: 'Y' } }),
-    'a contact cannot point at another tenant\'s company (composite foreign key)',
+    "a contact cannot point at another tenant's company (composite foreign key)",
   );
   t.same(await bSnapshot(), untouchedB);
 });
@@ -189,13 +249,21 @@ t.test('interactive transactions keep the scope', async (t) => {
 t.test('nested reads through a user and nested writes to tenant tables are refused', async (t) => {
   const refused = TenantScopeError;
   await t.rejects(scoped.user.findMany({ include: { memberships: true } }), refused, 'user → memberships');
-  await t.rejects(scoped.membership.findMany({ include: { user: { include: { memberships: true } } } }), refused, 'membership → user → memberships');
-  await t.rejects(scoped.membership.findMany({ where: { user: { memberships: { some: { organizationId: B } } } } }), refused, 'relation filter through a user');
+  await t.rejects(
+    scoped.membership.findMany({ include: { user: { include: { memberships: true } } } }),
+    refused,
+    'membership → user → memberships',
+  );
+  await t.rejects(
+    scoped.membership.findMany({ where: { user: { memberships: { some: { organizationId: B } } } } }),
+    refused,
+    'relation filter through a user',
+  );
   await t.rejects(scoped.user.findMany({ select: { _count: true } }), refused, '_count of a user');
   await t.rejects(
     scoped.contact.update({ where: { id: a.contact.id }, data: { company: { connect: { id: b.companies[0]!.id } } } }),
     refused,
-    'connect to another tenant\'s company',
+    "connect to another tenant's company",
   );
   await t.rejects(
     scoped.company.update({ where: { id: a.companies[0]!.id }, data: { contacts: { deleteMany: {} } } }),
@@ -207,7 +275,7 @@ t.test('nested reads through a user and nested writes to tenant tables are refus
   t.equal(await db.contact.count({ where: { organizationId: A } }), 1, 'own contacts untouched too');
 });
 
-t.test('finally, an unfiltered deleteMany removes only the bound organization\'s rows', async (t) => {
+t.test("finally, an unfiltered deleteMany removes only the bound organization's rows", async (t) => {
   await scoped.contact.deleteMany();
   await scoped.company.deleteMany();
   t.equal(await db.company.count({ where: { organizationId: A } }), 0);

@@ -21,8 +21,10 @@ const tenantRead = (access: string) =>
  * tokens revoked. Reactivation only sets the flag back.
  */
 async function setActive(userId: string, active: boolean): Promise<void> {
-  await app.db.$executeRaw`UPDATE users SET is_active = ${active}, token_version = token_version + ${active ? 0 : 1} WHERE id = ${userId}::uuid`;
-  if (!active) await app.db.$executeRaw`UPDATE refresh_tokens SET revoked_at = now() WHERE user_id = ${userId}::uuid AND revoked_at IS NULL`;
+  await app.db
+    .$executeRaw`UPDATE users SET is_active = ${active}, token_version = token_version + ${active ? 0 : 1} WHERE id = ${userId}::uuid`;
+  if (!active)
+    await app.db.$executeRaw`UPDATE refresh_tokens SET revoked_at = now() WHERE user_id = ${userId}::uuid AND revoked_at IS NULL`;
 }
 
 t.test('before: the user signs in, refreshes and reads', async (t) => {

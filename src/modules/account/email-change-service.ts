@@ -62,7 +62,10 @@ async function startEmailChange(tx: Prisma.TransactionClient, appUrl: string, us
  */
 export async function updateSettings(deps: Deps, userId: string, patch: SettingsPatch) {
   const { email, current_password: currentPassword, ...profilePatch } = patch;
-  const user = await deps.db.user.findUnique({ where: { id: userId }, select: { id: true, username: true, email: true, passwordHash: true } });
+  const user = await deps.db.user.findUnique({
+    where: { id: userId },
+    select: { id: true, username: true, email: true, passwordHash: true },
+  });
   if (!user) throw unauthorized();
   const newEmail = email?.toLowerCase();
   if (newEmail === undefined || newEmail === user.email) return updateAccount(deps.db, userId, profilePatch);
@@ -74,10 +77,15 @@ export async function updateSettings(deps: Deps, userId: string, patch: Settings
 }
 
 const confirmationInvalid = () =>
-  notFound('This email confirmation link is invalid, has expired, was replaced by a newer one or was already used.', 'email_change_invalid');
+  notFound(
+    'This email confirmation link is invalid, has expired, was replaced by a newer one or was already used.',
+    'email_change_invalid',
+  );
 
 const emailTaken = () =>
-  conflict('email_taken', 'Another account already uses this email address.', { email: ['Another account already uses this email address.'] });
+  conflict('email_taken', 'Another account already uses this email address.', {
+    email: ['Another account already uses this email address.'],
+  });
 
 /**
  * Makes the pending address the account's email; the link is consumed and reset links sent to the old address die.

@@ -89,7 +89,9 @@ export async function processPasswordResetRequests(db: Db, appUrl: string): Prom
       const user = await tx.user.findUnique({ where: { email }, select: { id: true, username: true, email: true } });
       if (!user) continue;
       const token = randomToken();
-      await tx.passwordResetToken.create({ data: { userId: user.id, tokenHash: sha256Hex(token), expiresAt: new Date(Date.now() + RESET_LINK_TTL_MS) } });
+      await tx.passwordResetToken.create({
+        data: { userId: user.id, tokenHash: sha256Hex(token), expiresAt: new Date(Date.now() + RESET_LINK_TTL_MS) },
+      });
       const message = renderEmail({
         subject: 'Reset your password',
         paragraphs: [`Someone asked to reset the password of the account "${user.username}". If it was you, choose a new password.`],

@@ -76,7 +76,8 @@ export function profileChanges(patch: SettingsPatch, today: string): ProfileColu
     changes.dateOfBirth = patch.date_of_birth === null ? null : new Date(`${patch.date_of_birth}T00:00:00.000Z`);
   }
   if (patch.timezone !== undefined) {
-    if (patch.timezone !== null && !isTimeZone(patch.timezone)) errors.timezone = ['Unknown time zone: use an IANA name such as Europe/Berlin.'];
+    if (patch.timezone !== null && !isTimeZone(patch.timezone))
+      errors.timezone = ['Unknown time zone: use an IANA name such as Europe/Berlin.'];
     changes.timezone = patch.timezone;
   }
   if (patch.locale !== undefined) {

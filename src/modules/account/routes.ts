@@ -81,7 +81,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'confirmEmailChange',
         summary: 'Confirm a new email address through the emailed link.',
         description:
-          'Makes the pending address the account\'s email and ends the password reset links sent to the old one. A link ' +
+          "Makes the pending address the account's email and ends the password reset links sent to the old one. A link " +
           'that is unknown, expired, replaced by a newer change or already used answers 404 (`email_change_invalid`); an ' +
           'address another account took meanwhile answers 409 (`email_taken`).',
         params: EmailChangeParamsSchema,
@@ -118,7 +118,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         schema: {
           tags: ['account'],
           operationId: 'getProfile',
-          summary: 'The signed-in user\'s profile.',
+          summary: "The signed-in user's profile.",
           security,
           response: responses({ 200: ProfileSchema }, 401),
         },
@@ -133,7 +133,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           tags: ['account'],
           operationId: 'updateProfile',
           summary: 'Complete or update the profile.',
-          description: 'Any subset of the editable fields; null clears one. Setting a display name the first time sets `onboarding_completed_at`.',
+          description:
+            'Any subset of the editable fields; null clears one. Setting a display name the first time sets `onboarding_completed_at`.',
           security,
           body: ProfilePatchSchema,
           response: responses({ 200: ProfileSchema }, 401),
@@ -148,7 +149,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         schema: {
           tags: ['account'],
           operationId: 'getSettings',
-          summary: 'The signed-in user\'s settings: the profile plus email preferences.',
+          summary: "The signed-in user's settings: the profile plus email preferences.",
           security,
           response: responses({ 200: SettingsSchema }, 401),
         },
@@ -190,7 +191,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           tags: ['account'],
           operationId: 'exportAccount',
           summary: 'Download the personal data of the account.',
-          description: 'Account, profile and membership metadata as a JSON attachment; never tokens, password hashes, SMTP data or CRM records.',
+          description:
+            'Account, profile and membership metadata as a JSON attachment; never tokens, password hashes, SMTP data or CRM records.',
           security,
           response: responses({ 200: AccountExportSchema }, 401),
         },

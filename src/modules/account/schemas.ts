@@ -10,8 +10,12 @@ export const MeSchema = Type.Object(
     username: Type.String(),
     email: Type.String({ format: 'email' }),
     is_superuser: Type.Boolean({ description: 'Installation administrator.' }),
-    can_create_workspaces: Type.Boolean({ description: 'Whether POST /organizations/ is open to the caller (installation administrators only).' }),
-    organizations: Type.Array(Type.Ref(OrganizationSchema), { description: 'Active workspaces the caller is a member of, newest membership first.' }),
+    can_create_workspaces: Type.Boolean({
+      description: 'Whether POST /organizations/ is open to the caller (installation administrators only).',
+    }),
+    organizations: Type.Array(Type.Ref(OrganizationSchema), {
+      description: 'Active workspaces the caller is a member of, newest membership first.',
+    }),
   },
   { title: 'Me' },
 );
@@ -22,7 +26,9 @@ export const editableProfileProperties = {
   first_name: Nullable(Type.String({ maxLength: 150 })),
   last_name: Nullable(Type.String({ maxLength: 150 })),
   date_of_birth: Nullable(Type.String({ format: 'date', maxLength: 10 }), { description: 'YYYY-MM-DD, not in the future.' }),
-  timezone: Nullable(Type.String({ maxLength: 64 }), { description: 'IANA time zone name, exactly as in the tz database (e.g. `Europe/Berlin`, `UTC`).' }),
+  timezone: Nullable(Type.String({ maxLength: 64 }), {
+    description: 'IANA time zone name, exactly as in the tz database (e.g. `Europe/Berlin`, `UTC`).',
+  }),
   locale: Nullable(Type.String({ maxLength: 35 }), { description: 'BCP 47 language tag (e.g. `en-US`); stored in canonical form.' }),
 };
 
@@ -68,7 +74,10 @@ const ExportProfileSchema = Type.Object(
 
 export const AccountExportSchema = Type.Object(
   {
-    account: Type.Object({ username: Type.String(), email: Type.String({ format: 'email' }), date_joined: Timestamp() }, { title: 'ExportAccount' }),
+    account: Type.Object(
+      { username: Type.String(), email: Type.String({ format: 'email' }), date_joined: Timestamp() },
+      { title: 'ExportAccount' },
+    ),
     profile: ExportProfileSchema,
     memberships: Type.Array(
       Type.Object(
@@ -97,10 +106,7 @@ const newPassword = Password({
   description: 'At least 8 characters, at most 1,024 bytes, not entirely numeric, not the username or email.',
 });
 
-export const PasswordChangeSchema = StrictObject(
-  { current_password: Password(), new_password: newPassword },
-  { title: 'PasswordChange' },
-);
+export const PasswordChangeSchema = StrictObject({ current_password: Password(), new_password: newPassword }, { title: 'PasswordChange' });
 
 export const EmailChangeParamsSchema = Type.Object({
   token: Type.String({ maxLength: 200, description: 'Token from the emailed confirmation link.' }),

@@ -93,7 +93,10 @@ export async function deleteAccount(
       throw conflict('owner_of_workspace', `You own ${names}: transfer the ownership before deleting your account.`);
     }
     if (user.isSuperuser && (await tx.user.count({ where: { isSuperuser: true, id: { not: userId } } })) === 0) {
-      throw conflict('last_installation_admin', 'You are the only installation administrator: invite another one before deleting your account.');
+      throw conflict(
+        'last_installation_admin',
+        'You are the only installation administrator: invite another one before deleting your account.',
+      );
     }
     // Explicit although the foreign key cascades: the console sessions end in this transaction whatever the schema.
     await tx.adminSession.deleteMany({ where: { userId } });

@@ -47,7 +47,10 @@ export interface AuditEntry {
 }
 
 /** Any client that can insert audit rows: the app's, a transaction's, or a tenant-scoped transaction's (members). */
-type AuditWriter = Db | Prisma.TransactionClient | { auditLog: { create(args: { data: Prisma.AuditLogUncheckedCreateInput }): PromiseLike<unknown> } };
+type AuditWriter =
+  | Db
+  | Prisma.TransactionClient
+  | { auditLog: { create(args: { data: Prisma.AuditLogUncheckedCreateInput }): PromiseLike<unknown> } };
 
 /**
  * Appends one row. Pass the transaction client of the change being recorded: if the change rolls back, so does

@@ -55,7 +55,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           summary: 'Sign out: blacklist a refresh token of the caller.',
           description:
             'Ends the session of that refresh token: it can no longer be refreshed, and the access tokens of the session ' +
-            'stop working. A refresh token that is not the caller\'s, already used or already blacklisted answers 401.',
+            "stop working. A refresh token that is not the caller's, already used or already blacklisted answers 401.",
           security: [{ bearerAuth: [] }],
           body: RefreshTokenBodySchema,
           response: responses({ 204: NoContent }, 401),

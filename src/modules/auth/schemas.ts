@@ -12,7 +12,9 @@ export const TokenPairSchema = Type.Object(
   },
   {
     title: 'TokenPair',
-    examples: [{ access: 'eyJhbGciOiJIUzI1NiJ9.example-access-claims.signature', refresh: 'eyJhbGciOiJIUzI1NiJ9.example-refresh-claims.signature' }],
+    examples: [
+      { access: 'eyJhbGciOiJIUzI1NiJ9.example-access-claims.signature', refresh: 'eyJhbGciOiJIUzI1NiJ9.example-refresh-claims.signature' },
+    ],
   },
 );
 

@@ -11,7 +11,10 @@ const invalidCredentials = () => unauthorized('invalid_credentials', 'No active 
  * the same answer after the same argon2 work, so the endpoint does not reveal which usernames exist; so does a
  * deactivated account.
  */
-export async function signIn(deps: { db: Db; tokens: TokenService }, credentials: { username: string; password: string }): Promise<TokenPair> {
+export async function signIn(
+  deps: { db: Db; tokens: TokenService },
+  credentials: { username: string; password: string },
+): Promise<TokenPair> {
   const { db, tokens } = deps;
   const user = await db.user.findUnique({
     where: { username: credentials.username },

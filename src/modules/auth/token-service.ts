@@ -39,7 +39,11 @@ async function lockUser(tx: Prisma.TransactionClient, userId: string): Promise<b
 export function createTokenService(deps: { db: Db; jwt: JwtCodec; accessTtl: number; refreshTtl: number }) {
   const { db, jwt, accessTtl, refreshTtl } = deps;
 
-  async function issuePair(user: { id: string; tokenVersion: number }, client: DbClient = db, familyId: string = randomUUID()): Promise<TokenPair> {
+  async function issuePair(
+    user: { id: string; tokenVersion: number },
+    client: DbClient = db,
+    familyId: string = randomUUID(),
+  ): Promise<TokenPair> {
     const jti = randomUUID();
     await client.refreshToken.create({
       data: { id: jti, userId: user.id, familyId, expiresAt: new Date(Date.now() + refreshTtl * 1000) },

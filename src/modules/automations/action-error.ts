@@ -3,7 +3,10 @@
 export class ActionError extends Error {
   override name = 'ActionError';
   /** `retryable`: a transient failure (timeout, refused connection, 5xx) the worker tries again with backoff. */
-  constructor(message: string, readonly retryable: boolean) {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+  ) {
     super(message);
   }
 }

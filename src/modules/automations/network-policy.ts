@@ -54,7 +54,10 @@ export function isPublicAddress(address: string): boolean {
 
 /** The host of a URL as DNS or `isIP` expect it: without IPv6 brackets or a trailing root dot, lower-cased. */
 export function bareHostname(url: URL): string {
-  return url.hostname.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '').toLowerCase();
+  return url.hostname
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '')
+    .toLowerCase();
 }
 
 /**

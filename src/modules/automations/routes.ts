@@ -15,15 +15,7 @@ import {
   AutomationTestResultSchema,
   AutomationTestSchema,
 } from './schemas.js';
-import {
-  createAutomation,
-  getAutomation,
-  listAutomations,
-  listRuns,
-  testAutomation,
-  toAutomationDto,
-  toRunDto,
-} from './service.js';
+import { createAutomation, getAutomation, listAutomations, listRuns, testAutomation, toAutomationDto, toRunDto } from './service.js';
 
 /** Parts every route's schema shares; lists add the page query. */
 const documented = { tags: ['automations'], security: [{ bearerAuth: [] }] };
@@ -58,7 +50,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listAutomations',
         summary: 'Automation rules of the organization.',
         description:
-          READ_NOTE + WEBHOOK_URL_NOTE + 'Webhook secrets are never returned (`action_config.has_secret` tells whether one is set).',
+          `${READ_NOTE + WEBHOOK_URL_NOTE}Webhook secrets are never returned (\`action_config.has_secret\` tells whether one is set).`,
         params: OrganizationParamsSchema,
         response: responses({ 200: pageResponse(AutomationSchema, 'Rules, newest first.') }, 401, 403, 404),
       },
@@ -81,7 +73,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           MANAGE_NOTE +
           'From then on every matching CRM event of the organization queues a run while the rule is active (`is_active`, ' +
           'default true, is fixed at creation: rules cannot be changed or deleted). `action_config` depends on ' +
-          '`action_type`: `send_email` `{to, subject, body}`, sent through the workspace\'s default email account or the ' +
+          "`action_type`: `send_email` `{to, subject, body}`, sent through the workspace's default email account or the " +
           'installation fallback (see `SendEmailConfig` for the sending policy); `webhook` `{url, secret?}`. A webhook URL with a loopback, private, link-local or ' +
           'other non-public literal address, or a `localhost` name, is refused (400 `errors["action_config.url"]`) unless ' +
           'the server sets AUTOMATION_WEBHOOK_ALLOW_PRIVATE=true; host names are checked again after DNS on every delivery. ' +
@@ -127,14 +119,17 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         ...documented,
         operationId: 'getAutomation',
         summary: 'One automation rule.',
-        description: READ_NOTE + WEBHOOK_URL_NOTE + '404 for a rule of another organization.',
+        description: `${READ_NOTE + WEBHOOK_URL_NOTE}404 for a rule of another organization.`,
         params: AutomationParamsSchema,
         response: responses({ 200: AutomationSchema }, 401, 403, 404),
       },
       preHandler: canView,
     },
     async (request) =>
-      toAutomationDto(await getAutomation(scopeOf(request), request.params.automation_id), requireTenant(request).can('MANAGE_AUTOMATIONS')),
+      toAutomationDto(
+        await getAutomation(scopeOf(request), request.params.automation_id),
+        requireTenant(request).can('MANAGE_AUTOMATIONS'),
+      ),
   );
 
   app.get(
@@ -144,7 +139,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         ...listed,
         operationId: 'listAutomationRunsOfRule',
         summary: 'Runs of one rule.',
-        description: READ_NOTE + '404 for a rule of another organization.',
+        description: `${READ_NOTE}404 for a rule of another organization.`,
         params: AutomationParamsSchema,
         response: responses({ 200: pageResponse(AutomationRunSchema, 'Runs of the rule, newest first.') }, 401, 403, 404),
       },
@@ -160,7 +155,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         ...documented,
         operationId: 'testAutomation',
-        summary: 'Execute the rule\'s action now and record the run.',
+        summary: "Execute the rule's action now and record the run.",
         description:
           MANAGE_NOTE +
           'Not a dry run: the email is sent, the webhook called, synchronously, also for an inactive rule. The event ' +

@@ -49,13 +49,24 @@ async function runAction(automation: Automation, runId: string, payload: EventPa
   }
   const config = automation.actionConfig as unknown as StoredWebhookConfig;
   return deliverWebhook(
-    { url: config.url, secret: webhookSecret(config, deps.encryptionKey), body: JSON.stringify(payload), event: payload.event, deliveryId: runId },
+    {
+      url: config.url,
+      secret: webhookSecret(config, deps.encryptionKey),
+      body: JSON.stringify(payload),
+      event: payload.event,
+      deliveryId: runId,
+    },
     deps.allowPrivateTargets,
   );
 }
 
 /** Never throws: an unexpected error is logged and stored as a generic, final failure. */
-export async function executeAction(automation: Automation, runId: string, payload: EventPayload, deps: ActionDeps): Promise<ActionOutcome> {
+export async function executeAction(
+  automation: Automation,
+  runId: string,
+  payload: EventPayload,
+  deps: ActionDeps,
+): Promise<ActionOutcome> {
   try {
     await runAction(automation, runId, payload, deps);
     return { status: 'success' };

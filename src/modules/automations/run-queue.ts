@@ -25,7 +25,12 @@ function outcomeFields(outcome: ActionOutcome, attempts: number, now: Date): Pri
   if (outcome.status === 'skipped') return { status: 'skipped', errorMessage: outcome.errorMessage, finishedAt: now, lockedUntil: null };
   if (outcome.retryable && attempts < MAX_ATTEMPTS) {
     // The last error stays visible while the run waits for its next attempt.
-    return { status: 'queued', errorMessage: outcome.errorMessage, nextAttemptAt: new Date(now.getTime() + retryDelayMs(attempts)), lockedUntil: null };
+    return {
+      status: 'queued',
+      errorMessage: outcome.errorMessage,
+      nextAttemptAt: new Date(now.getTime() + retryDelayMs(attempts)),
+      lockedUntil: null,
+    };
   }
   return { status: 'failed', errorMessage: outcome.errorMessage, finishedAt: now, lockedUntil: null };
 }
@@ -41,7 +46,10 @@ async function processRun(db: Db, deps: ActionDeps, run: ClaimedRun): Promise<vo
       ? { status: 'failed', errorMessage: 'The run was interrupted too often (its worker stopped while executing it).', retryable: false }
       : await executeAction(automation, run.id, run.payload, deps);
   if (outcome.status === 'failed') {
-    deps.log.warn({ runId: run.id, automationId: automation.id, attempts: run.attempts, reason: outcome.errorMessage }, 'automation run failed');
+    deps.log.warn(
+      { runId: run.id, automationId: automation.id, attempts: run.attempts, reason: outcome.errorMessage },
+      'automation run failed',
+    );
   }
   // Fenced by `attempts`: when this worker's lease ran out and another worker claimed the run, this result is dropped.
   await db.automationRun.updateMany({

@@ -24,7 +24,7 @@ export const SendEmailConfigSchema = StrictObject(
       maxItems: 50,
       description:
         'Recipients (1-50); one message addressed to all. Without an active default email account of its own, a workspace ' +
-        'sends through the installation fallback and may then mail only its own members\' addresses.',
+        "sends through the installation fallback and may then mail only its own members' addresses.",
     }),
     // No line breaks: the subject becomes a mail header.
     subject: Type.String({ minLength: 1, maxLength: 255, pattern: '^[^\\r\\n]*$' }),
@@ -43,10 +43,13 @@ export type SendEmailConfig = Static<typeof SendEmailConfigSchema>;
 
 export const WebhookConfigInputSchema = StrictObject(
   {
-    url: Type.String({ format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://', maxLength: 2048, description: 'http(s) URL without credentials.' }),
-    secret: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 256, description: 'Signing secret; stored encrypted, never returned.' }),
-    ),
+    url: Type.String({
+      format: 'uri',
+      pattern: '^[Hh][Tt][Tt][Pp][Ss]?://',
+      maxLength: 2048,
+      description: 'http(s) URL without credentials.',
+    }),
+    secret: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Signing secret; stored encrypted, never returned.' })),
   },
   { title: 'WebhookConfigInput' },
 );

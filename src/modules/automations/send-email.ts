@@ -27,7 +27,10 @@ async function assertSendingAllowed(
   const tenant = scopeToOrganization(db, context.organizationId);
   if (account.organizationId === null) {
     const wanted = [...new Set(context.recipients.map((address) => address.toLowerCase()))];
-    const members = await tenant.membership.findMany({ where: { user: { email: { in: wanted } } }, select: { user: { select: { email: true } } } });
+    const members = await tenant.membership.findMany({
+      where: { user: { email: { in: wanted } } },
+      select: { user: { select: { email: true } } },
+    });
     const allowed = new Set(members.map((m) => m.user.email));
     const strangers = wanted.filter((address) => !allowed.has(address));
     if (strangers.length > 0) {
@@ -85,7 +88,11 @@ export async function sendEmailAction(
     footer: `Sent by the automation "${context.automationName}" on the event ${context.payload.event}.`,
   });
   try {
-    await sendMail(settings, { to: config.to.join(', '), ...message }, { publicOnly: account.organizationId !== null && !deps.smtpAllowPrivate });
+    await sendMail(
+      settings,
+      { to: config.to.join(', '), ...message },
+      { publicOnly: account.organizationId !== null && !deps.smtpAllowPrivate },
+    );
   } catch (error) {
     // SmtpError messages carry only a category and reply code; a connection failure may pass, the rest will not.
     if (error instanceof SmtpError) throw new ActionError(error.message, error.category === 'connection');

@@ -27,7 +27,7 @@ const routes: FastifyPluginAsync = async (app) => {
         '`lifecycle_stage` defaults to `lead`. `organization` and `organization_id` are accepted and ignored: the ' +
         'company belongs to the organization of the path. Other unknown fields answer 400. Dispatches `company.created`.',
       update: 'Partial: absent fields stay unchanged. Dispatches `company.updated` (not for an empty body).',
-      delete: 'Also deletes the company\'s contacts.',
+      delete: "Also deletes the company's contacts.",
     },
     service: companyService,
   });

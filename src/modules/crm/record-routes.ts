@@ -84,7 +84,10 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
     async (request: FastifyRequest, reply: FastifyReply) => {
       const query = request.query as Static<S['listQuery']> & { limit?: number; cursor?: string };
       const limit = query.limit ?? DEFAULT_LIMIT;
-      const { rows, scannedTo } = await service.list(requireTenant(request).pages, collection.filters(query), { after: decodeCursor(query.cursor), limit });
+      const { rows, scannedTo } = await service.list(requireTenant(request).pages, collection.filters(query), {
+        after: decodeCursor(query.cursor),
+        limit,
+      });
       return paginate(request, reply, rows, limit, positionOfApiRow, scannedTo);
     },
   );

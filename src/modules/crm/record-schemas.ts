@@ -55,5 +55,8 @@ export const SearchTermSchema = (fields: string) =>
 export const RecordParamsSchema = <K extends string>(idParam: K, record: string) =>
   Type.Composite([
     OrganizationParamsSchema,
-    Type.Object({ [idParam]: Type.String({ description: `${record} UUID (a malformed one answers 404).` }) } as Record<K, ReturnType<typeof Type.String>>),
+    Type.Object({ [idParam]: Type.String({ description: `${record} UUID (a malformed one answers 404).` }) } as Record<
+      K,
+      ReturnType<typeof Type.String>
+    >),
   ]);

@@ -19,7 +19,7 @@ export interface CrmScope {
 const FOREIGN_KEY_VIOLATION = '23503';
 
 /** The queries and answers of one record type. */
-export interface RecordQueries<Row, Dto extends Record<string, unknown>, Create, Update, Filters> {
+export interface RecordQueries<Row, Dto extends Record<string, unknown>, Filters> {
   /** Names the events: `company` → `company.created` / `company.updated`. */
   event: 'company' | 'contact';
   toDto(row: Row): Dto;
@@ -36,7 +36,7 @@ export interface RecordQueries<Row, Dto extends Record<string, unknown>, Create,
 }
 
 export function recordService<Row, Dto extends Record<string, unknown>, Create, Update extends object, Filters>(
-  queries: RecordQueries<Row, Dto, Create, Update, Filters>,
+  queries: RecordQueries<Row, Dto, Filters>,
 ) {
   const { event, toDto, notFound } = queries;
 
@@ -60,7 +60,9 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
     /** An empty body changes nothing and dispatches no event. */
     async update(scope: CrmScope, id: string, body: Update): Promise<Dto> {
       if (Object.keys(body).length === 0) return get(scope.db, id);
-      const record = isUuid(id) ? await scope.writes.update(queries.table, id, body as ColumnValues, `${event}.updated`).catch(mapWriteError) : undefined;
+      const record = isUuid(id)
+        ? await scope.writes.update(queries.table, id, body as ColumnValues, `${event}.updated`).catch(mapWriteError)
+        : undefined;
       if (!record) throw notFound();
       return record;
     },

@@ -51,10 +51,15 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         security,
         operationId: 'listEmailAccounts',
-        summary: 'The workspace\'s SMTP accounts (owner or admin).',
+        summary: "The workspace's SMTP accounts (owner or admin).",
         params: OrganizationParamsSchema,
         querystring: PageQuerySchema,
-        response: responses({ 200: pageResponse(EmailAccountSchema, 'Accounts, newest first; passwords are never returned.') }, 401, 403, 404),
+        response: responses(
+          { 200: pageResponse(EmailAccountSchema, 'Accounts, newest first; passwords are never returned.') },
+          401,
+          403,
+          404,
+        ),
       },
       preHandler: guard,
     },
@@ -75,7 +80,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Accounts are stored only when the server has an EMAIL_ENCRYPTION_KEY (400 `encryption_key_missing` otherwise): the ' +
           'password is encrypted and never returned; responses carry `has_password`. The first account, or one created with ' +
-          '`is_default: true`, becomes the default and the previous default is unset. ' + HOST_POLICY,
+          '`is_default: true`, becomes the default and the previous default is unset. ' +
+          HOST_POLICY,
         params: OrganizationParamsSchema,
         body: EmailAccountCreateSchema,
         response: responses({ 201: EmailAccountSchema }, 401, 403, 404),
@@ -118,7 +124,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           '`is_default: false` on the default is a 400 (make another account the default instead). Changing `host`, `port`, ' +
           '`username`, `use_tls` or `use_ssl` of an account with a stored password requires `password` again (400 ' +
           '`password_required`, `errors.password`), so the stored password can never be sent to a server it was not ' +
-          'entered for. ' + HOST_POLICY,
+          'entered for. ' +
+          HOST_POLICY,
         params: EmailAccountParamsSchema,
         body: EmailAccountUpdateSchema,
         response: responses({ 200: EmailAccountSchema }, 401, 403, 404),

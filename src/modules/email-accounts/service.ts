@@ -58,7 +58,14 @@ function assertOneTlsMode(tls: { use_tls: boolean; use_ssl: boolean }): void {
 /** The webhook network policy for SMTP hosts: any member with MANAGE_SETTINGS could otherwise probe internal hosts. */
 function assertHostAllowed(host: string | undefined, allowPrivate: boolean): void {
   if (host === undefined || allowPrivate) return;
-  if (isObviouslyPrivateHost(host.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '').toLowerCase())) {
+  if (
+    isObviouslyPrivateHost(
+      host
+        .replace(/^\[(.*)\]$/, '$1')
+        .replace(/\.$/, '')
+        .toLowerCase(),
+    )
+  ) {
     throw validationFailed({ host: ['Private, loopback, link-local and other non-public addresses are not allowed.'] });
   }
 }

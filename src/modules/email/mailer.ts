@@ -83,7 +83,10 @@ export async function sendMail(settings: SmtpSettings, message: OutgoingMessage,
 /** An SMTP failure reduced to what is safe to store and log: a category and the server's reply code. */
 export class SmtpError extends Error {
   override name = 'SmtpError';
-  constructor(readonly category: 'connection' | 'authentication' | 'rejected' | 'blocked' | 'other', readonly responseCode?: number) {
+  constructor(
+    readonly category: 'connection' | 'authentication' | 'rejected' | 'blocked' | 'other',
+    readonly responseCode?: number,
+  ) {
     super(
       category === 'blocked'
         ? 'SMTP host refused: it resolves to a private, loopback or otherwise non-public address'
@@ -106,8 +109,14 @@ export class SmtpError extends Error {
 /** SMTP settings of a stored account, decrypting its password with the installation key. */
 export function settingsOfAccount(
   account: {
-    host: string; port: number; username: string; passwordEncrypted: string | null;
-    fromEmail: string; fromName: string | null; useTls: boolean; useSsl: boolean;
+    host: string;
+    port: number;
+    username: string;
+    passwordEncrypted: string | null;
+    fromEmail: string;
+    fromName: string | null;
+    useTls: boolean;
+    useSsl: boolean;
   },
   key: Buffer | null,
 ): SmtpSettings {
@@ -117,7 +126,13 @@ export function settingsOfAccount(
     password = decryptSecret(account.passwordEncrypted, key);
   }
   return {
-    host: account.host, port: account.port, username: account.username, password,
-    fromEmail: account.fromEmail, fromName: account.fromName, useTls: account.useTls, useSsl: account.useSsl,
+    host: account.host,
+    port: account.port,
+    username: account.username,
+    password,
+    fromEmail: account.fromEmail,
+    fromName: account.fromName,
+    useTls: account.useTls,
+    useSsl: account.useSsl,
   };
 }

@@ -79,7 +79,12 @@ async function accountForRow(db: Db, accountId: string | null) {
  * Sends one claimed row; resolves to null when the server accepted it, else to the failure and whether to retry.
  * Database errors propagate: the row then stays claimed until its lease ends and is tried again.
  */
-async function sendRow(db: Db, encryptionKey: Buffer | null, allowPrivateHosts: boolean, row: ClaimedRow): Promise<{ reason: string; retry: boolean } | null> {
+async function sendRow(
+  db: Db,
+  encryptionKey: Buffer | null,
+  allowPrivateHosts: boolean,
+  row: ClaimedRow,
+): Promise<{ reason: string; retry: boolean } | null> {
   if (row.attempts > MAX_ATTEMPTS) return { reason: 'delivery was interrupted too often', retry: false };
   const retryable = row.attempts < MAX_ATTEMPTS;
   const account = await accountForRow(db, row.email_account_id);
@@ -94,7 +99,13 @@ async function sendRow(db: Db, encryptionKey: Buffer | null, allowPrivateHosts: 
   try {
     await sendMail(
       settings,
-      { to: row.to_address, subject: row.subject, text: row.text_body ?? '', html: row.html_body ?? '', messageId: outboxMessageId(row.id, settings.fromEmail) },
+      {
+        to: row.to_address,
+        subject: row.subject,
+        text: row.text_body ?? '',
+        html: row.html_body ?? '',
+        messageId: outboxMessageId(row.id, settings.fromEmail),
+      },
       { publicOnly: account.organizationId !== null && !allowPrivateHosts },
     );
     return null;
@@ -126,7 +137,8 @@ export async function processOutboxBatch(
     RETURNING id, email_account_id, to_address, subject, text_body, html_body, attempts`;
   for (const row of rows) {
     const failure = await sendRow(db, encryptionKey, allowPrivateHosts, row);
-    if (failure) log.warn({ outboxId: row.id, attempts: row.attempts, final: !failure.retry, reason: failure.reason }, 'email delivery failed');
+    if (failure)
+      log.warn({ outboxId: row.id, attempts: row.attempts, final: !failure.retry, reason: failure.reason }, 'email delivery failed');
     // The bodies may carry single-use links: they are kept only while another attempt is due.
     const data: Prisma.EmailOutboxUpdateManyMutationInput = !failure
       ? { status: 'sent', sentAt: new Date(), textBody: null, htmlBody: null, lastError: null }

@@ -16,7 +16,7 @@ export const SmtpAccountInputSchema = StrictObject(
     from_name: Type.Optional(Type.String({ maxLength: 150, description: 'Sender display name.' })),
     use_tls: Type.Boolean({ description: 'Require STARTTLS on a plain connection. Mutually exclusive with use_ssl.' }),
     use_ssl: Type.Boolean({ description: 'Connect with implicit TLS (usually port 465). Mutually exclusive with use_tls.' }),
-    is_default: Type.Optional(Type.Boolean({ description: 'Use this account for the workspace\'s emails.' })),
+    is_default: Type.Optional(Type.Boolean({ description: "Use this account for the workspace's emails." })),
   },
   { title: 'SmtpAccountInput', description: 'SMTP account settings.' },
 );

@@ -22,11 +22,9 @@ export function renderEmail(content: EmailContent): { subject: string; text: str
   const html = [
     '<!doctype html><html><body style="font-family: sans-serif; line-height: 1.5">',
     ...content.paragraphs.map((p) => `<p>${escapeHtml(p)}</p>`),
-    ...(content.action
-      ? [`<p><a href="${escapeHtml(content.action.url)}">${escapeHtml(content.action.label)}</a></p>`]
-      : []),
+    ...(content.action ? [`<p><a href="${escapeHtml(content.action.url)}">${escapeHtml(content.action.label)}</a></p>`] : []),
     ...(content.footer ? [`<p style="color: #666">${escapeHtml(content.footer)}</p>`] : []),
     '</body></html>',
   ].join('\n');
-  return { subject: content.subject, text: text + '\n', html };
+  return { subject: content.subject, text: `${text}\n`, html };
 }

@@ -37,7 +37,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['health'],
         operationId: 'getReadiness',
         summary: 'The database is reachable and every migration is applied.',
-        description: 'Checked through the application\'s connection pool; the answer is cached for one second.',
+        description: "Checked through the application's connection pool; the answer is cached for one second.",
         response: responses({ 200: StatusSchema }, 503),
       },
     },

@@ -12,17 +12,13 @@ import {
   AdminInvitationSchema,
   AdminOverviewSchema,
 } from './schemas.js';
-import {
-  acceptAdminInvitation,
-  adminOverview,
-  inviteAdmin,
-  previewAdminInvitation,
-} from './service.js';
+import { acceptAdminInvitation, adminOverview, inviteAdmin, previewAdminInvitation } from './service.js';
 
 const security = [{ bearerAuth: [] }];
 const tags = ['installation-admins'];
 
-const requireInstallationAdmin = async (request: FastifyRequest) => assertInstallationAdmin(requireUser(request), 'manage installation administrators');
+const requireInstallationAdmin = async (request: FastifyRequest) =>
+  assertInstallationAdmin(requireUser(request), 'manage installation administrators');
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
   const deps = { db: app.db, appUrl: app.config.appUrl, tokens: app.tokens };
@@ -54,7 +50,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           'Always sent through the installation fallback SMTP: 400 `email_not_configured` without it, even when ' +
           'workspaces have their own accounts (nothing is created then). The link is ' +
           '`<SERVICE_APP_URL>/installation-admin-invite/<token>`, single use, seven days. Inviting an address again ' +
-          'revokes its earlier links. 409 `already_administrator` for an administrator\'s address. Rate-limited per user.',
+          "revokes its earlier links. 409 `already_administrator` for an administrator's address. Rate-limited per user.",
         body: AdminInvitationCreateSchema,
         response: responses({ 201: AdminInvitationSchema }, 401, 403, 409, 429),
       },

@@ -34,7 +34,7 @@ export const AdminInvitationPreviewSchema = Type.Object(
 export const AdminInvitationAcceptedSchema = Type.Object(
   {
     is_superuser: Type.Literal(true),
-    tokens: Nullable(TokenPairSchema, { description: 'A new account\'s tokens; null for a signed-in user.' }),
+    tokens: Nullable(TokenPairSchema, { description: "A new account's tokens; null for a signed-in user." }),
   },
   { title: 'AdminInvitationAccepted' },
 );

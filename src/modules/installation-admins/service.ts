@@ -44,7 +44,12 @@ export async function adminOverview(db: Db): Promise<AdminOverviewDto> {
  * `email_not_configured` without it, whatever workspaces have). There is no separate resend: inviting the same
  * address again revokes its earlier links.
  */
-export function inviteAdmin(deps: AdminInvitationDeps, inviter: CurrentUser, rawEmail: string, audit: AuditContext): Promise<AdminInvitationDto> {
+export function inviteAdmin(
+  deps: AdminInvitationDeps,
+  inviter: CurrentUser,
+  rawEmail: string,
+  audit: AuditContext,
+): Promise<AdminInvitationDto> {
   const email = rawEmail.toLowerCase();
   return deps.db.$transaction(async (tx) => {
     await lockInvitee(tx, 'installation-admin', email);
@@ -66,7 +71,11 @@ export function inviteAdmin(deps: AdminInvitationDeps, inviter: CurrentUser, raw
       footer: 'This link works once and expires in seven days. If you did not expect it, ignore this email.',
     });
     await enqueueEmail(tx, { to: email, ...message }, { organizationId: null, requireAccount: true, installationOnly: true });
-    await recordAudit(tx, { ...audit, action: 'installation_admin.invited', target: { type: 'installation_admin_invitation', id: invitation.id } });
+    await recordAudit(tx, {
+      ...audit,
+      action: 'installation_admin.invited',
+      target: { type: 'installation_admin_invitation', id: invitation.id },
+    });
     return toAdminInvitationDto(invitation);
   });
 }
@@ -97,10 +106,17 @@ export async function acceptAdminInvitation(
   const acceptor = await identifyAcceptor(deps.db, user, body, invitation.email);
   return deps.db.$transaction(async (tx) => {
     const now = new Date();
-    const consumed = await tx.installationAdminInvitation.updateMany({ where: { id: invitation.id, ...usableAt(now) }, data: { acceptedAt: now } });
+    const consumed = await tx.installationAdminInvitation.updateMany({
+      where: { id: invitation.id, ...usableAt(now) },
+      data: { acceptedAt: now },
+    });
     if (consumed.count === 0) throw invalidLink();
     const accepting = await acceptingUser(tx, acceptor);
-    const admin = await tx.user.update({ where: { id: accepting.id }, data: { isSuperuser: true, isStaff: true }, select: { username: true } });
+    const admin = await tx.user.update({
+      where: { id: accepting.id },
+      data: { isSuperuser: true, isStaff: true },
+      select: { username: true },
+    });
     await recordAudit(tx, {
       actor: { type: 'user', userId: accepting.id, username: admin.username },
       ip: audit.ip,

@@ -30,8 +30,7 @@ export function linkStatus(link: LinkTimestamps, now: Date): InvitationStatus {
 export const usableAt = (now: Date) => ({ acceptedAt: null, revokedAt: null, expiresAt: { gt: now } });
 
 /** Unknown, replayed, expired and revoked links all get the same answer. */
-export const invalidLink = () =>
-  notFound('This invitation link is invalid, has expired or has already been used.', 'invitation_invalid');
+export const invalidLink = () => notFound('This invitation link is invalid, has expired or has already been used.', 'invitation_invalid');
 
 /**
  * Serializes, until the transaction ends, the writes that check-then-create invitations for one address in one

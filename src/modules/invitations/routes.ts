@@ -48,7 +48,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         security,
         operationId: 'listInvitations',
-        summary: 'Invitation history of a workspace, with each invitation\'s status (owner and admin only).',
+        summary: "Invitation history of a workspace, with each invitation's status (owner and admin only).",
         description:
           'Every invitation sent through this endpoint, newest first. Owner handoffs of provisioned workspaces are not ' +
           'listed (they belong to provisioning). Members and viewers get 403; workspaces you are not a member of, 404.',
@@ -75,7 +75,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'createInvitation',
         summary: 'Invite someone to a workspace by email (owner and admin only).',
         description:
-          'Emails a single-use link valid for seven days through the workspace\'s active default email account, or the ' +
+          "Emails a single-use link valid for seven days through the workspace's active default email account, or the " +
           'installation fallback SMTP (400 `email_not_configured` when there is neither; nothing is created then). ' +
           '`role` `owner` is a 400 (not invitable); `admin` needs the owner (403 `admin_invite_requires_owner`). A personal ' +
           'workspace cannot invite (403 `personal_workspace`). 409 `already_member` when the address belongs to a member, ' +

@@ -11,7 +11,7 @@ const InvitableRoleSchema = Type.Union([Type.Literal('admin'), Type.Literal('mem
 
 export const InvitationCreateSchema = StrictObject(
   {
-    email: Email({ description: 'Address the link is sent to; stored lower-cased. A new user\'s account gets this address.' }),
+    email: Email({ description: "Address the link is sent to; stored lower-cased. A new user's account gets this address." }),
     role: InvitableRoleSchema,
   },
   { title: 'InvitationCreate' },
@@ -78,7 +78,7 @@ export const InvitationAcceptedSchema = Type.Object(
     membership_created: Type.Boolean({
       description: 'false when the user already was a member: the link is consumed and the existing membership (and its role) is kept.',
     }),
-    tokens: Nullable(TokenPairSchema, { description: 'A new account\'s tokens; null for a signed-in user.' }),
+    tokens: Nullable(TokenPairSchema, { description: "A new account's tokens; null for a signed-in user." }),
   },
   { title: 'InvitationAccepted' },
 );

@@ -116,7 +116,10 @@ export async function revokeInvitation(db: Db, manager: InvitationManager, invit
     // Conditional, so a link accepted a moment ago is not reported as revoked.
     const revoked = await tx.invitation.updateMany({ where: { id: invitation.id, ...usableAt(now) }, data: { revokedAt: now } });
     if (revoked.count === 0) {
-      throw conflict('invitation_not_pending', `The invitation is ${linkStatus(invitation, now)}: only a pending invitation can be revoked.`);
+      throw conflict(
+        'invitation_not_pending',
+        `The invitation is ${linkStatus(invitation, now)}: only a pending invitation can be revoked.`,
+      );
     }
     await recordInvitation(tx, audit, 'invitation.revoked', invitation);
   });
@@ -166,9 +169,8 @@ async function findUsableInvitation(db: Db, token: string, now: Date): Promise<L
   const invitation = await db.invitation.findUnique({ where: { tokenHash: sha256Hex(token) }, include: { organization: true } });
   if (!invitation || linkStatus(invitation, now) !== 'pending') throw invalidLink();
   const { organization } = invitation;
-  const joinable = invitation.role === 'owner'
-    ? organization.status === 'pending_owner'
-    : organization.status === 'active' && !organization.isPersonal;
+  const joinable =
+    invitation.role === 'owner' ? organization.status === 'pending_owner' : organization.status === 'active' && !organization.isPersonal;
   if (!joinable) throw invalidLink();
   return invitation;
 }
@@ -237,11 +239,15 @@ export async function acceptInvitation(
     const consumed = await tx.invitation.updateMany({ where: { id: invitation.id, ...usableAt(now) }, data: { acceptedAt: now } });
     if (consumed.count === 0) throw invalidLink();
     const accepting = await acceptingUser(tx, acceptor);
-    const joined = invitation.role === 'owner'
-      ? await completeHandoff(tx, invitation, accepting.id, now)
-      : await join(tx, invitation, accepting.id);
+    const joined =
+      invitation.role === 'owner' ? await completeHandoff(tx, invitation, accepting.id, now) : await join(tx, invitation, accepting.id);
     const username = accepting.created?.username ?? user?.username ?? '';
-    await recordInvitation(tx, { actor: { type: 'user', userId: accepting.id, username }, ip: audit.ip }, 'invitation.accepted', invitation);
+    await recordInvitation(
+      tx,
+      { actor: { type: 'user', userId: accepting.id, username }, ip: audit.ip },
+      'invitation.accepted',
+      invitation,
+    );
     return {
       organization_id: invitation.organizationId,
       role: joined.role,

@@ -45,11 +45,11 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         security,
         operationId: 'updateMember',
-        summary: 'Change a member\'s role, or transfer ownership (owner or admin).',
+        summary: "Change a member's role, or transfer ownership (owner or admin).",
         description:
           '`{"role": "owner"}` by the owner transfers ownership: the target becomes the owner and the previous owner an ' +
           'admin (403 `owner_required` for anyone else). Only the owner grants or changes `admin` (403 `owner_required`); ' +
-          'admins move other members between `member` and `viewer`. The owner\'s own role changes only through a transfer ' +
+          "admins move other members between `member` and `viewer`. The owner's own role changes only through a transfer " +
           '(403 `owner_role_locked`). Personal workspaces: 403 `personal_workspace`. Answers the changed member.',
         params: MemberParamsSchema,
         body: MemberUpdateSchema,

@@ -22,7 +22,8 @@ export const MemberUpdateSchema = StrictObject(
   {
     // The literals of RoleSchema, inlined: request bodies are validated without the shared components.
     role: Type.Union(RoleSchema.anyOf, {
-      description: '`owner` transfers ownership (owner only; the previous owner becomes `admin`). Only the owner grants or changes `admin`.',
+      description:
+        '`owner` transfers ownership (owner only; the previous owner becomes `admin`). Only the owner grants or changes `admin`.',
     }),
   },
   { title: 'MemberUpdate' },
@@ -31,5 +32,5 @@ export type MemberUpdate = Static<typeof MemberUpdateSchema>;
 
 export const MemberParamsSchema = Type.Composite([
   OrganizationParamsSchema,
-  Type.Object({ membership_id: Type.String({ description: 'Membership UUID (the member\'s `id`).' }) }),
+  Type.Object({ membership_id: Type.String({ description: "Membership UUID (the member's `id`)." }) }),
 ]);

@@ -79,7 +79,7 @@ export function updateMemberRole(context: MemberContext, targetId: string, role:
       await tx.membership.update({ where: { id: actor.id }, data: { role: 'admin' } });
     } else {
       if (target.role === 'owner') {
-        throw forbidden('owner_role_locked', 'The owner\'s role changes only by transferring ownership to another member.');
+        throw forbidden('owner_role_locked', "The owner's role changes only by transferring ownership to another member.");
       }
       if ((role === 'admin' || target.role === 'admin') && actor.role !== 'owner') {
         throw ownerOnly('Only the owner can grant or change the admin role.');
@@ -110,6 +110,11 @@ export function removeMember(context: MemberContext, targetId: string, audit: Au
       if (target.role === 'admin' && actor.role !== 'owner') throw ownerOnly('Only the owner can remove an admin.');
     }
     await tx.membership.delete({ where: { id: target.id } });
-    await recordAudit(tx, { ...audit, action: 'member.removed', target: { type: 'membership', id: target.id }, organizationId: context.organization.id });
+    await recordAudit(tx, {
+      ...audit,
+      action: 'member.removed',
+      target: { type: 'membership', id: target.id },
+      organizationId: context.organization.id,
+    });
   });
 }

@@ -111,7 +111,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'resendOwnerInvitation',
         summary: 'Send the Owner invitation of a pending workspace again.',
         description:
-          'For the workspace\'s creator or an installation administrator (404 for anyone else, and for a workspace that is ' +
+          "For the workspace's creator or an installation administrator (404 for anyone else, and for a workspace that is " +
           'not pending). Earlier Owner links stop working; a fresh seven-day link is emailed (400 `email_not_configured`, ' +
           'nothing changed, when no SMTP account can send it). No body, or `{}`. Rate-limited ' +
           'together with workspace creation.',
@@ -122,8 +122,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       preValidation: defaultEmptyBody,
       preHandler: [app.authenticate, app.rateLimitPreset('provisioning')],
     },
-    async (request) =>
-      resendOwnerInvitation(provisioning, requireUser(request), request.params.organization_id, userAudit(request)),
+    async (request) => resendOwnerInvitation(provisioning, requireUser(request), request.params.organization_id, userAudit(request)),
   );
 
   app.delete(
@@ -135,7 +134,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'cancelProvisioning',
         summary: 'Cancel a pending workspace.',
         description:
-          'For the workspace\'s creator or an installation administrator (404 otherwise). The workspace is cancelled for ' +
+          "For the workspace's creator or an installation administrator (404 otherwise). The workspace is cancelled for " +
           'good: its Owner link stops working and the temporary membership is removed.',
         params: OrganizationParamsSchema,
         response: responses({ 204: NoContent }, 401, 404),

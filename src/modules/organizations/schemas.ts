@@ -63,4 +63,7 @@ export const ProvisioningItemSchema = Type.Object(
 );
 export type ProvisioningItem = Static<typeof ProvisioningItemSchema>;
 
-export const ProvisioningResendSchema = StrictObject({}, { title: 'ProvisioningResend', description: 'No fields; the body may be omitted.' });
+export const ProvisioningResendSchema = StrictObject(
+  {},
+  { title: 'ProvisioningResend', description: 'No fields; the body may be omitted.' },
+);

@@ -49,7 +49,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Creates the installation administrator, the first workspace with that administrator as Owner and, with `smtp`, ' +
           'the installation fallback SMTP account (always the default; `smtp` needs EMAIL_ENCRYPTION_KEY on the server, ' +
-          'else 400 with `errors.smtp`). ' + GATE_DESCRIPTION,
+          'else 400 with `errors.smtp`). ' +
+          GATE_DESCRIPTION,
         body: SetupRequestSchema,
         response: responses({ 201: Type.Ref(DetailSchema) }, 403, 413, 415, 429),
       },

@@ -8,7 +8,8 @@ import { SmtpAccountInputSchema } from '../email/smtp-account-input.js';
 export const SetupAvailabilitySchema = Type.Object(
   {
     available: Type.Boolean({
-      description: 'true while setup can run: a setup token of at least 32 characters is configured and the installation has no users and no workspaces yet.',
+      description:
+        'true while setup can run: a setup token of at least 32 characters is configured and the installation has no users and no workspaces yet.',
     }),
   },
   { title: 'SetupAvailability' },
@@ -17,7 +18,7 @@ export const SetupAvailabilitySchema = Type.Object(
 const SetupToken = Type.String({
   minLength: 1,
   maxLength: 1024,
-  description: 'The server\'s SERVICE_SETUP_TOKEN. Never returned or logged.',
+  description: "The server's SERVICE_SETUP_TOKEN. Never returned or logged.",
 });
 
 export const SetupRequestSchema = StrictObject(

@@ -3,7 +3,10 @@ import type { Db } from '../../plugins/db.js';
 import { recordAudit, type AuditContext } from '../audit/audit-log.js';
 
 export class UserAdminError extends Error {
-  constructor(readonly code: 'not_found' | 'last_superuser', message: string) {
+  constructor(
+    readonly code: 'not_found' | 'last_superuser',
+    message: string,
+  ) {
     super(message);
     this.name = 'UserAdminError';
   }
@@ -27,7 +30,10 @@ export async function deactivateUser(db: Db, userId: string, audit: AuditContext
     if (!user) throw new UserAdminError('not_found', 'No such user.');
     if (!user.isActive) return;
     if (user.isSuperuser && supers.length <= 1) {
-      throw new UserAdminError('last_superuser', 'This is the last active superuser: deactivating it would leave nobody able to administer the installation.');
+      throw new UserAdminError(
+        'last_superuser',
+        'This is the last active superuser: deactivating it would leave nobody able to administer the installation.',
+      );
     }
     await tx.user.update({ where: { id: userId }, data: { isActive: false } });
     await endAllSessions(tx, userId, new Date());
@@ -40,7 +46,8 @@ export async function reactivateUser(db: Db, userId: string, audit: AuditContext
   await db.$transaction(async (tx) => {
     const updated = await tx.user.updateMany({ where: { id: userId, isActive: false }, data: { isActive: true } });
     if (updated.count === 0) {
-      if (!(await tx.user.findUnique({ where: { id: userId }, select: { id: true } }))) throw new UserAdminError('not_found', 'No such user.');
+      if (!(await tx.user.findUnique({ where: { id: userId }, select: { id: true } })))
+        throw new UserAdminError('not_found', 'No such user.');
       return;
     }
     await recordAudit(tx, { ...audit, action: 'user.reactivated', target: { type: 'user', id: userId } });
@@ -50,7 +57,8 @@ export async function reactivateUser(db: Db, userId: string, audit: AuditContext
 /** Revokes every refresh token, access token and console session of the user. */
 export async function signOutEverywhere(db: Db, userId: string, audit: AuditContext): Promise<void> {
   await db.$transaction(async (tx) => {
-    if (!(await tx.user.findUnique({ where: { id: userId }, select: { id: true } }))) throw new UserAdminError('not_found', 'No such user.');
+    if (!(await tx.user.findUnique({ where: { id: userId }, select: { id: true } })))
+      throw new UserAdminError('not_found', 'No such user.');
     await endAllSessions(tx, userId, new Date());
     await recordAudit(tx, { ...audit, action: 'user.signed_out_everywhere', target: { type: 'user', id: userId } });
   });
