@@ -6,7 +6,8 @@ import { Type } from '@sinclair/typebox';
 import pg from 'pg';
 import { scopePages } from '../src/db/tenant-pages.js';
 import { scopeWrites } from '../src/db/tenant-writes.js';
-import { decodeCursor, paginate, positionOfApiRow } from '../src/lib/pagination.js';
+import { decodeCursor, positionOfApiRow } from '../src/lib/pagination.js';
+import { paginate } from '../src/http/pagination.js';
 import { getMe } from '../src/modules/account/service.js';
 import { MeSchema } from '../src/modules/account/schemas.js';
 import { CompanySchema } from '../src/modules/companies/schemas.js';
@@ -14,7 +15,8 @@ import { companyPage, companyService } from '../src/modules/companies/service.js
 import { ContactSchema } from '../src/modules/contacts/schemas.js';
 import { contactService } from '../src/modules/contacts/service.js';
 import { OrganizationSchema, RoleSchema } from '../src/modules/organizations/organization-dto.js';
-import { AUTHENTICATED_USER_COLUMNS, type AuthenticatedRow } from '../src/plugins/auth.js';
+import { authenticateClaims, authenticateMember } from '../src/db/authentication.js';
+import type { CurrentUser } from '../src/lib/current-user.js';
 
 const { DATABASE_URL, JWT_SECRET, PORT } = process.env;
 if (!DATABASE_URL || !JWT_SECRET || !PORT) throw new Error('DATABASE_URL, JWT_SECRET and PORT are required');
@@ -27,22 +29,16 @@ for (const schema of [RoleSchema, OrganizationSchema]) app.addSchema(schema);
 interface Claims {
   sub: string;
   sid: string;
+  ver: number;
 }
 
-/** The service's authentication round trip: the user and their live session, plus the membership when asked. */
-async function authenticate(request: FastifyRequest, organizationId?: string): Promise<AuthenticatedRow> {
+/** The service's authentication round trip (the same typed queries): the user and their live session, plus the membership when asked. */
+async function authenticate(request: FastifyRequest, organizationId?: string): Promise<CurrentUser> {
   const claims = await request.jwtVerify<Claims>();
-  const { rows } = await pool.query<AuthenticatedRow & { role: string | null }>({
-    name: organizationId ? 'baseline-tenant' : 'baseline-user',
-    text: organizationId
-      ? `SELECT ${AUTHENTICATED_USER_COLUMNS}, m.role FROM users u
-         LEFT JOIN memberships m ON m.user_id = u.id AND m.organization_id = $3
-         LEFT JOIN organizations o ON o.id = m.organization_id AND o.status = 'active' WHERE u.id = $1`
-      : `SELECT ${AUTHENTICATED_USER_COLUMNS} FROM users u WHERE u.id = $1`,
-    values: organizationId ? [claims.sub, claims.sid, organizationId] : [claims.sub, claims.sid],
-  });
-  if (!rows[0]?.sessionLive || (organizationId && !rows[0].role)) throw Object.assign(new Error('unauthorized'), { statusCode: 401 });
-  return rows[0];
+  if (!organizationId) return authenticateClaims(pool, claims);
+  const { user, membership } = await authenticateMember(pool, claims, organizationId);
+  if (!membership) throw Object.assign(new Error('not found'), { statusCode: 404 });
+  return user;
 }
 
 type OrgRequest = FastifyRequest<{ Params: { organization_id: string }; Querystring: { limit?: string; cursor?: string } }>;

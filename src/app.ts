@@ -1,6 +1,6 @@
 // Builds the Fastify application from a validated config: plugins first, then the route modules. No I/O of its own.
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify';
 import helmet from '@fastify/helmet';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
@@ -20,17 +20,20 @@ import outboxPlugin from './plugins/outbox.js';
 import tenancyPlugin from './plugins/tenancy.js';
 import automationWorkerPlugin from './plugins/automation-worker.js';
 import healthRoutes from './modules/health/routes.js';
-import authRoutes from './modules/auth/routes.js';
-import accountRoutes from './modules/account/routes.js';
-import setupRoutes from './modules/setup/routes.js';
-import organizationRoutes from './modules/organizations/routes.js';
-import invitationRoutes from './modules/invitations/routes.js';
-import installationAdminRoutes from './modules/installation-admins/routes.js';
-import memberRoutes from './modules/members/routes.js';
-import emailAccountRoutes from './modules/email-accounts/routes.js';
-import companyRoutes from './modules/companies/routes.js';
-import contactRoutes from './modules/contacts/routes.js';
-import automationRoutes from './modules/automations/routes.js';
+import * as auth from './modules/auth/routes.js';
+import * as account from './modules/account/routes.js';
+import * as setup from './modules/setup/routes.js';
+import * as organizations from './modules/organizations/routes.js';
+import * as invitations from './modules/invitations/routes.js';
+import * as installationAdmins from './modules/installation-admins/routes.js';
+import * as members from './modules/members/routes.js';
+import * as emailAccounts from './modules/email-accounts/routes.js';
+import * as companies from './modules/companies/routes.js';
+import * as contacts from './modules/contacts/routes.js';
+import * as automations from './modules/automations/routes.js';
+import { OrganizationSchema, RoleSchema } from './modules/organizations/organization-dto.js';
+import { publicContext, TENANT_PREFIX, tenantContext, userContext } from './http/contexts.js';
+import { composeServices } from './services.js';
 import consoleRoutes from './console/routes.js';
 
 export type App = FastifyInstance;
@@ -84,6 +87,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     frameworkErrors: renderError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // Every route with the options it ended up with (its context marks them): what the route-walk test walks.
+  const routes: RouteOptions[] = [];
+  app.addHook('onRoute', (route) => void routes.push(route));
+  app.decorate('routeCatalog', routes);
+
   app.setValidatorCompiler(validatorCompiler());
   // Only JSON bodies are accepted (415 otherwise).
   app.removeContentTypeParser(['text/plain']);
@@ -106,24 +114,48 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await app.register(automationWorkerPlugin);
   }
 
-  await app.register(healthRoutes);
+  app.decorate('services', composeServices({ db: app.db, pool: app.pg, jwt: app.jwtCodec, config }));
+  // Shared by several modules' schemas (they reference them by $id).
+  app.addSchema(RoleSchema);
+  app.addSchema(OrganizationSchema);
+
+  // Who may call a route is decided by the context it is registered in, never by the route itself.
+  await app.register(publicContext([healthRoutes]));
   await app.register(
     async (api) => {
-      await api.register(authRoutes);
-      await api.register(accountRoutes);
-      await api.register(setupRoutes);
-      await api.register(organizationRoutes);
-      await api.register(invitationRoutes);
-      await api.register(installationAdminRoutes);
-      await api.register(memberRoutes);
-      await api.register(emailAccountRoutes);
-      await api.register(companyRoutes);
-      await api.register(contactRoutes);
-      await api.register(automationRoutes);
+      await api.register(
+        publicContext([
+          auth.publicRoutes,
+          account.publicRoutes,
+          setup.publicRoutes,
+          invitations.publicRoutes,
+          installationAdmins.publicRoutes,
+        ]),
+      );
+      await api.register(userContext([auth.userRoutes, account.userRoutes, organizations.userRoutes, installationAdmins.userRoutes]));
+      await api.register(
+        tenantContext([
+          organizations.tenantRoutes,
+          invitations.tenantRoutes,
+          members.tenantRoutes,
+          emailAccounts.tenantRoutes,
+          companies.tenantRoutes,
+          contacts.tenantRoutes,
+          automations.tenantRoutes,
+        ]),
+        { prefix: TENANT_PREFIX },
+      );
     },
     { prefix: '/api/v1' },
   );
   // The operators' console: its own encapsulated cookie session, form bodies, error pages and headers.
   await app.register(consoleRoutes, { prefix: '/admin' });
   return app;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every registered route's final options, in registration order. */
+    routeCatalog: readonly RouteOptions[];
+  }
 }

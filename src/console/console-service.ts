@@ -1,5 +1,5 @@
 // The console's reads and its sign-in/out: plain queries over installation-wide tables, and counts for tenant data.
-import type { Db } from '../plugins/db.js';
+import type { Db } from '../db/client.js';
 import { burnPasswordCheck, verifyPassword } from '../lib/passwords.js';
 import { recordAudit, type AuditContext } from '../modules/audit/audit-log.js';
 import { requestPasswordReset } from '../modules/account/password-service.js';

@@ -22,6 +22,8 @@ function render(value: unknown): string {
 
 export function html(strings: TemplateStringsArray, ...values: unknown[]): Safe {
   let out = strings[0]!;
-  values.forEach((value, i) => (out += render(value) + strings[i + 1]!));
+  values.forEach((value, i) => {
+    out += render(value) + (strings[i + 1] ?? '');
+  });
   return new Safe(out);
 }

@@ -3,6 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import { fullFormats } from 'ajv-formats/dist/formats.js';
+import type {} from '../http/contexts.js';
 import { html } from './html.js';
 import { CONSOLE_CSS } from './stylesheet.js';
 import { SESSION_COOKIE, csrfToken, csrfTokenValid, findSession, type ConsoleSession } from './sessions.js';
@@ -27,12 +28,10 @@ import {
   type UserFilter,
 } from './console-service.js';
 import { actionButton, errorPage, layout, loginPage, pager, select, yesNo } from './views.js';
-import { deactivateUser, reactivateUser, signOutEverywhere, UserAdminError } from '../modules/users/user-admin-service.js';
+import { UserAdminError } from '../modules/users/user-admin-service.js';
 import { AUDIT_ACTIONS, type AuditContext } from '../modules/audit/audit-log.js';
-import { revokeInvitation } from '../modules/invitations/service.js';
-import { cancelProvisioning, resendOwnerInvitation } from '../modules/organizations/service.js';
-import { adminOverview, inviteAdmin } from '../modules/installation-admins/service.js';
-import { assertInstallationAdmin } from '../plugins/auth.js';
+import { bindOrganization } from '../db/tenant.js';
+import { assertInstallationAdmin } from '../lib/current-user.js';
 import { ProblemError } from '../lib/problem.js';
 
 const SIGN_IN_FAILED = 'Please enter a correct username and password for a staff account.';
@@ -94,8 +93,10 @@ export default async function consoleRoutes(app: FastifyInstance) {
   const cookieOptions = { httpOnly: true, sameSite: 'strict' as const, path: '/admin', secure: app.config.nodeEnv === 'production' };
 
   // The console is not an API: its routes stay out of the OpenAPI document (whose description says it exists).
+  // Every route is in the `console` context (a staff session) except the sign-in pages, marked `consolePublic`.
   app.addHook('onRoute', (route) => {
     route.schema = { ...route.schema, hide: true };
+    route.config = { ...route.config, authContext: route.config?.consolePublic ? 'public' : 'console' };
   });
   await app.register(cookie);
   await app.register(formbody, { bodyLimit: FORM_BODY_LIMIT });
@@ -299,9 +300,17 @@ ${actionButton(`${base}/send-password-reset/`, 'Send password reset', csrf)}`,
       await run(userId, request);
       return reply.redirect(`/admin/users/${userId}/?done=${encodeURIComponent(done)}`, 303);
     });
-  userAction('deactivate', (id, request) => deactivateUser(app.db, id, audit(request)), 'User deactivated and signed out everywhere.');
-  userAction('reactivate', (id, request) => reactivateUser(app.db, id, audit(request)), 'User reactivated.');
-  userAction('sign-out-everywhere', (id, request) => signOutEverywhere(app.db, id, audit(request)), 'User signed out everywhere.');
+  userAction(
+    'deactivate',
+    (id, request) => app.services.users.deactivate(id, audit(request)),
+    'User deactivated and signed out everywhere.',
+  );
+  userAction('reactivate', (id, request) => app.services.users.reactivate(id, audit(request)), 'User reactivated.');
+  userAction(
+    'sign-out-everywhere',
+    (id, request) => app.services.users.signOutEverywhere(id, audit(request)),
+    'User signed out everywhere.',
+  );
 
   app.post('/users/:id/send-password-reset/', async (request, reply) => {
     const userId = idParam(request);
@@ -376,12 +385,12 @@ ${o.memberships.map((m) => html`<tr><td><a href="/admin/users/${m.user.id}/">${m
     });
   app.post('/organizations/:id/resend-owner-invitation/', async (request, reply) => {
     const id = idParam(request);
-    await resendOwnerInvitation({ db: app.db, appUrl: app.config.appUrl }, await actor(request), id, audit(request));
+    await app.services.organizations.resendOwnerInvitation(await actor(request), id, audit(request));
     return reply.redirect(`/admin/organizations/${id}/?done=${encodeURIComponent('A fresh owner invitation was sent.')}`, 303);
   });
   app.post('/organizations/:id/cancel/', async (request, reply) => {
     const id = idParam(request);
-    await cancelProvisioning(app.db, await actor(request), id, audit(request));
+    await app.services.organizations.cancelProvisioning(await actor(request), id, audit(request));
     return reply.redirect(`/admin/organizations/${id}/?done=${encodeURIComponent('Workspace cancelled.')}`, 303);
   });
 
@@ -411,12 +420,13 @@ ${pager('/admin/invitations/', { status }, pageNumber(request), hasNext)}`,
     if (!invitation) throw new ConsoleHttpError(404, 'Not found', 'No such invitation.');
     const { user } = request.consoleSession!;
     // The API's own revocation, acting with an owner's reach over the workspace's ordinary invitations.
-    await revokeInvitation(app.db, { organization: invitation.organization, role: 'owner', user }, invitation.id, audit(request));
+    const tenant = bindOrganization(app.db, app.pg, invitation.organization, 'owner');
+    await app.services.invitations.revoke(tenant, user, invitation.id, audit(request));
     return reply.redirect(`/admin/invitations/?done=${encodeURIComponent('Invitation revoked: its link no longer works.')}`, 303);
   });
 
   app.get('/installation-admins/', async (request, reply) => {
-    const { administrators, invitations } = await adminOverview(app.db);
+    const { administrators, invitations } = await app.services.installationAdmins.overview();
     const csrf = csrfToken(secret, request.consoleSession!.idHash);
     const notice = query(request, 'done');
     return page(
@@ -450,7 +460,7 @@ ${invitations.map((i) => html`<tr><td>${i.email}</td><td>${i.expires_at}</td></t
     }
     const inviter = await actor(request);
     assertInstallationAdmin(inviter, 'invite installation administrators');
-    await inviteAdmin({ db: app.db, appUrl: app.config.appUrl, tokens: app.tokens }, inviter, email, audit(request));
+    await app.services.installationAdmins.invite(inviter, email, audit(request));
     return reply.redirect(`/admin/installation-admins/?done=${encodeURIComponent('Invitation sent.')}`, 303);
   });
 

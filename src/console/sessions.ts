@@ -1,6 +1,6 @@
 // Console sessions as PostgreSQL rows (only a hash of the cookie's id is stored) and the CSRF token bound to each.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Db } from '../plugins/db.js';
+import type { Db } from '../db/client.js';
 
 export const SESSION_COOKIE = 'crm_admin_session';
 

@@ -12,4 +12,6 @@ a:focus, button:focus, input:focus, select:focus { outline: 3px solid #e8a317; o
 .error { color: #a00000; font-weight: bold; }
 .notice { color: #135e13; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; }
+/* Long identifiers (migration names, ids, addresses) wrap instead of widening a phone-sized page. */
+code, dd { overflow-wrap: anywhere; }
 `;

@@ -1,6 +1,7 @@
 // Applies prisma/migrations with `pg` alone, keeping Prisma's own bookkeeping so `prisma migrate deploy|status` agree.
 import { createHash, randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
+import type { Dirent } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { migrationsDir as defaultMigrationsDir } from '../lib/project-root.js';
@@ -40,7 +41,7 @@ interface MigrationRow {
 
 /** Names of the migration folders, in the order Prisma applies them. */
 async function listMigrations(dir: string): Promise<string[]> {
-  let entries;
+  let entries: Dirent[];
   try {
     entries = await readdir(dir, { withFileTypes: true });
   } catch (error) {

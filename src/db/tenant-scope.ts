@@ -1,6 +1,6 @@
 // A Prisma client bound to one organization: every query and write on a tenant table gets its organizationId.
 import type { RuntimeDataModel } from '@prisma/client/runtime/client';
-import type { Db } from '../plugins/db.js';
+import type { Db } from './client.js';
 
 /** Tenant tables (model names as in the Prisma schema): every row belongs to one organization. */
 const TENANT_MODELS: ReadonlySet<string> = new Set([
@@ -15,6 +15,7 @@ const TENANT_MODELS: ReadonlySet<string> = new Set([
 ]);
 const ORGANIZATION = 'Organization';
 
+// biome-ignore lint/suspicious/noExplicitAny: Prisma's query arguments are rewritten generically, whatever the model.
 type Args = Record<string, any>;
 
 const FILTERED_OPERATIONS = new Set([
@@ -183,7 +184,10 @@ const scopedClients = new WeakMap<Db, Map<string, ReturnType<typeof extendFor>>>
  */
 export function scopeToOrganization(db: Db, organizationId: string) {
   let clients = scopedClients.get(db);
-  if (!clients) scopedClients.set(db, (clients = new Map()));
+  if (!clients) {
+    clients = new Map();
+    scopedClients.set(db, clients);
+  }
   let scoped = clients.get(organizationId);
   if (!scoped) {
     if (clients.size >= MAX_CACHED_CLIENTS) clients.delete(clients.keys().next().value!);

@@ -4,7 +4,7 @@
 // reader: `organization_id = $1` in every part of the statement, tables and columns from the services' `pageTable`
 // definitions, request values only as parameters.
 import type pg from 'pg';
-import type { CrmEventName } from '../modules/automations/dispatch.js';
+import type { CrmEventName } from '../lib/crm-events.js';
 import type { PageTable } from './tenant-pages.js';
 
 /** Column values of a write: undefined leaves a column alone (its default on insert), null clears it. */

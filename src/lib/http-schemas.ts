@@ -1,4 +1,5 @@
 // TypeBox building blocks shared by every route schema: the Problem body, strict objects, ids, timestamps.
+import { ERROR_CODES } from './error-codes.js';
 import { Type, type TProperties, type TSchema, type ObjectOptions } from '@sinclair/typebox';
 
 export const ProblemSchema = Type.Object(
@@ -7,7 +8,13 @@ export const ProblemSchema = Type.Object(
     title: Type.String(),
     status: Type.Integer(),
     detail: Type.String(),
-    code: Type.String({ description: 'Stable machine-readable snake_case code.' }),
+    code: Type.Union(
+      Object.keys(ERROR_CODES).map((code) => Type.Literal(code)),
+      { description: 'Stable machine-readable code; the catalogue of every code is in `info.description`.' },
+    ),
+    instance: Type.Optional(
+      Type.String({ description: 'The request id as `urn:request:<uuid>`, as the server logged it: quote it when reporting a problem.' }),
+    ),
     errors: Type.Optional(
       Type.Record(Type.String(), Type.Array(Type.String()), {
         description: 'Validation messages per field (dotted paths for nested fields).',
@@ -69,7 +76,7 @@ export const RATE_LIMIT_HEADERS = {
   'X-RateLimit-Reset': Type.Integer({ description: 'Seconds until the window resets.' }),
 };
 
-const problemResponse = (status: number) => ({
+export const problemResponse = (status: number) => ({
   description: problemDescriptions[status] ?? 'Error.',
   ...(status === 401
     ? { headers: { 'WWW-Authenticate': Type.Literal('Bearer', { description: 'The scheme to authenticate with (RFC 6750).' }) } }

@@ -1,6 +1,5 @@
 // Keyset pagination for every list: newest first by (created_at, id), an opaque cursor, and a Link rel="next" header.
 import { Type, type TSchema } from '@sinclair/typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { validationFailed } from './problem.js';
 import { isUuid } from './http-schemas.js';
 
@@ -73,40 +72,26 @@ export const positionOfApiRow = (row: { created_at: string; id: string }): PageP
   id: row.id,
 });
 
+/** One page of a list: its items, and where the next page starts (absent on the last page). */
+export interface Page<T> {
+  items: T[];
+  next: PagePosition | undefined;
+}
+
 /**
- * Given `limit + 1` rows fetched in newest-first order, returns the page and sets the `Link: rel="next"` header
- * when more rows exist.
+ * Given `limit + 1` rows fetched in newest-first order, the page and whether more rows exist. `positionOf` tells the
+ * position of a row already in API shape (see `positionOfApiRow`); `scannedTo` is where a page with at most `limit`
+ * rows still continues (a search page that stopped at its scan bound).
  */
-export function paginate<T extends PagePosition>(request: FastifyRequest, reply: FastifyReply, rows: T[], limit: number): T[];
-/**
- * The same for rows whose position `positionOf` tells (rows already in API shape: see `positionOfApiRow`).
- * `scannedTo`: where a page with at most `limit` rows still continues (a search page that stopped at its scan bound).
- */
-export function paginate<T>(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  rows: T[],
-  limit: number,
-  positionOf: (row: T) => PagePosition,
-  scannedTo?: PagePosition,
-): T[];
-export function paginate<T>(
-  request: FastifyRequest,
-  reply: FastifyReply,
+export function pageOfRows<T>(
   rows: T[],
   limit: number,
   positionOf = (row: T) => row as unknown as PagePosition,
   scannedTo?: PagePosition,
-): T[] {
-  const page = rows.slice(0, limit);
-  const next = rows.length > limit ? positionOf(page[page.length - 1]!) : scannedTo;
-  if (!next) return page;
-  const [path, query = ''] = request.url.split('?');
-  const params = new URLSearchParams(query);
-  params.set('cursor', encodeCursor(next));
-  params.set('limit', String(limit));
-  reply.header('link', `<${path}?${params.toString()}>; rel="next"`);
-  return page;
+): Page<T> {
+  const items = rows.slice(0, limit);
+  const last = items[items.length - 1];
+  return { items, next: rows.length > limit && last !== undefined ? positionOf(last) : scannedTo };
 }
 
 /**
@@ -120,4 +105,10 @@ export function pageResponse<T extends TSchema>(item: T, description: string) {
       Link: Type.String({ description: 'RFC 8288 link to the next page: `<url>; rel="next"`; absent on the last page.' }),
     },
   });
+}
+
+/** A list's `limit + 1` newest-first rows as a page of DTOs (positions are taken from the rows, before mapping). */
+export function pageOfDtos<Row extends PagePosition, Dto>(rows: Row[], limit: number, toDto: (row: Row) => Dto): Page<Dto> {
+  const page = pageOfRows(rows, limit);
+  return { items: page.items.map(toDto), next: page.next };
 }

@@ -1,10 +1,11 @@
 // Typed HTTP errors (RFC 9457 problem details) that services throw and the error plugin renders.
+import type { ErrorCode } from './error-codes.js';
 
 export type FieldErrors = Record<string, string[]>;
 
 export interface ProblemInit {
   status: number;
-  code: string;
+  code: ErrorCode;
   title: string;
   detail: string;
   errors?: FieldErrors;
@@ -13,7 +14,7 @@ export interface ProblemInit {
 
 export class ProblemError extends Error {
   readonly status: number;
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly title: string;
   readonly detail: string;
   readonly errors: FieldErrors | undefined;
@@ -35,21 +36,27 @@ export class ProblemError extends Error {
 export const validationFailed = (errors: FieldErrors, detail = 'Request body is invalid.') =>
   new ProblemError({ status: 400, code: 'validation_failed', title: 'Validation failed', detail, errors });
 
-export const badRequest = (code: string, detail: string, errors?: FieldErrors) =>
+export const badRequest = (code: ErrorCode, detail: string, errors?: FieldErrors) =>
   new ProblemError({ status: 400, code, title: 'Bad request', detail, errors });
 
-export const unauthorized = (code = 'not_authenticated', detail = 'Authentication credentials were not provided or are invalid.') =>
-  new ProblemError({ status: 401, code, title: 'Unauthorized', detail, headers: { 'www-authenticate': 'Bearer' } });
+export const unauthorized = (
+  code: ErrorCode = 'not_authenticated',
+  detail = 'Authentication credentials were not provided or are invalid.',
+) => new ProblemError({ status: 401, code, title: 'Unauthorized', detail, headers: { 'www-authenticate': 'Bearer' } });
 
-export const forbidden = (code = 'permission_denied', detail = 'You do not have permission to perform this action.') =>
+export const forbidden = (code: ErrorCode = 'permission_denied', detail = 'You do not have permission to perform this action.') =>
   new ProblemError({ status: 403, code, title: 'Forbidden', detail });
 
-export const notFound = (detail = 'Not found.', code = 'not_found') => new ProblemError({ status: 404, code, title: 'Not found', detail });
+export const notFound = (detail = 'Not found.', code: ErrorCode = 'not_found') =>
+  new ProblemError({ status: 404, code, title: 'Not found', detail });
 
-export const conflict = (code: string, detail: string, errors?: FieldErrors) =>
+export const conflict = (code: ErrorCode, detail: string, errors?: FieldErrors) =>
   new ProblemError({ status: 409, code, title: 'Conflict', detail, errors });
 
-export const badGateway = (code: string, detail: string) => new ProblemError({ status: 502, code, title: 'Bad gateway', detail });
+export const badGateway = (code: ErrorCode, detail: string) => new ProblemError({ status: 502, code, title: 'Bad gateway', detail });
 
-export const serviceUnavailable = (code: string, detail: string, headers?: Record<string, string>) =>
+export const serviceUnavailable = (code: ErrorCode, detail: string, headers?: Record<string, string>) =>
   new ProblemError({ status: 503, code, title: 'Service unavailable', detail, headers });
+
+/** The same answer for a workspace that does not exist, one the caller is not a member of, a pending or cancelled one and a malformed id. */
+export const organizationNotFound = () => notFound('Organization not found.', 'organization_not_found');

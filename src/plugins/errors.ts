@@ -2,6 +2,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ProblemError, type FieldErrors } from '../lib/problem.js';
+import type { ErrorCode } from '../lib/error-codes.js';
 import { isDatabaseUnavailable } from '../lib/database-errors.js';
 
 const PROBLEM_TYPE_BASE = 'https://docs.example/errors/';
@@ -11,11 +12,13 @@ interface ProblemBody {
   title: string;
   status: number;
   detail: string;
-  code: string;
+  code: ErrorCode;
+  /** The request id (also in the server's log lines): what to quote when reporting a problem. */
+  instance?: string;
   errors?: FieldErrors;
 }
 
-function problem(status: number, code: string, title: string, detail: string, errors?: FieldErrors): ProblemBody {
+function problem(status: number, code: ErrorCode, title: string, detail: string, errors?: FieldErrors): ProblemBody {
   return { type: PROBLEM_TYPE_BASE + code.replace(/_/g, '-'), title, status, detail, code, ...(errors ? { errors } : {}) };
 }
 
@@ -84,6 +87,9 @@ function fieldErrors(issues: AjvIssue[], context: string | undefined): FieldErro
   return Object.fromEntries(errors);
 }
 
+/** The problem's `instance`: the request id, as the log lines carry it. */
+const requestInstance = (request: FastifyRequest) => `urn:request:${request.id}`;
+
 /** Maps any thrown error to a problem body; unknown errors become an opaque 500. */
 function toProblem(error: unknown, request: FastifyRequest): { body: ProblemBody; headers?: Record<string, string> } {
   if (error instanceof ProblemError) {
@@ -151,6 +157,7 @@ export function sendProblem(reply: FastifyReply, body: ProblemBody, headers?: Re
  */
 export function renderError(error: unknown, request: FastifyRequest, reply: FastifyReply) {
   const { body, headers } = toProblem(error, request);
+  body.instance = requestInstance(request);
   if (body.status >= 400 && body.status < 500) request.log.info({ code: body.code, status: body.status }, 'request rejected');
   return sendProblem(reply, body, headers);
 }
@@ -159,7 +166,10 @@ export default fp(
   async (app) => {
     app.setErrorHandler(renderError);
     app.setNotFoundHandler((request, reply) =>
-      sendProblem(reply, problem(404, 'not_found', 'Not found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
+      sendProblem(reply, {
+        ...problem(404, 'not_found', 'Not found', `No route ${request.method} ${request.url.split('?')[0]}.`),
+        instance: requestInstance(request),
+      }),
     );
   },
   { name: 'errors' },

@@ -112,7 +112,8 @@ export default fp(
       route.preHandler = [...asList(route.preHandler), claim] as typeof route.preHandler;
       route.onSend = [...asList(route.onSend), record] as typeof route.onSend;
       // Declared in the document where it applies, with the two answers it adds.
-      const schema = (route.schema ??= {}) as { headers?: unknown; response?: Record<number, unknown> };
+      route.schema ??= {};
+      const schema = route.schema as { headers?: unknown; response?: Record<number, unknown> };
       schema.headers = Type.Object({
         [HEADER]: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]+$', description: KEY_DESCRIPTION })),
       });

@@ -1,16 +1,24 @@
 // Generates the OpenAPI 3.1 document from the route schemas; serves it at /openapi.json and Swagger UI at /docs.
+import { ERROR_CODES } from '../lib/error-codes.js';
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { DetailSchema, ProblemSchema } from '../lib/http-schemas.js';
-import { defaultEmptyBody } from '../lib/optional-body.js';
-import { OrganizationSchema, RoleSchema } from '../modules/organizations/organization-dto.js';
+import { defaultEmptyBody } from '../http/optional-body.js';
+
+/** The `code` catalogue as a Markdown table for `info.description`. */
+const errorCatalogue = () =>
+  [
+    '| code | meaning |',
+    '|---|---|',
+    ...Object.entries(ERROR_CODES).map(([code, meaning]) => `| \`${code}\` | ${meaning.replaceAll('|', '\\|')} |`),
+  ].join('\n');
 
 export const API_DESCRIPTION = `Multi-tenant CRM backend. Tenants are workspaces (organizations), reached only through a membership.
 
 Conventions:
 - Authenticate with \`POST /api/v1/auth/token/\` and send \`Authorization: Bearer <access>\`. Refresh tokens rotate: always store the new one.
-- Errors are RFC 9457 \`application/problem+json\` bodies with a stable \`code\`, a \`detail\`, and \`errors\` per field for validation failures.
+- Errors are RFC 9457 \`application/problem+json\` bodies with a stable \`code\` (catalogue below), the request id as \`instance\`, a \`detail\`, and \`errors\` per field for validation failures.
 - Unknown properties in a request body are rejected with 400 (CRM create bodies ignore \`organization\`/\`organization_id\`: the tenant comes from the path).
 - Organizations the caller cannot access answer 404, never 403, so their existence is not revealed.
 - Lists return a JSON array, newest first; pass \`limit\` (1-200, default 50) and follow the \`Link: <...>; rel="next"\` header.
@@ -44,7 +52,10 @@ const rateLimitHeaders = (limited: OpenApiResponse) =>
  * Only the document changes; the routes keep validating against the inline schemas.
  */
 function nameDiscriminatedBranches(node: unknown, components: Record<string, unknown>): void {
-  if (Array.isArray(node)) return node.forEach((child) => nameDiscriminatedBranches(child, components));
+  if (Array.isArray(node)) {
+    for (const child of node) nameDiscriminatedBranches(child, components);
+    return;
+  }
   if (node === null || typeof node !== 'object') return;
   const schema = node as JsonSchema;
   for (const child of Object.values(schema)) nameDiscriminatedBranches(child, components);
@@ -68,8 +79,6 @@ export default fp(
   async (app) => {
     app.addSchema(ProblemSchema);
     app.addSchema(DetailSchema);
-    app.addSchema(RoleSchema);
-    app.addSchema(OrganizationSchema);
     // @fastify/swagger marks every request body required; routes running defaultEmptyBody accept none at all.
     const optionalBodies = new Set<string>();
     app.addHook('onRoute', (route) => {
@@ -82,7 +91,7 @@ export default fp(
         info: {
           title: 'Workspace CRM API',
           version: '1.0.0',
-          description: API_DESCRIPTION,
+          description: `${API_DESCRIPTION}\n\n## Error codes\n\n${errorCatalogue()}`,
           license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
         },
         servers: [{ url: '/' }],
@@ -134,7 +143,9 @@ export default fp(
             }
           }
         }
-        nameDiscriminatedBranches(document.paths, ((document.components ??= {}).schemas ??= {}));
+        document.components ??= {};
+        document.components.schemas ??= {};
+        nameDiscriminatedBranches(document.paths, document.components.schemas);
         return document;
       },
       refResolver: {

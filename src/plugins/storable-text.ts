@@ -12,7 +12,9 @@ function unstorablePaths(value: unknown, path: string, found: string[]): void {
   if (typeof value === 'string') {
     if (!storable(value)) found.push(path);
   } else if (Array.isArray(value)) {
-    value.forEach((item, index) => unstorablePaths(item, path ? `${path}.${index}` : String(index), found));
+    value.forEach((item, index) => {
+      unstorablePaths(item, path ? `${path}.${index}` : String(index), found);
+    });
   } else if (value !== null && typeof value === 'object') {
     for (const [key, item] of Object.entries(value)) {
       const itemPath = path ? `${path}.${key}` : key;

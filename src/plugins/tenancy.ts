@@ -1,32 +1,16 @@
-// Resolves :organization_id through the caller's membership (404 otherwise) and gives routes `request.tenant`.
+// The `tenant` context's hooks: resolve :organization_id through the caller's membership (404 otherwise), then check the route's capability.
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
-import type { MembershipRole, Organization } from '../generated/prisma/client.js';
-import { forbidden, notFound } from '../lib/problem.js';
-import { AUTHENTICATED_USER_COLUMNS, checkAuthenticatedRow, type AuthenticatedRow } from './auth.js';
-import { roleCan, type Capability } from '../lib/capabilities.js';
+import { forbidden, organizationNotFound } from '../lib/problem.js';
+import type { Capability } from '../lib/capabilities.js';
 import { isUuid } from '../lib/http-schemas.js';
-import { scopeToOrganization, type TenantDb } from '../db/tenant-scope.js';
-import { scopePages, type TenantPages } from '../db/tenant-pages.js';
+import { authenticateMember } from '../db/authentication.js';
+import { bindTenant, type Tenant } from '../db/tenant.js';
 
-export interface Tenant {
-  organization: Organization;
-  membershipId: string;
-  role: MembershipRole;
-  can(capability: Capability): boolean;
-  /** Prisma client bound to this organization: tenant tables can only be read and written inside it. */
-  db: TenantDb;
-  /** Raw-SQL keyset pages of this organization's tenant tables (the CRM lists). */
-  pages: TenantPages;
-}
+export type { Tenant };
 
-/** The organization columns of the tenancy query; all null when the caller has no membership in an active one. */
-type TenantColumns = { membershipId: string | null; role: MembershipRole | null; organizationId: string | null } & {
-  [K in Exclude<keyof Organization, 'id'>]: Organization[K];
-};
-
-/** The same answer for "does not exist", "not a member", "pending/cancelled" and "malformed id". */
-export const organizationNotFound = () => notFound('Organization not found.', 'organization_not_found');
+/** What a tenant route requires beyond membership: a capability, or `member` for anything any member may do. */
+export type TenantAccess = Capability | 'member';
 
 export default fp(
   async (app) => {
@@ -37,55 +21,24 @@ export default fp(
       const { organization_id: organizationId } = request.params as { organization_id?: string };
       // A malformed id still authenticates first: an invalid token is a 401 whatever the path.
       const orgId = organizationId && isUuid(organizationId) ? organizationId.toLowerCase() : null;
-      // One round trip per request: the caller (authentication) and their membership in the active organization.
-      const { rows } = await app.pg.query<AuthenticatedRow & TenantColumns>({
-        name: 'authenticate-and-resolve-tenant',
-        text: `SELECT ${AUTHENTICATED_USER_COLUMNS},
-                 m.id AS "membershipId", m.role, o.id AS "organizationId", o.name, o.slug, o.is_personal AS "isPersonal",
-                 o.personal_user_id AS "personalUserId", o.status, o.created_by_id AS "createdById",
-                 o.owner_email AS "ownerEmail", o.created_at AS "createdAt", o.updated_at AS "updatedAt"
-               FROM users u
-               LEFT JOIN memberships m ON m.user_id = u.id AND m.organization_id = $3
-               LEFT JOIN organizations o ON o.id = m.organization_id AND o.status = 'active'
-               WHERE u.id = $1`,
-        values: [claims.sub, claims.sid, orgId],
-      });
-      const row = rows[0];
-      request.currentUser = checkAuthenticatedRow(row, claims);
-      if (!row?.organizationId || !row.membershipId || !row.role) throw organizationNotFound();
-      const { membershipId, role } = row;
-      const organization: Organization = {
-        id: row.organizationId,
-        name: row.name,
-        slug: row.slug,
-        isPersonal: row.isPersonal,
-        personalUserId: row.personalUserId,
-        status: row.status,
-        createdById: row.createdById,
-        ownerEmail: row.ownerEmail,
-        createdAt: row.createdAt,
-        updatedAt: row.updatedAt,
-      };
-      request.tenant = {
-        organization,
-        membershipId,
-        role,
-        can: (capability) => roleCan(role, capability),
-        db: scopeToOrganization(app.db, organization.id),
-        pages: scopePages(app.pg, organization.id),
-      };
+      const { user, membership } = await authenticateMember(app.pg, claims, orgId);
+      request.currentUser = user;
+      if (!membership) throw organizationNotFound();
+      request.tenant = bindTenant(app.db, app.pg, membership);
     });
 
-    app.decorate('requireCapability', (capability: Capability) => async (request: FastifyRequest) => {
-      if (!requireTenant(request).can(capability)) {
-        throw forbidden('permission_denied', `Your role in this organization does not allow this action (${capability}).`);
+    app.decorate('checkCapability', async (request: FastifyRequest) => {
+      const access = request.routeOptions.config.access;
+      if (access === undefined || access === 'member') return;
+      if (!requireTenant(request).can(access)) {
+        throw forbidden('permission_denied', `Your role in this organization does not allow this action (${access}).`);
       }
     });
   },
   { name: 'tenancy', dependencies: ['db', 'auth'] },
 );
 
-/** The resolved tenant of a route guarded by `app.resolveTenant`. */
+/** The resolved tenant of a route in the `tenant` context. */
 export function requireTenant(request: FastifyRequest): Tenant {
   if (!request.tenant) throw organizationNotFound();
   return request.tenant;
@@ -94,14 +47,18 @@ export function requireTenant(request: FastifyRequest): Tenant {
 declare module 'fastify' {
   interface FastifyInstance {
     /**
-     * preHandler that authenticates the Bearer token (401) and resolves the organization in the path through the
-     * caller's membership (404 unless a member of the active organization) in one query. Replaces `authenticate`.
+     * onRequest hook of the `tenant` context: authenticates the Bearer token (401) and resolves the organization in the
+     * path through the caller's membership (404 unless a member of the active organization) in one query.
      */
     resolveTenant: (request: FastifyRequest) => Promise<void>;
-    /** preHandler factory (after `resolveTenant`): 403 unless the caller's role has the capability. */
-    requireCapability: (capability: Capability) => (request: FastifyRequest) => Promise<void>;
+    /** onRequest hook after `resolveTenant`: 403 unless the caller's role has the route's `access` capability. */
+    checkCapability: (request: FastifyRequest) => Promise<void>;
   }
   interface FastifyRequest {
     tenant: Tenant | null;
+  }
+  interface FastifyContextConfig {
+    /** Tenant routes only, required there: the capability the caller's role needs, or `member`. */
+    access?: TenantAccess;
   }
 }

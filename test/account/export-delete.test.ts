@@ -48,7 +48,7 @@ t.test('the export holds account, profile and memberships, and nothing else', as
   ]);
 
   const resetToken = await app.db.passwordResetToken.findFirstOrThrow({ where: { userId: carol.id } });
-  const smtp = await app.db.emailAccount.findFirstOrThrow({ where: { organizationId: null } });
+  const smtp = await app.db.installationEmailAccount.findFirstOrThrow();
   for (const secret of [
     carol.password,
     carol.access,

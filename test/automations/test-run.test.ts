@@ -170,11 +170,13 @@ t.test('send_email sends through the workspace account or the installation fallb
   t.notOk(JSON.stringify(json(refused)).includes(refusingMailbox.password), 'no credentials in the run');
 
   await app.db.emailAccount.updateMany({ data: { isActive: false } });
+  await app.db.installationEmailAccount.updateMany({ data: { isActive: false } });
   const none = await runTest(rule.id);
   t.equal(json(none).status, 'failed');
   t.match(json(none).run.error_message, /^No email account can send this message/);
   await app.db.emailAccount.delete({ where: { id: account.id } });
   await app.db.emailAccount.updateMany({ data: { isActive: true } });
+  await app.db.installationEmailAccount.updateMany({ data: { isActive: true } });
 });
 
 t.test('test: capability, unknown ids and bad bodies', async (t) => {

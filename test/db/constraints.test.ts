@@ -21,7 +21,7 @@ t.test('database constraints', async (t) => {
     app.db.organization.create({ data: { name: 'Odd', slug: 'odd', isPersonal: true } }),
     'a personal workspace without its user',
   );
-  const account = { name: 'SMTP', host: 'smtp.example.test', username: 'u', fromEmail: 'crm@example.test' };
+  const account = { name: 'SMTP', host: 'smtp.example.test', username: 'u', fromEmail: 'crm@example.test', organizationId };
   await t.rejects(app.db.emailAccount.create({ data: { ...account, port: 70000 } }), 'a port out of range');
   await t.rejects(
     app.db.emailAccount.create({ data: { ...account, port: 465, useTls: true, useSsl: true } }),

@@ -90,8 +90,8 @@ t.test('a rolled-back transaction sends nothing', async (t) => {
 });
 
 t.test('with no usable account: requireAccount refuses with 400, otherwise the row fails at once', async (t) => {
-  await app.db.emailAccount.updateMany({ where: { organizationId: null }, data: { isActive: false } });
-  t.teardown(() => app.db.emailAccount.updateMany({ where: { organizationId: null }, data: { isActive: true } }));
+  await app.db.installationEmailAccount.updateMany({ data: { isActive: false } });
+  t.teardown(() => app.db.installationEmailAccount.updateMany({ data: { isActive: true } }));
 
   const refused = address('refused');
   await t.rejects(enqueue(refused, { organizationId }), { name: 'ProblemError', status: 400, code: 'email_not_configured' });

@@ -166,11 +166,11 @@ function validValueOf(raw: Schema | undefined, depth = 0): fc.Arbitrary<unknown>
 }
 
 /** Values that fit the schema's shape most of the time, and deliberately do not the rest of the time. */
-function valueOf(raw: Schema | undefined, depth = 0): fc.Arbitrary<unknown> {
+function arbitraryOf(raw: Schema | undefined, depth = 0): fc.Arbitrary<unknown> {
   const schema = deref(raw);
   const wrong = depth > 2 ? fc.constant(null) : fc.oneof(fc.anything({ maxDepth: 2 }), nasty, fc.integer(), fc.constant(null));
   const branches = (schema.oneOf ?? schema.anyOf) as Schema[] | undefined;
-  if (branches) return fc.oneof(...branches.map((branch) => valueOf(branch, depth + 1)), wrong);
+  if (branches) return fc.oneof(...branches.map((branch) => arbitraryOf(branch, depth + 1)), wrong);
   if (schema.const !== undefined) return fc.oneof({ weight: 4, arbitrary: fc.constant(schema.const) }, { weight: 1, arbitrary: wrong });
   if (Array.isArray(schema.enum))
     return fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...schema.enum) }, { weight: 1, arbitrary: wrong });
@@ -197,20 +197,20 @@ function valueOf(raw: Schema | undefined, depth = 0): fc.Arbitrary<unknown> {
       fitting = fc.boolean();
       break;
     case 'array':
-      fitting = depth > 2 ? fc.constant([]) : fc.array(valueOf(schema.items, depth + 1), { maxLength: 4 });
+      fitting = depth > 2 ? fc.constant([]) : fc.array(arbitraryOf(schema.items, depth + 1), { maxLength: 4 });
       break;
     default: {
       if (depth > 2 || !schema.properties) return fc.oneof(fc.constant({}), wrong);
       const properties = schema.properties as Record<string, Schema>;
       const keys = Object.keys(properties);
-      const record = fc.record(Object.fromEntries(keys.map((key) => [key, valueOf(properties[key], depth + 1)])), {
+      const record = fc.record(Object.fromEntries(keys.map((key) => [key, arbitraryOf(properties[key], depth + 1)])), {
         requiredKeys: [],
       });
       // Mostly with every required field present; sometimes missing some, or with an extra one.
       const required = (schema.required ?? []) as string[];
       fitting = fc.tuple(record, fc.boolean(), fc.option(fc.string({ maxLength: 8 }))).map(([value, fill, extra]) => {
         const result = { ...(value as Record<string, unknown>) };
-        if (fill) for (const key of required) if (!(key in result)) result[key] = fc.sample(valueOf(properties[key], depth + 1), 1)[0];
+        if (fill) for (const key of required) if (!(key in result)) result[key] = fc.sample(arbitraryOf(properties[key], depth + 1), 1)[0];
         if (extra) result[`x_${extra}`] = extra;
         return result;
       });
@@ -241,11 +241,11 @@ function requestOf(operation: Operation, scenery: Scenery): fc.Arbitrary<{ calle
     );
   const queryArbs = operation.params
     .filter((p) => p.in === 'query')
-    .map((p) => fc.option(fc.oneof(valueOf(p.schema), nasty), { freq: 2 }).map((v) => [p.name, v] as const));
+    .map((p) => fc.option(fc.oneof(arbitraryOf(p.schema), nasty), { freq: 2 }).map((v) => [p.name, v] as const));
   const body = operation.body
     ? fc.oneof(
         { weight: 3, arbitrary: validValueOf(operation.body) },
-        { weight: 3, arbitrary: valueOf(operation.body) },
+        { weight: 3, arbitrary: arbitraryOf(operation.body) },
         { weight: 1, arbitrary: fc.anything({ maxDepth: 3 }) },
       )
     : fc.constant(undefined);

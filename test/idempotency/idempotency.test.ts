@@ -14,7 +14,10 @@ const seedCompany = json(await app.inject({ method: 'POST', url: `${org}/compani
 const count = async (table: string) => Number((await app.pg.query(`SELECT count(*) FROM ${table}`)).rows[0].count);
 
 let keyCounter = 0;
-const newKey = () => `key-${Date.now()}-${(keyCounter += 1)}`;
+const newKey = () => {
+  keyCounter += 1;
+  return `key-${Date.now()}-${keyCounter}`;
+};
 const post = (url: string, payload: object, key: string | undefined, headers = admin.headers) =>
   app.inject({ method: 'POST', url, headers: { ...headers, ...(key ? { 'idempotency-key': key } : {}) }, payload });
 

@@ -82,8 +82,8 @@ t.test('inviting the same address again replaces the link; administrators are no
 });
 
 t.test('without the installation fallback nothing is sent, even when a workspace has its own account', async (t) => {
-  await app.db.emailAccount.updateMany({ where: { organizationId: null }, data: { isActive: false } });
-  t.teardown(() => app.db.emailAccount.updateMany({ where: { organizationId: null }, data: { isActive: true } }));
+  await app.db.installationEmailAccount.updateMany({ data: { isActive: false } });
+  t.teardown(() => app.db.installationEmailAccount.updateMany({ data: { isActive: true } }));
   await app.db.emailAccount.create({
     data: {
       organizationId,

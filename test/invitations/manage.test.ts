@@ -154,8 +154,8 @@ t.test('conflicts: members, a pending invitation to the same address, personal w
 
 t.test('sending needs the workspace default account or the installation fallback', async (t) => {
   const { invitation: earlier } = await sent(owner, 'resend-without-smtp@example.test');
-  await app.db.emailAccount.updateMany({ where: { organizationId: null }, data: { isActive: false } });
-  t.teardown(() => app.db.emailAccount.updateMany({ where: { organizationId: null }, data: { isActive: true } }));
+  await app.db.installationEmailAccount.updateMany({ data: { isActive: false } });
+  t.teardown(() => app.db.installationEmailAccount.updateMany({ data: { isActive: true } }));
   const outbox = await app.db.emailOutbox.count();
 
   const res = await invite(owner, { email: 'no-smtp@example.test', role: 'member' });

@@ -120,8 +120,8 @@ t.test('resend: a fresh Owner link is emailed and the previous one stops working
 });
 
 t.test('resend without a usable SMTP account is refused and keeps the current link', async (t) => {
-  await app.db.emailAccount.updateMany({ where: { organizationId: null }, data: { isActive: false } });
-  t.teardown(() => app.db.emailAccount.updateMany({ where: { organizationId: null }, data: { isActive: true } }));
+  await app.db.installationEmailAccount.updateMany({ data: { isActive: false } });
+  t.teardown(() => app.db.installationEmailAccount.updateMany({ data: { isActive: true } }));
   const pendingBefore = await app.db.invitation.count({ where: { organizationId: first.id, revokedAt: null } });
   const res = await resend(admin.headers, first.id);
   t.equal(res.statusCode, 400);

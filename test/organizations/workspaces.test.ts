@@ -114,8 +114,8 @@ t.test('a workspace for someone else waits hidden for its Owner, who is emailed 
 });
 
 t.test('without any SMTP account that can send, a handoff is refused and nothing is created', async (t) => {
-  await app.db.emailAccount.updateMany({ where: { organizationId: null }, data: { isActive: false } });
-  t.teardown(() => app.db.emailAccount.updateMany({ where: { organizationId: null }, data: { isActive: true } }));
+  await app.db.installationEmailAccount.updateMany({ data: { isActive: false } });
+  t.teardown(() => app.db.installationEmailAccount.updateMany({ data: { isActive: true } }));
   const before = await counts();
   const res = await create(admin.headers, { name: 'Umbrella', owner_email: 'someone@example.test' });
   t.equal(res.statusCode, 400);

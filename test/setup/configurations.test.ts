@@ -28,6 +28,7 @@ t.test('without EMAIL_ENCRYPTION_KEY: smtp is refused with errors.smtp, setup wi
   t.equal(done.statusCode, 201);
   t.equal(await app.db.user.count(), 1);
   t.equal(await app.db.emailAccount.count(), 0, 'no SMTP account without smtp');
+  t.equal(await app.db.installationEmailAccount.count(), 0, 'no fallback account without smtp');
 });
 
 t.test('without SERVICE_SETUP_TOKEN: unavailable, and both POSTs answer 403 setup_unavailable', async (t) => {

@@ -29,6 +29,7 @@ const rowCounts = async () => ({
   organizations: await app.db.organization.count(),
   memberships: await app.db.membership.count(),
   emailAccounts: await app.db.emailAccount.count(),
+  installationEmailAccounts: await app.db.installationEmailAccount.count(),
   installationState: await app.db.installationState.count(),
 });
 const NOTHING = { users: 0, organizations: 0, memberships: 0, emailAccounts: 0, installationState: 0 };
@@ -135,10 +136,9 @@ t.test('two setups racing: exactly one wins, creating admin, workspace and fallb
   t.match(organization, { name: 'Acme', slug: winner.organization_slug, status: 'active', isPersonal: false, createdById: user.id });
   t.match(organization.memberships, [{ userId: user.id, role: 'owner', isTemporary: false }]);
 
-  const account = await app.db.emailAccount.findFirstOrThrow();
+  t.equal(await app.db.emailAccount.count(), 0, 'no workspace account: the fallback is installation settings');
+  const account = await app.db.installationEmailAccount.findFirstOrThrow();
   t.match(account, {
-    organizationId: null,
-    isDefault: true,
     isActive: true,
     name: winner.smtp.name,
     host: mailbox.host,

@@ -14,6 +14,7 @@ const smtpTest = (payload: Record<string, unknown>) =>
 
 const storedRows = async () => ({
   emailAccounts: await app.db.emailAccount.count(),
+  installationEmailAccounts: await app.db.installationEmailAccount.count(),
   installationState: await app.db.installationState.count(),
   users: await app.db.user.count(),
   outbox: await app.db.emailOutbox.count(),

@@ -1,6 +1,6 @@
 // Changing the account's email address: the current password, a notice to the old address, and a confirmation link.
 import type { Prisma } from '../../generated/prisma/client.js';
-import type { Db } from '../../plugins/db.js';
+import type { Db } from '../../db/client.js';
 import { badRequest, conflict, notFound, unauthorized, validationFailed } from '../../lib/problem.js';
 import { verifyPassword } from '../../lib/passwords.js';
 import { isUniqueViolation } from '../../lib/prisma-errors.js';

@@ -1,6 +1,6 @@
 // Password change and reset by emailed link; either one ends every session and reset link the old password allowed.
 import type { Prisma } from '../../generated/prisma/client.js';
-import type { Db } from '../../plugins/db.js';
+import type { Db } from '../../db/client.js';
 import { badRequest, notFound, unauthorized, validationFailed } from '../../lib/problem.js';
 import { hashPassword, passwordProblems, verifyPassword } from '../../lib/passwords.js';
 import { randomToken, sha256Hex } from '../../lib/crypto.js';

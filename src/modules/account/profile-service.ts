@@ -1,6 +1,6 @@
 // The signed-in user's profile and settings: reading them, validating and applying PATCHes, and their DTOs.
 import type { Prisma, Profile, User } from '../../generated/prisma/client.js';
-import type { Db } from '../../plugins/db.js';
+import type { Db } from '../../db/client.js';
 import { unauthorized, validationFailed, type FieldErrors } from '../../lib/problem.js';
 import type { ProfileDto, SettingsDto, SettingsPatch } from './schemas.js';
 

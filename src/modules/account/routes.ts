@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { DetailSchema, NoContent, responses } from '../../lib/http-schemas.js';
-import { requireUser, userAudit } from '../../plugins/auth.js';
+import { requireUser, userAudit } from '../../http/request.js';
 import {
   AccountExportSchema,
   DeleteAccountSchema,
@@ -17,18 +17,15 @@ import {
   SettingsPatchSchema,
   SettingsSchema,
 } from './schemas.js';
-import { deleteAccount, exportAccount, getMe } from './service.js';
-import { findAccount, toProfileDto, toSettingsDto, updateAccount } from './profile-service.js';
-import { confirmEmailChange, updateSettings } from './email-change-service.js';
-import { changePassword, confirmPasswordReset, requestPasswordReset } from './password-service.js';
 
 const Detail = Type.Ref(DetailSchema);
-const security = [{ bearerAuth: [] }];
 const PASSWORD_CHECK_LIMIT =
   'Password checks (this endpoint, account deletion and email changes) are limited per user (429 with `Retry-After`); ' +
   '503 `server_busy` (with `Retry-After`) when too many password checks are queued on the server.';
 
-const routes: FastifyPluginAsyncTypebox = async (app) => {
+/** The password reset and email change links: the link's token is the credential. */
+export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const account = app.services.account;
   app.post(
     '/auth/password-reset/',
     {
@@ -47,7 +44,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       preHandler: app.rateLimitPreset('passwordReset'),
     },
     async (request) => {
-      await requestPasswordReset(app.db, request.body.email);
+      await account.requestPasswordReset(request.body.email);
       return { detail: 'If an account uses this email address, a link to reset its password has been sent to it.' };
     },
   );
@@ -68,7 +65,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      await confirmPasswordReset({ db: app.db, tokens: app.tokens }, request.params, request.body.new_password, { ip: request.ip });
+      await account.confirmPasswordReset(request.params, request.body.new_password, { ip: request.ip });
       return { detail: 'Your password has been set. Sign in with the new password.' };
     },
   );
@@ -89,168 +86,158 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      await confirmEmailChange(app.db, request.params.token, { ip: request.ip });
+      await account.confirmEmailChange(request.params.token, { ip: request.ip });
       return { detail: 'Your email address has been changed.' };
     },
   );
-
-  const passwordChecks = app.rateLimitPreset('passwordChecks');
-  const signedIn: FastifyPluginAsyncTypebox = async (scope) => {
-    scope.addHook('onRequest', app.authenticate);
-
-    scope.get(
-      '/auth/me/',
-      {
-        schema: {
-          tags: ['account'],
-          operationId: 'getMe',
-          summary: 'The signed-in user and the workspaces they can see, each with their role in it.',
-          security,
-          response: responses({ 200: MeSchema }, 401),
-        },
-      },
-      async (request) => getMe(app.pg, requireUser(request)),
-    );
-
-    scope.get(
-      '/auth/me/profile/',
-      {
-        schema: {
-          tags: ['account'],
-          operationId: 'getProfile',
-          summary: "The signed-in user's profile.",
-          security,
-          response: responses({ 200: ProfileSchema }, 401),
-        },
-      },
-      async (request) => toProfileDto(await findAccount(app.db, requireUser(request).id)),
-    );
-
-    scope.patch(
-      '/auth/me/profile/',
-      {
-        schema: {
-          tags: ['account'],
-          operationId: 'updateProfile',
-          summary: 'Complete or update the profile.',
-          description:
-            'Any subset of the editable fields; null clears one. Setting a display name the first time sets `onboarding_completed_at`.',
-          security,
-          body: ProfilePatchSchema,
-          response: responses({ 200: ProfileSchema }, 401),
-        },
-      },
-      async (request) => toProfileDto(await updateAccount(app.db, requireUser(request).id, request.body)),
-    );
-
-    scope.get(
-      '/auth/me/settings/',
-      {
-        schema: {
-          tags: ['account'],
-          operationId: 'getSettings',
-          summary: "The signed-in user's settings: the profile plus email preferences.",
-          security,
-          response: responses({ 200: SettingsSchema }, 401),
-        },
-      },
-      async (request) => toSettingsDto(await findAccount(app.db, requireUser(request).id)),
-    );
-
-    scope.patch(
-      '/auth/me/settings/',
-      {
-        schema: {
-          tags: ['account'],
-          operationId: 'updateSettings',
-          summary: 'Update the email address, the profile fields and the marketing consent.',
-          description:
-            'A new `email` needs `current_password` (400 `validation_failed` without it, 400 `wrong_password` when wrong) ' +
-            'and does not change the address yet: a link `<SERVICE_APP_URL>/confirm-email/<token>`, valid seven days and ' +
-            'usable once, is emailed to the new address (see `confirmEmailChange`), a notice goes to the current address, ' +
-            'and outstanding password reset links and earlier pending changes die. The answer is the same whether or not ' +
-            'another account uses the new address (then no link is sent). The response shows the current address. ' +
-            PASSWORD_CHECK_LIMIT,
-          security,
-          body: SettingsPatchSchema,
-          response: responses({ 200: SettingsSchema }, 401, 429, 503),
-        },
-        // Only an email change checks the password; other settings changes do not count against that limit.
-        preHandler: async (request, reply) => {
-          if (request.body.current_password !== undefined) await passwordChecks.call(app, request, reply);
-        },
-      },
-      async (request) =>
-        toSettingsDto(await updateSettings({ db: app.db, appUrl: app.config.appUrl }, requireUser(request).id, request.body)),
-    );
-
-    scope.get(
-      '/auth/me/export/',
-      {
-        schema: {
-          tags: ['account'],
-          operationId: 'exportAccount',
-          summary: 'Download the personal data of the account.',
-          description:
-            'Account, profile and membership metadata as a JSON attachment; never tokens, password hashes, SMTP data or CRM records.',
-          security,
-          response: responses({ 200: AccountExportSchema }, 401),
-        },
-      },
-      async (request, reply) => {
-        const data = await exportAccount(app.db, requireUser(request).id);
-        reply.header('content-disposition', 'attachment; filename="account-export.json"');
-        return data;
-      },
-    );
-
-    scope.post(
-      '/auth/me/delete/',
-      {
-        schema: {
-          tags: ['account'],
-          operationId: 'deleteAccount',
-          summary: 'Delete the account.',
-          description:
-            'Needs the current password and `confirmation: "DELETE"`. Refused with 409 while the user owns a shared ' +
-            'workspace (`owner_of_workspace`: transfer the ownership first) or is the only installation administrator ' +
-            '(`last_installation_admin`). Deletes the personal workspace and memberships; every token stops working. ' +
-            PASSWORD_CHECK_LIMIT,
-          security,
-          body: DeleteAccountSchema,
-          response: responses({ 204: NoContent }, 401, 409, 429, 503),
-        },
-        preHandler: passwordChecks,
-      },
-      async (request, reply) => {
-        await deleteAccount(app.db, requireUser(request).id, request.body, userAudit(request));
-        return reply.code(204).send(null);
-      },
-    );
-
-    scope.post(
-      '/auth/me/password/',
-      {
-        schema: {
-          tags: ['account'],
-          operationId: 'changePassword',
-          summary: 'Change the password.',
-          description:
-            'A wrong current password answers 400 (`wrong_password`, `errors.current_password`). On success every session ' +
-            'of the account ends, this one included: no new tokens are returned, sign in again with the new password. ' +
-            PASSWORD_CHECK_LIMIT,
-          security,
-          body: PasswordChangeSchema,
-          response: responses({ 200: Detail }, 401, 429, 503),
-        },
-        preHandler: passwordChecks,
-      },
-      async (request) => {
-        await changePassword({ db: app.db, tokens: app.tokens }, requireUser(request).id, request.body, userAudit(request));
-        return { detail: 'Your password has been changed. Sign in again with the new password.' };
-      },
-    );
-  };
-  await app.register(signedIn);
 };
-export default routes;
+
+/** The signed-in user's own account. */
+export const userRoutes: FastifyPluginAsyncTypebox = async (scope) => {
+  const account = scope.services.account;
+  const passwordChecks = scope.rateLimitPreset('passwordChecks');
+
+  scope.get(
+    '/auth/me/',
+    {
+      schema: {
+        tags: ['account'],
+        operationId: 'getMe',
+        summary: 'The signed-in user and the workspaces they can see, each with their role in it.',
+        response: responses({ 200: MeSchema }, 401),
+      },
+    },
+    async (request) => account.me(requireUser(request)),
+  );
+
+  scope.get(
+    '/auth/me/profile/',
+    {
+      schema: {
+        tags: ['account'],
+        operationId: 'getProfile',
+        summary: "The signed-in user's profile.",
+        response: responses({ 200: ProfileSchema }, 401),
+      },
+    },
+    async (request) => account.profile(requireUser(request).id),
+  );
+
+  scope.patch(
+    '/auth/me/profile/',
+    {
+      schema: {
+        tags: ['account'],
+        operationId: 'updateProfile',
+        summary: 'Complete or update the profile.',
+        description:
+          'Any subset of the editable fields; null clears one. Setting a display name the first time sets `onboarding_completed_at`.',
+        body: ProfilePatchSchema,
+        response: responses({ 200: ProfileSchema }, 401),
+      },
+    },
+    async (request) => account.updateProfile(requireUser(request).id, request.body),
+  );
+
+  scope.get(
+    '/auth/me/settings/',
+    {
+      schema: {
+        tags: ['account'],
+        operationId: 'getSettings',
+        summary: "The signed-in user's settings: the profile plus email preferences.",
+        response: responses({ 200: SettingsSchema }, 401),
+      },
+    },
+    async (request) => account.settings(requireUser(request).id),
+  );
+
+  scope.patch(
+    '/auth/me/settings/',
+    {
+      schema: {
+        tags: ['account'],
+        operationId: 'updateSettings',
+        summary: 'Update the email address, the profile fields and the marketing consent.',
+        description:
+          'A new `email` needs `current_password` (400 `validation_failed` without it, 400 `wrong_password` when wrong) ' +
+          'and does not change the address yet: a link `<SERVICE_APP_URL>/confirm-email/<token>`, valid seven days and ' +
+          'usable once, is emailed to the new address (see `confirmEmailChange`), a notice goes to the current address, ' +
+          'and outstanding password reset links and earlier pending changes die. The answer is the same whether or not ' +
+          'another account uses the new address (then no link is sent). The response shows the current address. ' +
+          PASSWORD_CHECK_LIMIT,
+        body: SettingsPatchSchema,
+        response: responses({ 200: SettingsSchema }, 401, 429, 503),
+      },
+      // Only an email change checks the password; other settings changes do not count against that limit.
+      preHandler: async (request, reply) => {
+        if (request.body.current_password !== undefined) await passwordChecks.call(scope, request, reply);
+      },
+    },
+    async (request) => account.updateSettings(requireUser(request).id, request.body),
+  );
+
+  scope.get(
+    '/auth/me/export/',
+    {
+      schema: {
+        tags: ['account'],
+        operationId: 'exportAccount',
+        summary: 'Download the personal data of the account.',
+        description:
+          'Account, profile and membership metadata as a JSON attachment; never tokens, password hashes, SMTP data or CRM records.',
+        response: responses({ 200: AccountExportSchema }, 401),
+      },
+    },
+    async (request, reply) => {
+      const data = await account.export(requireUser(request).id);
+      reply.header('content-disposition', 'attachment; filename="account-export.json"');
+      return data;
+    },
+  );
+
+  scope.post(
+    '/auth/me/delete/',
+    {
+      schema: {
+        tags: ['account'],
+        operationId: 'deleteAccount',
+        summary: 'Delete the account.',
+        description:
+          'Needs the current password and `confirmation: "DELETE"`. Refused with 409 while the user owns a shared ' +
+          'workspace (`owner_of_workspace`: transfer the ownership first) or is the only installation administrator ' +
+          '(`last_installation_admin`). Deletes the personal workspace and memberships; every token stops working. ' +
+          PASSWORD_CHECK_LIMIT,
+        body: DeleteAccountSchema,
+        response: responses({ 204: NoContent }, 401, 409, 429, 503),
+      },
+      preHandler: passwordChecks,
+    },
+    async (request, reply) => {
+      await account.delete(requireUser(request).id, request.body, userAudit(request));
+      return reply.code(204).send(null);
+    },
+  );
+
+  scope.post(
+    '/auth/me/password/',
+    {
+      schema: {
+        tags: ['account'],
+        operationId: 'changePassword',
+        summary: 'Change the password.',
+        description:
+          'A wrong current password answers 400 (`wrong_password`, `errors.current_password`). On success every session ' +
+          'of the account ends, this one included: no new tokens are returned, sign in again with the new password. ' +
+          PASSWORD_CHECK_LIMIT,
+        body: PasswordChangeSchema,
+        response: responses({ 200: Detail }, 401, 429, 503),
+      },
+      preHandler: passwordChecks,
+    },
+    async (request) => {
+      await account.changePassword(requireUser(request).id, request.body, userAudit(request));
+      return { detail: 'Your password has been changed. Sign in again with the new password.' };
+    },
+  );
+};

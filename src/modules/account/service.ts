@@ -1,21 +1,23 @@
 // The signed-in user's account as a whole: who am I, the personal data export, and deleting the account.
-import type pg from 'pg';
-import type { Db } from '../../plugins/db.js';
-import type { CurrentUser } from '../../plugins/auth.js';
+import type { Db, Queryable } from '../../db/client.js';
+import type { CurrentUser } from '../../lib/current-user.js';
 import { badRequest, conflict, unauthorized, validationFailed } from '../../lib/problem.js';
 import { verifyPassword } from '../../lib/passwords.js';
 import type { MembershipRole } from '../../generated/prisma/client.js';
 import { newestFirst } from '../../lib/pagination.js';
 import { toOrganizationDto, type OrganizationDtoSource } from '../organizations/organization-dto.js';
-import { profileFields } from './profile-service.js';
+import { findAccount, profileFields, toProfileDto, toSettingsDto, updateAccount } from './profile-service.js';
+import { confirmEmailChange, updateSettings } from './email-change-service.js';
+import { changePassword, confirmPasswordReset, requestPasswordReset } from './password-service.js';
+import type { TokenService } from '../auth/token-service.js';
 import { recordAudit, type AuditContext } from '../audit/audit-log.js';
-import type { AccountExportDto } from './schemas.js';
+import type { AccountExportDto, SettingsPatch } from './schemas.js';
 
 /**
  * The caller and every active workspace they are a member of (pending and cancelled ones stay hidden): one named
  * statement on the pool, planned once per connection (Prisma's include cost two queries and their compilation).
  */
-export async function getMe(pool: pg.Pool, user: CurrentUser) {
+export async function getMe(pool: Queryable, user: CurrentUser) {
   const { rows } = await pool.query<MeOrganizationRow>({
     name: 'get-me-organizations',
     text: `SELECT m.role, o.id, o.name, o.slug, o.is_personal AS "isPersonal", o.created_at AS "createdAt", o.updated_at AS "updatedAt"
@@ -103,4 +105,33 @@ export async function deleteAccount(
     await tx.user.delete({ where: { id: userId } });
     await recordAudit(tx, { ...audit, action: 'account.deleted', target: { type: 'user', id: userId } });
   });
+}
+
+export interface AccountDeps {
+  db: Db;
+  pool: Queryable;
+  tokens: TokenService;
+  /** SERVICE_APP_URL, for the email change and password reset links. */
+  appUrl: string;
+}
+
+/** The account service: everything the signed-in user does to their own account, and the password and email links. */
+export function createAccountService(deps: AccountDeps) {
+  const { db, pool, tokens, appUrl } = deps;
+  return {
+    me: (user: CurrentUser) => getMe(pool, user),
+    profile: async (userId: string) => toProfileDto(await findAccount(db, userId)),
+    updateProfile: async (userId: string, patch: SettingsPatch) => toProfileDto(await updateAccount(db, userId, patch)),
+    settings: async (userId: string) => toSettingsDto(await findAccount(db, userId)),
+    updateSettings: async (userId: string, patch: SettingsPatch) => toSettingsDto(await updateSettings({ db, appUrl }, userId, patch)),
+    export: (userId: string) => exportAccount(db, userId),
+    delete: (userId: string, input: { password: string; confirmation: string }, audit: AuditContext) =>
+      deleteAccount(db, userId, input, audit),
+    changePassword: (userId: string, input: { current_password: string; new_password: string }, audit: AuditContext) =>
+      changePassword({ db, tokens }, userId, input, audit),
+    requestPasswordReset: (email: string) => requestPasswordReset(db, email),
+    confirmPasswordReset: (link: { uidb64: string; token: string }, newPassword: string, audit: Pick<AuditContext, 'ip'>) =>
+      confirmPasswordReset({ db, tokens }, link, newPassword, audit),
+    confirmEmailChange: (token: string, audit: Pick<AuditContext, 'ip'>) => confirmEmailChange(db, token, audit),
+  };
 }

@@ -1,11 +1,12 @@
 // Routes of the token endpoints: sign in (rate-limited), refresh with rotation, and sign out.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { NoContent, responses } from '../../lib/http-schemas.js';
-import { requireUser } from '../../plugins/auth.js';
+import { requireUser } from '../../http/request.js';
 import { RefreshTokenBodySchema, SignInSchema, TokenPairSchema } from './schemas.js';
-import { signIn } from './service.js';
 
-const routes: FastifyPluginAsyncTypebox = async (app) => {
+/** Sign in and refresh: the credentials are in the body. */
+export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const auth = app.services.auth;
   app.post(
     '/auth/token/',
     {
@@ -22,7 +23,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
       preHandler: [app.rateLimitPreset('tokenPerIp'), app.rateLimitPreset('token')],
     },
-    async (request) => signIn({ db: app.db, tokens: app.tokens }, request.body),
+    async (request) => auth.signIn(request.body),
   );
 
   app.post(
@@ -40,33 +41,31 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: responses({ 200: TokenPairSchema }, 401),
       },
     },
-    async (request) => app.tokens.rotate(request.body.refresh),
+    async (request) => auth.refresh(request.body.refresh),
   );
-
-  const signedIn: FastifyPluginAsyncTypebox = async (scope) => {
-    scope.addHook('onRequest', app.authenticate);
-
-    scope.post(
-      '/auth/logout/',
-      {
-        schema: {
-          tags: ['auth'],
-          operationId: 'logout',
-          summary: 'Sign out: blacklist a refresh token of the caller.',
-          description:
-            'Ends the session of that refresh token: it can no longer be refreshed, and the access tokens of the session ' +
-            "stop working. A refresh token that is not the caller's, already used or already blacklisted answers 401.",
-          security: [{ bearerAuth: [] }],
-          body: RefreshTokenBodySchema,
-          response: responses({ 204: NoContent }, 401),
-        },
-      },
-      async (request, reply) => {
-        await app.tokens.revoke(request.body.refresh, requireUser(request).id);
-        return reply.code(204).send(null);
-      },
-    );
-  };
-  await app.register(signedIn);
 };
-export default routes;
+
+/** Sign out: the signed-in user ends one of their sessions. */
+export const userRoutes: FastifyPluginAsyncTypebox = async (scope) => {
+  const auth = scope.services.auth;
+
+  scope.post(
+    '/auth/logout/',
+    {
+      schema: {
+        tags: ['auth'],
+        operationId: 'logout',
+        summary: 'Sign out: blacklist a refresh token of the caller.',
+        description:
+          'Ends the session of that refresh token: it can no longer be refreshed, and the access tokens of the session ' +
+          "stop working. A refresh token that is not the caller's, already used or already blacklisted answers 401.",
+        body: RefreshTokenBodySchema,
+        response: responses({ 204: NoContent }, 401),
+      },
+    },
+    async (request, reply) => {
+      await auth.logout(request.body.refresh, requireUser(request).id);
+      return reply.code(204).send(null);
+    },
+  );
+};

@@ -1,5 +1,5 @@
 // Signing in with a username and password: checks the credentials and opens a session (a refresh-token family).
-import type { Db } from '../../plugins/db.js';
+import type { Db } from '../../db/client.js';
 import { unauthorized } from '../../lib/problem.js';
 import { burnPasswordCheck, verifyPassword } from '../../lib/passwords.js';
 import type { TokenPair, TokenService } from './token-service.js';
@@ -30,4 +30,14 @@ export async function signIn(
     await tx.user.update({ where: { id: user.id }, data: { lastLogin: new Date() } });
     return tokens.issuePair(user, tx);
   });
+}
+
+/** The token endpoints: sign in, refresh with rotation, sign out. */
+export function createAuthService(deps: { db: Db; tokens: TokenService }) {
+  const { tokens } = deps;
+  return {
+    signIn: (credentials: { username: string; password: string }) => signIn(deps, credentials),
+    refresh: (refresh: string) => tokens.rotate(refresh),
+    logout: (refresh: string, userId: string) => tokens.revoke(refresh, userId),
+  };
 }

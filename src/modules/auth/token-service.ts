@@ -1,7 +1,7 @@
 // Issues access/refresh JWT pairs and keeps the refresh-token store: rotation, blacklist, family revocation.
 import { randomUUID } from 'node:crypto';
 import type { Prisma } from '../../generated/prisma/client.js';
-import type { Db } from '../../plugins/db.js';
+import type { Db } from '../../db/client.js';
 import { unauthorized } from '../../lib/problem.js';
 
 type DbClient = Db | Prisma.TransactionClient;

@@ -2,7 +2,9 @@
 import type { Prisma } from '../../generated/prisma/client.js';
 import type { AutomationTrigger } from '../../generated/prisma/enums.js';
 
-export type CrmEventName = 'company.created' | 'company.updated' | 'contact.created' | 'contact.updated';
+import type { CrmEventName } from '../../lib/crm-events.js';
+
+export type { CrmEventName };
 
 /** The event JSON: a run's `payload`, and the body a webhook receives. */
 export interface EventPayload {

@@ -1,12 +1,10 @@
 // Routes of the automations area: rules, the synchronous test run, and run history of an organization.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
-import { defaultEmptyBody } from '../../lib/optional-body.js';
-import { PageQuerySchema, pageOf, pageResponse, paginate, type PagePosition, type PageRequest } from '../../lib/pagination.js';
-import type { CrmScope } from '../crm/record-service.js';
-import { scopeOf } from '../crm/record-routes.js';
-import { requireTenant } from '../../plugins/tenancy.js';
+import { defaultEmptyBody } from '../../http/optional-body.js';
+import { PageQuerySchema, pageOf, pageResponse } from '../../lib/pagination.js';
+import { sendPage } from '../../http/pagination.js';
+import { requireTenant } from '../../http/request.js';
 import {
   AutomationCreateSchema,
   AutomationParamsSchema,
@@ -15,12 +13,11 @@ import {
   AutomationTestResultSchema,
   AutomationTestSchema,
 } from './schemas.js';
-import { createAutomation, getAutomation, listAutomations, listRuns, testAutomation, toAutomationDto, toRunDto } from './service.js';
 
 /** Parts every route's schema shares; lists add the page query. */
-const documented = { tags: ['automations'], security: [{ bearerAuth: [] }] };
+const documented = { tags: ['automations'] };
 const listed = { ...documented, querystring: PageQuerySchema };
-const base = '/organizations/:organization_id/automations';
+const base = '/automations';
 
 const READ_NOTE = 'Needs VIEW_CRM (every role). ';
 const WEBHOOK_URL_NOTE =
@@ -28,19 +25,9 @@ const WEBHOOK_URL_NOTE =
   'paths often carry credentials. ';
 const MANAGE_NOTE = 'Needs MANAGE_AUTOMATIONS (owner, admin): 403 otherwise. ';
 
-const routes: FastifyPluginAsyncTypebox = async (app) => {
-  const canView = [app.resolveTenant, app.requireCapability('VIEW_CRM')];
-  const canManage = [app.resolveTenant, app.requireCapability('MANAGE_AUTOMATIONS')];
-  /** One page of a newest-first list: loads `limit + 1` rows, sets the Link header, maps the rows to API bodies. */
-  async function respondWithPage<T extends PagePosition, D>(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    load: (tenant: CrmScope, page: PageRequest) => Promise<T[]>,
-    toDto: (row: T) => D,
-  ): Promise<D[]> {
-    const page = pageOf(request.query as { limit?: number; cursor?: string });
-    return paginate(request, reply, await load(scopeOf(request), page), page.limit).map(toDto);
-  }
+/** The automation rules and runs of the workspace in the path. */
+export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const automations = app.services.automations;
 
   app.get(
     `${base}/`,
@@ -49,16 +36,15 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         ...listed,
         operationId: 'listAutomations',
         summary: 'Automation rules of the organization.',
-        description:
-          `${READ_NOTE + WEBHOOK_URL_NOTE}Webhook secrets are never returned (\`action_config.has_secret\` tells whether one is set).`,
+        description: `${READ_NOTE + WEBHOOK_URL_NOTE}Webhook secrets are never returned (\`action_config.has_secret\` tells whether one is set).`,
         params: OrganizationParamsSchema,
         response: responses({ 200: pageResponse(AutomationSchema, 'Rules, newest first.') }, 401, 403, 404),
       },
-      preHandler: canView,
+      config: { access: 'VIEW_CRM' },
     },
     async (request, reply) => {
-      const full = requireTenant(request).can('MANAGE_AUTOMATIONS');
-      return respondWithPage(request, reply, listAutomations, (automation) => toAutomationDto(automation, full));
+      const page = pageOf(request.query);
+      return sendPage(request, reply, await automations.list(requireTenant(request), page), page.limit);
     },
   );
 
@@ -83,16 +69,11 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         body: AutomationCreateSchema,
         response: responses({ 201: AutomationSchema }, 401, 403, 404, 413, 415),
       },
-      config: { idempotent: true },
-      preHandler: canManage,
+      config: { access: 'MANAGE_AUTOMATIONS', idempotent: true },
     },
     async (request, reply) => {
-      const automation = await createAutomation(scopeOf(request), request.body, {
-        encryptionKey: app.config.emailEncryptionKey,
-        allowPrivateTargets: app.config.webhookAllowPrivate,
-      });
       reply.code(201);
-      return toAutomationDto(automation, true);
+      return automations.create(requireTenant(request), request.body);
     },
   );
 
@@ -107,9 +88,12 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         params: OrganizationParamsSchema,
         response: responses({ 200: pageResponse(AutomationRunSchema, 'Runs, newest first.') }, 401, 403, 404),
       },
-      preHandler: canView,
+      config: { access: 'VIEW_CRM' },
     },
-    async (request, reply) => respondWithPage(request, reply, (tenant, page) => listRuns(tenant, page), toRunDto),
+    async (request, reply) => {
+      const page = pageOf(request.query);
+      return sendPage(request, reply, await automations.listRuns(requireTenant(request), page), page.limit);
+    },
   );
 
   app.get(
@@ -123,13 +107,9 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         params: AutomationParamsSchema,
         response: responses({ 200: AutomationSchema }, 401, 403, 404),
       },
-      preHandler: canView,
+      config: { access: 'VIEW_CRM' },
     },
-    async (request) =>
-      toAutomationDto(
-        await getAutomation(scopeOf(request), request.params.automation_id),
-        requireTenant(request).can('MANAGE_AUTOMATIONS'),
-      ),
+    async (request) => automations.get(requireTenant(request), request.params.automation_id),
   );
 
   app.get(
@@ -143,10 +123,12 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         params: AutomationParamsSchema,
         response: responses({ 200: pageResponse(AutomationRunSchema, 'Runs of the rule, newest first.') }, 401, 403, 404),
       },
-      preHandler: canView,
+      config: { access: 'VIEW_CRM' },
     },
-    async (request, reply) =>
-      respondWithPage(request, reply, (tenant, page) => listRuns(tenant, page, request.params.automation_id), toRunDto),
+    async (request, reply) => {
+      const page = pageOf(request.query);
+      return sendPage(request, reply, await automations.listRuns(requireTenant(request), page, request.params.automation_id), page.limit);
+    },
   );
 
   app.post(
@@ -168,20 +150,12 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: responses({ 201: AutomationTestResultSchema }, 401, 403, 404, 413, 415, 429),
       },
       preValidation: defaultEmptyBody,
-      preHandler: [...canManage, app.rateLimitPreset('testSends')],
+      config: { access: 'MANAGE_AUTOMATIONS' },
+      preHandler: app.rateLimitPreset('testSends'),
     },
     async (request, reply) => {
-      const run = await testAutomation(scopeOf(request), request.params.automation_id, request.body, {
-        db: app.db,
-        encryptionKey: app.config.emailEncryptionKey,
-        allowPrivateTargets: app.config.webhookAllowPrivate,
-        automationEmailsPerHour: app.config.automationEmailsPerHour,
-        smtpAllowPrivate: app.config.smtpAllowPrivate,
-        log: request.log,
-      });
       reply.code(201);
-      return { status: run.status, run: toRunDto(run) };
+      return automations.test(requireTenant(request), request.params.automation_id, request.body, request.log);
     },
   );
 };
-export default routes;

@@ -1,6 +1,6 @@
 // Executes one automation's action for one event and reduces whatever happens to a storable outcome.
 import type { Automation } from '../../generated/prisma/client.js';
-import type { Db } from '../../plugins/db.js';
+import type { Db } from '../../db/client.js';
 import { decryptSecret } from '../../lib/crypto.js';
 import { ActionError, ActionSkipped } from './action-error.js';
 import type { EventPayload } from './dispatch.js';

@@ -1,6 +1,6 @@
 // The automation worker's step: claims due runs (safe with several instances), executes them, records or retries.
 import type { Prisma } from '../../generated/prisma/client.js';
-import type { Db } from '../../plugins/db.js';
+import type { Db } from '../../db/client.js';
 import { retryDelayMs } from '../email/outbox.js';
 import type { EventPayload } from './dispatch.js';
 import { executeAction, type ActionDeps, type ActionOutcome } from './run-executor.js';

@@ -1,10 +1,9 @@
 // The send_email action: one message to the rule's recipients through the workspace's sending account, sent now.
-import type { EmailAccount } from '../../generated/prisma/client.js';
-import type { Db } from '../../plugins/db.js';
+import type { Db } from '../../db/client.js';
 import { scopeToOrganization } from '../../db/tenant-scope.js';
 import { lockOrganization } from '../../db/organization-lock.js';
 import { sendMail, settingsOfAccount, SmtpError, type SmtpSettings } from '../email/mailer.js';
-import { findSendingAccount } from '../email/outbox.js';
+import { findSendingAccount, isWorkspaceAccount, type SendingAccount } from '../email/outbox.js';
 import { renderEmail } from '../email/templates.js';
 import { ActionError, ActionSkipped } from './action-error.js';
 import type { EventPayload } from './dispatch.js';
@@ -20,12 +19,12 @@ const HOUR_MS = 60 * 60 * 1000;
  */
 async function assertSendingAllowed(
   db: Db,
-  account: EmailAccount,
+  account: SendingAccount,
   context: { organizationId: string; runId: string; recipients: string[] },
   perHour: number,
 ): Promise<void> {
   const tenant = scopeToOrganization(db, context.organizationId);
-  if (account.organizationId === null) {
+  if (!isWorkspaceAccount(account)) {
     const wanted = [...new Set(context.recipients.map((address) => address.toLowerCase()))];
     const members = await tenant.membership.findMany({
       where: { user: { email: { in: wanted } } },
@@ -91,7 +90,7 @@ export async function sendEmailAction(
     await sendMail(
       settings,
       { to: config.to.join(', '), ...message },
-      { publicOnly: account.organizationId !== null && !deps.smtpAllowPrivate },
+      { publicOnly: isWorkspaceAccount(account) && !deps.smtpAllowPrivate },
     );
   } catch (error) {
     // SmtpError messages carry only a category and reply code; a connection failure may pass, the rest will not.

@@ -2,9 +2,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Automation, AutomationRun, Prisma } from '../../generated/prisma/client.js';
 import { encryptSecret } from '../../lib/crypto.js';
-import { afterPosition, newestFirst, type PageRequest } from '../../lib/pagination.js';
+import { afterPosition, newestFirst, pageOfDtos, type Page, type PageRequest } from '../../lib/pagination.js';
 import { badRequest, notFound, validationFailed } from '../../lib/problem.js';
-import type { CrmScope } from '../crm/record-service.js';
+import type { Tenant } from '../../db/tenant.js';
 import { eventNameOf, triggerOf, type EventPayload } from './dispatch.js';
 import { executeAction, type ActionDeps, type StoredWebhookConfig } from './run-executor.js';
 import type { AutomationCreate, AutomationDto, AutomationRunDto, AutomationTest, SendEmailConfig, WebhookConfigInput } from './schemas.js';
@@ -72,7 +72,7 @@ function storedWebhookConfig(
 
 /** Saves a rule; runs nothing. */
 export function createAutomation(
-  tenant: CrmScope,
+  tenant: Tenant,
   input: AutomationCreate,
   settings: { encryptionKey: Buffer | null; allowPrivateTargets: boolean },
 ): Promise<Automation> {
@@ -82,7 +82,7 @@ export function createAutomation(
       : { to: input.action_config.to, subject: input.action_config.subject, body: input.action_config.body };
   return tenant.db.automation.create({
     data: {
-      organizationId: tenant.organizationId,
+      organizationId: tenant.organization.id,
       name: input.name,
       trigger: triggerOf(input.trigger),
       actionType: input.action_type,
@@ -92,11 +92,11 @@ export function createAutomation(
   });
 }
 
-export function listAutomations(tenant: CrmScope, page: PageRequest): Promise<Automation[]> {
+export function listAutomations(tenant: Tenant, page: PageRequest): Promise<Automation[]> {
   return tenant.db.automation.findMany({ where: afterPosition(page.after), orderBy: newestFirst, take: page.limit + 1 });
 }
 
-export async function getAutomation(tenant: CrmScope, id: string): Promise<Automation> {
+export async function getAutomation(tenant: Tenant, id: string): Promise<Automation> {
   const automation = await tenant.db.automation.findUnique({ where: { id } });
   if (!automation) throw automationNotFound();
   return automation;
@@ -107,11 +107,11 @@ export async function getAutomation(tenant: CrmScope, id: string): Promise<Autom
  * run as `success`, `failed` or `skipped` (refused by the sending policy); a failed action is a result, not an error. No retries here: the caller sees the
  * outcome of this one attempt.
  */
-export async function testAutomation(tenant: CrmScope, id: string, input: AutomationTest, deps: ActionDeps): Promise<AutomationRun> {
+export async function testAutomation(tenant: Tenant, id: string, input: AutomationTest, deps: ActionDeps): Promise<AutomationRun> {
   const automation = await getAutomation(tenant, id);
   const payload: EventPayload = {
     event: eventNameOf(automation.trigger),
-    organization_id: tenant.organizationId,
+    organization_id: tenant.organization.id,
     data: input.data ?? {},
     occurred_at: new Date().toISOString(),
     test: true,
@@ -122,7 +122,7 @@ export async function testAutomation(tenant: CrmScope, id: string, input: Automa
   return tenant.db.automationRun.create({
     data: {
       id: runId,
-      organizationId: tenant.organizationId,
+      organizationId: tenant.organization.id,
       automationId: automation.id,
       trigger: automation.trigger,
       payload: asJson(payload),
@@ -136,11 +136,33 @@ export async function testAutomation(tenant: CrmScope, id: string, input: Automa
 }
 
 /** Runs of the organization, or of one of its rules (404 for a rule of another organization). */
-export async function listRuns(tenant: CrmScope, page: PageRequest, automationId?: string): Promise<AutomationRun[]> {
+export async function listRuns(tenant: Tenant, page: PageRequest, automationId?: string): Promise<AutomationRun[]> {
   if (automationId !== undefined) await getAutomation(tenant, automationId);
   return tenant.db.automationRun.findMany({
     where: { ...(automationId !== undefined ? { automationId } : {}), ...afterPosition(page.after) },
     orderBy: newestFirst,
     take: page.limit + 1,
   });
+}
+
+/** Automation rules, their test runs and run history; every method works in the tenant it is given. */
+export function createAutomationService(deps: Omit<ActionDeps, 'log'>) {
+  /** Callers without MANAGE_AUTOMATIONS see only a webhook URL's origin. */
+  const full = (tenant: Tenant) => tenant.can('MANAGE_AUTOMATIONS');
+  return {
+    list: async (tenant: Tenant, page: PageRequest): Promise<Page<AutomationDto>> =>
+      pageOfDtos(await listAutomations(tenant, page), page.limit, (automation) => toAutomationDto(automation, full(tenant))),
+    get: async (tenant: Tenant, id: string) => toAutomationDto(await getAutomation(tenant, id), full(tenant)),
+    create: async (tenant: Tenant, input: AutomationCreate) =>
+      toAutomationDto(
+        await createAutomation(tenant, input, { encryptionKey: deps.encryptionKey, allowPrivateTargets: deps.allowPrivateTargets }),
+        true,
+      ),
+    test: async (tenant: Tenant, id: string, input: AutomationTest, log: ActionDeps['log']) => {
+      const run = await testAutomation(tenant, id, input, { ...deps, log });
+      return { status: run.status, run: toRunDto(run) };
+    },
+    listRuns: async (tenant: Tenant, page: PageRequest, automationId?: string): Promise<Page<AutomationRunDto>> =>
+      pageOfDtos(await listRuns(tenant, page, automationId), page.limit, toRunDto),
+  };
 }

@@ -2,13 +2,12 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { registerRecordRoutes } from '../crm/record-routes.js';
 import { CompanyBodySchemas, CompanyListQuerySchema, CompanyParamsSchema, CompanySchema } from './schemas.js';
-import { companyService } from './service.js';
 
-const routes: FastifyPluginAsync = async (app) => {
+export const tenantRoutes: FastifyPluginAsync = async (app) => {
   registerRecordRoutes(app, {
     tag: 'companies',
     names: { one: 'Company', many: 'Companies' },
-    path: '/organizations/:organization_id/companies/',
+    path: '/companies/',
     idParam: 'company_id',
     schemas: {
       record: CompanySchema,
@@ -29,7 +28,6 @@ const routes: FastifyPluginAsync = async (app) => {
       update: 'Partial: absent fields stay unchanged. Dispatches `company.updated` (not for an empty body).',
       delete: "Also deletes the company's contacts.",
     },
-    service: companyService,
+    service: app.services.companies,
   });
 };
-export default routes;

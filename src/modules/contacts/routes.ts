@@ -2,13 +2,12 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { registerRecordRoutes } from '../crm/record-routes.js';
 import { ContactBodySchemas, ContactListQuerySchema, ContactParamsSchema, ContactSchema } from './schemas.js';
-import { contactService } from './service.js';
 
-const routes: FastifyPluginAsync = async (app) => {
+export const tenantRoutes: FastifyPluginAsync = async (app) => {
   registerRecordRoutes(app, {
     tag: 'contacts',
     names: { one: 'Contact', many: 'Contacts' },
-    path: '/organizations/:organization_id/contacts/',
+    path: '/contacts/',
     idParam: 'contact_id',
     schemas: {
       record: ContactSchema,
@@ -32,7 +31,6 @@ const routes: FastifyPluginAsync = async (app) => {
         'Dispatches `contact.updated` (not for an empty body).',
       delete: 'Deletes the contact only.',
     },
-    service: contactService,
+    service: app.services.contacts,
   });
 };
-export default routes;

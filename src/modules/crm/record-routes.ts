@@ -1,13 +1,13 @@
-// Registers the five endpoints every CRM record collection has (list, create, read, update, delete) under an
-// organization, each guarded by authentication, the tenant and VIEW_CRM (reads) or MANAGE_CRM (writes).
+// Registers the five endpoints every CRM record collection has (list, create, read, update, delete) in the tenant
+// context, reads needing VIEW_CRM and writes MANAGE_CRM.
 import type { Static, TObject } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantDb } from '../../db/tenant-scope.js';
 import type { PageRows, TenantPages } from '../../db/tenant-pages.js';
-import { scopeWrites } from '../../db/tenant-writes.js';
 import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
-import { DEFAULT_LIMIT, decodeCursor, pageResponse, paginate, positionOfApiRow, type PageRequest } from '../../lib/pagination.js';
-import { requireTenant } from '../../plugins/tenancy.js';
+import { DEFAULT_LIMIT, decodeCursor, pageResponse, positionOfApiRow, type PageRequest } from '../../lib/pagination.js';
+import { paginate } from '../../http/pagination.js';
+import { requireTenant } from '../../http/request.js';
 import type { CrmScope } from './record-service.js';
 
 export interface RecordSchemas {
@@ -33,7 +33,7 @@ export interface RecordCollection<S extends RecordSchemas, Filters> {
   tag: string;
   /** Names in operationIds and summaries: `{one: 'Company', many: 'Companies'}`. */
   names: { one: string; many: string };
-  /** The collection path, e.g. `/organizations/:organization_id/companies/`. */
+  /** The collection path under the tenant prefix, e.g. `/companies/`. */
   path: string;
   idParam: string;
   schemas: S;
@@ -47,12 +47,10 @@ export interface RecordCollection<S extends RecordSchemas, Filters> {
 /** A record in API shape: every collection's has an `id` and an ISO `created_at` (the keyset position). */
 type ApiRecord<S extends RecordSchemas> = Static<S['record']> & { id: string; created_at: string };
 
-const security = [{ bearerAuth: [] }];
-
-/** The CRM scope (tenant-bound client and organization id) of a route guarded by `app.resolveTenant`. */
+/** The CRM scope (tenant-bound client, writer and organization id) of a route in the tenant context. */
 export function scopeOf(request: FastifyRequest): CrmScope {
   const tenant = requireTenant(request);
-  return { db: tenant.db, organizationId: tenant.organization.id, writes: scopeWrites(request.server.pg, tenant.organization.id) };
+  return { db: tenant.db, organizationId: tenant.organization.id, writes: tenant.writes };
 }
 
 export function registerRecordRoutes<S extends RecordSchemas, Filters>(
@@ -62,9 +60,9 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
   const { tag, names, path, idParam, schemas, service, notes } = collection;
   const item = `${path}:${idParam}/`;
   const one = names.one.toLowerCase();
-  const read = [app.resolveTenant, app.requireCapability('VIEW_CRM')];
-  const write = [app.resolveTenant, app.requireCapability('MANAGE_CRM')];
-  const common = { tags: [tag], security };
+  const read = { access: 'VIEW_CRM' } as const;
+  const write = { access: 'MANAGE_CRM' } as const;
+  const common = { tags: [tag] };
   const idOf = (request: FastifyRequest) => (request.params as Record<string, string>)[idParam]!;
 
   app.get(
@@ -79,7 +77,7 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         querystring: schemas.listQuery,
         response: responses({ 200: pageResponse(schemas.record, `${names.many}, newest first.`) }, 401, 403, 404),
       },
-      preHandler: read,
+      config: read,
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
       const query = request.query as Static<S['listQuery']> & { limit?: number; cursor?: string };
@@ -104,8 +102,7 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         body: schemas.create,
         response: responses({ 201: schemas.record }, 401, 403, 404),
       },
-      config: { idempotent: true },
-      preHandler: write,
+      config: { ...write, idempotent: true },
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
       reply.code(201);
@@ -123,7 +120,7 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         params: schemas.params,
         response: responses({ 200: schemas.record }, 401, 403, 404),
       },
-      preHandler: read,
+      config: read,
     },
     async (request: FastifyRequest) => service.get(requireTenant(request).db, idOf(request)),
   );
@@ -140,7 +137,7 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         body: schemas.update,
         response: responses({ 200: schemas.record }, 401, 403, 404),
       },
-      preHandler: write,
+      config: write,
     },
     async (request: FastifyRequest) => service.update(scopeOf(request), idOf(request), request.body as Static<S['update']>),
   );
@@ -156,7 +153,7 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         params: schemas.params,
         response: responses({ 204: NoContent }, 401, 403, 404),
       },
-      preHandler: write,
+      config: write,
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
       await service.remove(requireTenant(request).db, idOf(request));

@@ -1,10 +1,10 @@
 // Routes of a workspace's SMTP accounts (owner or admin): CRUD and a synchronous test send.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
-import { requireTenant } from '../../plugins/tenancy.js';
+import { requireTenant } from '../../http/request.js';
+import { sendPage } from '../../http/pagination.js';
 import { DetailSchema, NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
-import { PageQuerySchema, pageOf, pageResponse, paginate } from '../../lib/pagination.js';
+import { PageQuerySchema, pageOf, pageResponse } from '../../lib/pagination.js';
 import {
   EmailAccountCreateSchema,
   EmailAccountParamsSchema,
@@ -12,44 +12,24 @@ import {
   EmailAccountTestSchema,
   EmailAccountUpdateSchema,
 } from './schemas.js';
-import {
-  createEmailAccount,
-  deleteEmailAccount,
-  getEmailAccount,
-  listEmailAccounts,
-  testEmailAccount,
-  toEmailAccountDto,
-  updateEmailAccount,
-  type EmailAccountDeps,
-} from './service.js';
 
-const security = [{ bearerAuth: [] }];
 const tags = ['email-accounts'];
-const collection = '/organizations/:organization_id/email-accounts/';
-const item = '/organizations/:organization_id/email-accounts/:account_id/';
+const collection = '/email-accounts/';
+const item = '/email-accounts/:account_id/';
 const HOST_POLICY =
   'A `host` that is a loopback, private, link-local or otherwise non-public IP address, or `localhost`, is a 400 ' +
   '(`errors.host`) unless the server sets EMAIL_SMTP_ALLOW_PRIVATE; host names are checked again after DNS on every ' +
   'send (a name resolving to such an address fails the send).';
 
-const routes: FastifyPluginAsyncTypebox = async (app) => {
-  const guard = [app.resolveTenant, app.requireCapability('MANAGE_SETTINGS')];
-  const deps = (request: FastifyRequest): EmailAccountDeps => {
-    const tenant = requireTenant(request);
-    return {
-      db: tenant.db,
-      organization: tenant.organization,
-      encryptionKey: app.config.emailEncryptionKey,
-      allowPrivateHosts: app.config.smtpAllowPrivate,
-    };
-  };
+/** The SMTP accounts of the workspace in the path (MANAGE_SETTINGS). */
+export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const accounts = app.services.emailAccounts;
 
   app.get(
     collection,
     {
       schema: {
         tags,
-        security,
         operationId: 'listEmailAccounts',
         summary: "The workspace's SMTP accounts (owner or admin).",
         params: OrganizationParamsSchema,
@@ -61,11 +41,11 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           404,
         ),
       },
-      preHandler: guard,
+      config: { access: 'MANAGE_SETTINGS' },
     },
     async (request, reply) => {
       const page = pageOf(request.query);
-      return paginate(request, reply, await listEmailAccounts(requireTenant(request).db, page), page.limit).map(toEmailAccountDto);
+      return sendPage(request, reply, await accounts.list(requireTenant(request), page), page.limit);
     },
   );
 
@@ -74,7 +54,6 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags,
-        security,
         operationId: 'createEmailAccount',
         summary: 'Add an SMTP account (owner or admin).',
         description:
@@ -86,11 +65,11 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         body: EmailAccountCreateSchema,
         response: responses({ 201: EmailAccountSchema }, 401, 403, 404),
       },
-      preHandler: guard,
+      config: { access: 'MANAGE_SETTINGS' },
     },
     async (request, reply) => {
       reply.code(201);
-      return createEmailAccount(deps(request), request.body);
+      return accounts.create(requireTenant(request), request.body);
     },
   );
 
@@ -99,15 +78,14 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags,
-        security,
         operationId: 'getEmailAccount',
         summary: 'One SMTP account (owner or admin).',
         params: EmailAccountParamsSchema,
         response: responses({ 200: EmailAccountSchema }, 401, 403, 404),
       },
-      preHandler: guard,
+      config: { access: 'MANAGE_SETTINGS' },
     },
-    async (request) => getEmailAccount(requireTenant(request).db, request.params.account_id),
+    async (request) => accounts.get(requireTenant(request), request.params.account_id),
   );
 
   app.patch(
@@ -115,7 +93,6 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags,
-        security,
         operationId: 'updateEmailAccount',
         summary: 'Change an SMTP account (owner or admin).',
         description:
@@ -130,9 +107,9 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         body: EmailAccountUpdateSchema,
         response: responses({ 200: EmailAccountSchema }, 401, 403, 404),
       },
-      preHandler: guard,
+      config: { access: 'MANAGE_SETTINGS' },
     },
-    async (request) => updateEmailAccount(deps(request), request.params.account_id, request.body),
+    async (request) => accounts.update(requireTenant(request), request.params.account_id, request.body),
   );
 
   app.delete(
@@ -140,27 +117,25 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags,
-        security,
         operationId: 'deleteEmailAccount',
         summary: 'Delete an SMTP account (owner or admin).',
         description: 'When it was the default, the oldest remaining account becomes the default.',
         params: EmailAccountParamsSchema,
         response: responses({ 204: NoContent }, 401, 403, 404),
       },
-      preHandler: guard,
+      config: { access: 'MANAGE_SETTINGS' },
     },
     async (request, reply) => {
-      await deleteEmailAccount(deps(request), request.params.account_id);
+      await accounts.delete(requireTenant(request), request.params.account_id);
       return reply.code(204).send(null);
     },
   );
 
   app.post(
-    '/organizations/:organization_id/email-accounts/:account_id/test/',
+    '/email-accounts/:account_id/test/',
     {
       schema: {
         tags,
-        security,
         operationId: 'testEmailAccount',
         summary: 'Send one test message through an SMTP account now (owner or admin).',
         description:
@@ -171,9 +146,9 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         body: EmailAccountTestSchema,
         response: responses({ 200: Type.Ref(DetailSchema) }, 401, 403, 404, 429, 502),
       },
-      preHandler: [...guard, app.rateLimitPreset('testSends')],
+      config: { access: 'MANAGE_SETTINGS' },
+      preHandler: app.rateLimitPreset('testSends'),
     },
-    async (request) => testEmailAccount({ ...deps(request), log: request.log }, request.params.account_id, request.body.recipient),
+    async (request) => accounts.test(requireTenant(request), request.params.account_id, request.body.recipient, request.log),
   );
 };
-export default routes;

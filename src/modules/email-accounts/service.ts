@@ -5,7 +5,8 @@ import type { TenantDb, TenantTx } from '../../db/tenant-scope.js';
 import { lockOrganization } from '../../db/organization-lock.js';
 import { encryptSecret } from '../../lib/crypto.js';
 import { isUuid } from '../../lib/http-schemas.js';
-import { afterPosition, newestFirst, type PageRequest } from '../../lib/pagination.js';
+import { afterPosition, newestFirst, pageOfDtos, type Page, type PageRequest } from '../../lib/pagination.js';
+import type { Tenant } from '../../db/tenant.js';
 import { badGateway, badRequest, notFound, validationFailed } from '../../lib/problem.js';
 import { sendMail, settingsOfAccount, SmtpError } from '../email/mailer.js';
 import { renderEmail } from '../email/templates.js';
@@ -147,7 +148,9 @@ export async function createEmailAccount(deps: EmailAccountDeps, input: EmailAcc
   return inLockedOrganization(deps, async (tx) => {
     const isDefault = input.is_default === true || (await tx.emailAccount.count()) === 0;
     if (isDefault) await unsetDefault(tx);
-    const account = await tx.emailAccount.create({ data: { ...columns, isActive: input.is_active ?? true, isDefault } });
+    const account = await tx.emailAccount.create({
+      data: { ...columns, organizationId: deps.organization.id, isActive: input.is_active ?? true, isDefault },
+    });
     return toEmailAccountDto(account);
   });
 }
@@ -207,4 +210,21 @@ export async function testEmailAccount(
     throw badGateway('smtp_failed', 'The SMTP server could not be reached, refused the login or refused the message.');
   }
   return { detail: 'The SMTP server accepted the test message.' };
+}
+
+type Log = { warn(obj: object, msg: string): void };
+
+/** A workspace's own SMTP accounts; every method works in the tenant it is given, through its scoped client. */
+export function createEmailAccountService(settings: Pick<EmailAccountDeps, 'encryptionKey' | 'allowPrivateHosts'>) {
+  const deps = (tenant: Tenant): EmailAccountDeps => ({ ...settings, db: tenant.db, organization: tenant.organization });
+  return {
+    list: async (tenant: Tenant, page: PageRequest): Promise<Page<EmailAccountDto>> =>
+      pageOfDtos(await listEmailAccounts(tenant.db, page), page.limit, toEmailAccountDto),
+    get: (tenant: Tenant, accountId: string) => getEmailAccount(tenant.db, accountId),
+    create: (tenant: Tenant, input: EmailAccountCreate) => createEmailAccount(deps(tenant), input),
+    update: (tenant: Tenant, accountId: string, input: EmailAccountUpdate) => updateEmailAccount(deps(tenant), accountId, input),
+    delete: (tenant: Tenant, accountId: string) => deleteEmailAccount(deps(tenant), accountId),
+    test: (tenant: Tenant, accountId: string, recipient: string, log: Log) =>
+      testEmailAccount({ ...deps(tenant), log }, accountId, recipient),
+  };
 }

@@ -31,7 +31,7 @@ const TIMEOUT_MS = 10_000;
  * resolving to an internal address is refused), and the connection goes to the checked one, not to a second answer.
  */
 async function publicTarget(host: string): Promise<string> {
-  let addresses;
+  let addresses: Awaited<ReturnType<typeof resolveHost>>;
   try {
     addresses = await resolveHost(host.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, ''));
   } catch {

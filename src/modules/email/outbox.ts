@@ -1,19 +1,33 @@
 // The email outbox: rows written in the caller's transaction, and the worker step that claims and sends them.
-import type { Prisma } from '../../generated/prisma/client.js';
-import type { Db } from '../../plugins/db.js';
+import type { EmailAccount, InstallationEmailAccount, Prisma } from '../../generated/prisma/client.js';
+import type { Db } from '../../db/client.js';
 import { badRequest } from '../../lib/problem.js';
 import { sendMail, settingsOfAccount, SmtpError, type OutgoingMessage } from './mailer.js';
 
 type DbClient = Db | Prisma.TransactionClient;
 
+/** An SMTP account that can send: a workspace's own, or the installation's fallback. */
+export type SendingAccount = EmailAccount | InstallationEmailAccount;
+
+/** The installation's fallback account when it is active (installation settings: readable through any client). */
+export const findFallbackAccount = (client: Pick<DbClient, 'installationEmailAccount'>) =>
+  client.installationEmailAccount.findFirst({ where: { isActive: true } });
+
 /** The account that sends for an organization: its active default account, else the installation fallback. */
-export async function findSendingAccount(client: DbClient, organizationId: string | null) {
+export async function findSendingAccount(client: DbClient, organizationId: string | null): Promise<SendingAccount | null> {
   if (organizationId) {
     const own = await client.emailAccount.findFirst({ where: { organizationId, isDefault: true, isActive: true } });
     if (own) return own;
   }
-  return client.emailAccount.findFirst({ where: { organizationId: null, isActive: true }, orderBy: { createdAt: 'asc' } });
+  return findFallbackAccount(client);
 }
+
+/** Whether `account` is a workspace's own (the host policy applies) rather than the installation's fallback. */
+export const isWorkspaceAccount = (account: SendingAccount): account is EmailAccount => 'organizationId' in account;
+
+/** The `email_outbox.email_account_id` of a message sent through `account`: NULL stands for the installation fallback. */
+export const outboxAccountId = (account: SendingAccount | null): string | null =>
+  account && isWorkspaceAccount(account) ? account.id : null;
 
 export const noEmailAccount = () =>
   badRequest(
@@ -35,7 +49,7 @@ export async function enqueueEmail(
   if (!account && options.requireAccount) throw noEmailAccount();
   await tx.emailOutbox.create({
     data: {
-      emailAccountId: account?.id ?? null,
+      emailAccountId: outboxAccountId(account),
       toAddress: message.to,
       subject: message.subject,
       textBody: message.text,
@@ -106,7 +120,7 @@ async function sendRow(
         html: row.html_body ?? '',
         messageId: outboxMessageId(row.id, settings.fromEmail),
       },
-      { publicOnly: account.organizationId !== null && !allowPrivateHosts },
+      { publicOnly: isWorkspaceAccount(account) && !allowPrivateHosts },
     );
     return null;
   } catch (error) {

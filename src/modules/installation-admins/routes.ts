@@ -1,9 +1,10 @@
 // Routes of installation-administrator invitations: the list and sending (installation admins), preview and accept.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { assertInstallationAdmin, requireUser, userAudit } from '../../plugins/auth.js';
+import { assertInstallationAdmin } from '../../lib/current-user.js';
+import { requireUser, userAudit } from '../../http/request.js';
 import { responses } from '../../lib/http-schemas.js';
-import { defaultEmptyBody } from '../../lib/optional-body.js';
+import { defaultEmptyBody } from '../../http/optional-body.js';
 import { AcceptBodySchema, LinkTokenParamsSchema } from '../invitations/schemas.js';
 import {
   AdminInvitationAcceptedSchema,
@@ -12,30 +13,28 @@ import {
   AdminInvitationSchema,
   AdminOverviewSchema,
 } from './schemas.js';
-import { acceptAdminInvitation, adminOverview, inviteAdmin, previewAdminInvitation } from './service.js';
 
-const security = [{ bearerAuth: [] }];
 const tags = ['installation-admins'];
 
 const requireInstallationAdmin = async (request: FastifyRequest) =>
   assertInstallationAdmin(requireUser(request), 'manage installation administrators');
 
-const routes: FastifyPluginAsyncTypebox = async (app) => {
-  const deps = { db: app.db, appUrl: app.config.appUrl, tokens: app.tokens };
+/** The overview and sending invitations: installation administrators only. */
+export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const admins = app.services.installationAdmins;
 
   app.get(
     '/organizations/installation-admin-invitations/',
     {
       schema: {
         tags,
-        security,
         operationId: 'listInstallationAdmins',
         summary: 'Installation administrators and their pending invitations (installation administrators only).',
         response: responses({ 200: AdminOverviewSchema }, 401, 403),
       },
-      preHandler: [app.authenticate, requireInstallationAdmin],
+      preHandler: requireInstallationAdmin,
     },
-    async () => adminOverview(app.db),
+    async () => admins.overview(),
   );
 
   app.post(
@@ -43,7 +42,6 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags,
-        security,
         operationId: 'inviteInstallationAdmin',
         summary: 'Invite another installation administrator by email (installation administrators only).',
         description:
@@ -54,14 +52,19 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         body: AdminInvitationCreateSchema,
         response: responses({ 201: AdminInvitationSchema }, 401, 403, 409, 429),
       },
-      preHandler: [app.authenticate, requireInstallationAdmin, app.rateLimitPreset('adminInvitations')],
+      preHandler: [requireInstallationAdmin, app.rateLimitPreset('adminInvitations')],
     },
     async (request, reply) => {
-      const invitation = await inviteAdmin(deps, requireUser(request), request.body.email, userAudit(request));
+      const invitation = await admins.invite(requireUser(request), request.body.email, userAudit(request));
       reply.code(201);
       return invitation;
     },
   );
+};
+
+/** The invitation link: its token is the credential (accepting also takes a Bearer token, for existing users). */
+export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const admins = app.services.installationAdmins;
 
   app.get(
     '/installation-admin-invitations/:token/',
@@ -75,7 +78,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: responses({ 200: AdminInvitationPreviewSchema }, 404),
       },
     },
-    async (request) => previewAdminInvitation(app.db, request.params.token),
+    async (request) => admins.preview(request.params.token),
   );
 
   app.post(
@@ -83,7 +86,6 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags,
-        security: [{}, { bearerAuth: [] }],
         operationId: 'acceptInstallationAdminInvitation',
         summary: 'Accept an installation-administrator link once and become an installation administrator.',
         description:
@@ -96,13 +98,12 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: responses({ 201: AdminInvitationAcceptedSchema }, 401, 403, 404, 409),
       },
       preValidation: defaultEmptyBody,
-      preHandler: app.authenticateOptional,
+      config: { identifyUser: true },
     },
     async (request, reply) => {
-      const accepted = await acceptAdminInvitation(deps, request.params.token, request.currentUser, request.body, { ip: request.ip });
+      const accepted = await admins.accept(request.params.token, request.currentUser, request.body, { ip: request.ip });
       reply.code(201);
       return accepted;
     },
   );
 };
-export default routes;

@@ -1,7 +1,7 @@
 // Installation administrators: who they are, inviting more through the installation fallback SMTP, accepting those links.
 import type { InstallationAdminInvitation } from '../../generated/prisma/client.js';
-import type { Db } from '../../plugins/db.js';
-import type { CurrentUser } from '../../plugins/auth.js';
+import type { Db } from '../../db/client.js';
+import type { CurrentUser } from '../../lib/current-user.js';
 import { conflict } from '../../lib/problem.js';
 import { sha256Hex } from '../../lib/crypto.js';
 import { newestFirst } from '../../lib/pagination.js';
@@ -125,4 +125,15 @@ export async function acceptAdminInvitation(
     });
     return { is_superuser: true, tokens: accepting.created ? await deps.tokens.issuePair(accepting.created, tx) : null };
   });
+}
+
+/** Installation administrators: the overview and invitations (for installation admins), and their public links. */
+export function createInstallationAdminService(deps: AdminInvitationDeps) {
+  return {
+    overview: () => adminOverview(deps.db),
+    invite: (inviter: CurrentUser, email: string, audit: AuditContext) => inviteAdmin(deps, inviter, email, audit),
+    preview: (token: string) => previewAdminInvitation(deps.db, token),
+    accept: (token: string, user: CurrentUser | null, body: AcceptBody, audit: Pick<AuditContext, 'ip'>) =>
+      acceptAdminInvitation(deps, token, user, body, audit),
+  };
 }

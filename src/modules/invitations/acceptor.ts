@@ -1,7 +1,7 @@
 // Who accepts an invitation link: the signed-in user holding the invited address, or a new account registered from the body.
 import type { Prisma, User } from '../../generated/prisma/client.js';
-import type { Db } from '../../plugins/db.js';
-import type { CurrentUser } from '../../plugins/auth.js';
+import type { Db } from '../../db/client.js';
+import type { CurrentUser } from '../../lib/current-user.js';
 import { ProblemError, conflict, forbidden, unauthorized, validationFailed, type FieldErrors } from '../../lib/problem.js';
 import { hashPassword, passwordProblems } from '../../lib/passwords.js';
 import { isUniqueViolation } from '../../lib/prisma-errors.js';

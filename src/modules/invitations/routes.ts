@@ -1,11 +1,10 @@
 // Routes of workspace invitations: managing them inside an organization, and the public preview and accept of a link.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
-import { requireUser, userAudit } from '../../plugins/auth.js';
-import { requireTenant } from '../../plugins/tenancy.js';
+import { requireTenant, requireUser, userAudit } from '../../http/request.js';
+import { sendPage } from '../../http/pagination.js';
 import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
-import { defaultEmptyBody } from '../../lib/optional-body.js';
-import { DEFAULT_LIMIT, PageQuerySchema, decodeCursor, pageResponse, paginate } from '../../lib/pagination.js';
+import { defaultEmptyBody } from '../../http/optional-body.js';
+import { PageQuerySchema, pageOf, pageResponse } from '../../lib/pagination.js';
 import {
   AcceptBodySchema,
   InvitationAcceptedSchema,
@@ -15,38 +14,20 @@ import {
   InvitationSchema,
   LinkTokenParamsSchema,
 } from './schemas.js';
-import {
-  acceptInvitation,
-  createInvitation,
-  listInvitations,
-  previewInvitation,
-  resendInvitation,
-  revokeInvitation,
-  toInvitationDto,
-  type InvitationManager,
-} from './service.js';
 
-const security = [{ bearerAuth: [] }];
 const tags = ['invitations'];
 
-/** The signed-in caller and the organization in the path, as resolved by the tenant preHandlers. */
-function managerOf(request: FastifyRequest): InvitationManager {
-  const tenant = requireTenant(request);
-  return { organization: tenant.organization, role: tenant.role, user: requireUser(request) };
-}
-
-const routes: FastifyPluginAsyncTypebox = async (app) => {
-  const deps = { db: app.db, appUrl: app.config.appUrl, tokens: app.tokens };
-  const manage = [app.resolveTenant, app.requireCapability('MANAGE_MEMBERS')];
-  // Counted only for callers allowed to send, so refused attempts do not use up anyone's quota.
-  const send = [...manage, app.rateLimitPreset('invitations')];
+/** Managing the invitations of the workspace in the path (MANAGE_MEMBERS). */
+export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const invitations = app.services.invitations;
+  // A preHandler, after the context's capability check: refused attempts do not use up anyone's quota.
+  const sendLimit = app.rateLimitPreset('invitations');
 
   app.get(
-    '/organizations/:organization_id/invitations/',
+    '/invitations/',
     {
       schema: {
         tags,
-        security,
         operationId: 'listInvitations',
         summary: "Invitation history of a workspace, with each invitation's status (owner and admin only).",
         description:
@@ -56,22 +37,19 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         querystring: PageQuerySchema,
         response: responses({ 200: pageResponse(InvitationSchema, 'Invitations, newest first.') }, 401, 403, 404),
       },
-      preHandler: manage,
+      config: { access: 'MANAGE_MEMBERS' },
     },
     async (request, reply) => {
-      const limit = request.query.limit ?? DEFAULT_LIMIT;
-      const rows = await listInvitations(requireTenant(request).db, { after: decodeCursor(request.query.cursor), limit });
-      const now = new Date();
-      return paginate(request, reply, rows, limit).map((row) => toInvitationDto(row, now));
+      const page = pageOf(request.query);
+      return sendPage(request, reply, await invitations.list(requireTenant(request), page), page.limit);
     },
   );
 
   app.post(
-    '/organizations/:organization_id/invitations/',
+    '/invitations/',
     {
       schema: {
         tags,
-        security,
         operationId: 'createInvitation',
         summary: 'Invite someone to a workspace by email (owner and admin only).',
         description:
@@ -84,22 +62,20 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         body: InvitationCreateSchema,
         response: responses({ 201: InvitationSchema }, 401, 403, 404, 409, 429),
       },
-      config: { idempotent: true },
-      preHandler: send,
+      config: { access: 'MANAGE_MEMBERS', idempotent: true },
+      preHandler: sendLimit,
     },
     async (request, reply) => {
-      const invitation = await createInvitation(deps, managerOf(request), request.body, userAudit(request));
       reply.code(201);
-      return toInvitationDto(invitation, new Date());
+      return invitations.create(requireTenant(request), requireUser(request), request.body, userAudit(request));
     },
   );
 
   app.delete(
-    '/organizations/:organization_id/invitations/:invitation_id/',
+    '/invitations/:invitation_id/',
     {
       schema: {
         tags,
-        security,
         operationId: 'revokeInvitation',
         summary: 'Revoke a pending invitation; its link stops working.',
         description:
@@ -108,20 +84,19 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         params: InvitationParamsSchema,
         response: responses({ 204: NoContent }, 401, 403, 404, 409),
       },
-      preHandler: manage,
+      config: { access: 'MANAGE_MEMBERS' },
     },
     async (request, reply) => {
-      await revokeInvitation(app.db, managerOf(request), request.params.invitation_id, userAudit(request));
+      await invitations.revoke(requireTenant(request), requireUser(request), request.params.invitation_id, userAudit(request));
       return reply.code(204).send(null);
     },
   );
 
   app.post(
-    '/organizations/:organization_id/invitations/:invitation_id/resend/',
+    '/invitations/:invitation_id/resend/',
     {
       schema: {
         tags,
-        security,
         operationId: 'resendInvitation',
         summary: 'Email a fresh seven-day invitation and revoke the earlier links to the same address.',
         description:
@@ -133,14 +108,19 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         params: InvitationParamsSchema,
         response: responses({ 201: InvitationSchema }, 401, 403, 404, 409, 429),
       },
-      preHandler: send,
+      config: { access: 'MANAGE_MEMBERS' },
+      preHandler: sendLimit,
     },
     async (request, reply) => {
-      const invitation = await resendInvitation(deps, managerOf(request), request.params.invitation_id, userAudit(request));
       reply.code(201);
-      return toInvitationDto(invitation, new Date());
+      return invitations.resend(requireTenant(request), requireUser(request), request.params.invitation_id, userAudit(request));
     },
   );
+};
+
+/** The invitation link: its token is the credential (accepting also takes a Bearer token, for existing users). */
+export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const invitations = app.services.invitations;
 
   app.get(
     '/invitations/:token/',
@@ -154,7 +134,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: responses({ 200: InvitationPreviewSchema }, 404),
       },
     },
-    async (request) => previewInvitation(app.db, request.params.token),
+    async (request) => invitations.preview(request.params.token),
   );
 
   app.post(
@@ -162,7 +142,6 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags,
-        security: [{}, { bearerAuth: [] }],
         operationId: 'acceptInvitation',
         summary: 'Accept an invitation link once and join the workspace.',
         description:
@@ -177,13 +156,12 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: responses({ 201: InvitationAcceptedSchema }, 401, 403, 404, 409),
       },
       preValidation: defaultEmptyBody,
-      preHandler: app.authenticateOptional,
+      config: { identifyUser: true },
     },
     async (request, reply) => {
-      const accepted = await acceptInvitation(deps, request.params.token, request.currentUser, request.body, { ip: request.ip });
+      const accepted = await invitations.accept(request.params.token, request.currentUser, request.body, { ip: request.ip });
       reply.code(201);
       return accepted;
     },
   );
 };
-export default routes;

@@ -1,18 +1,19 @@
 // Workspace invitations: sending, listing, revoking and resending them, and previewing and accepting their links.
 import type { Invitation, MembershipRole, Organization, Prisma } from '../../generated/prisma/client.js';
-import type { Db } from '../../plugins/db.js';
-import type { CurrentUser } from '../../plugins/auth.js';
+import type { Db } from '../../db/client.js';
+import type { CurrentUser } from '../../lib/current-user.js';
 import type { TenantDb } from '../../db/tenant-scope.js';
+import type { Tenant } from '../../db/tenant.js';
 import { lockOrganization } from '../../db/organization-lock.js';
 import { conflict, forbidden, notFound } from '../../lib/problem.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import { sha256Hex } from '../../lib/crypto.js';
-import { afterPosition, newestFirst, type PagePosition } from '../../lib/pagination.js';
+import { afterPosition, newestFirst, pageOfRows, type Page, type PagePosition, type PageRequest } from '../../lib/pagination.js';
 import type { TokenService } from '../auth/token-service.js';
 import { issueInvitation } from './issue.js';
 import { invalidLink, linkStatus, lockInvitee, usableAt } from './invitation-link.js';
 import { acceptingUser, identifyAcceptor } from './acceptor.js';
-import { recordAudit, type AuditAction, type AuditContext } from '../audit/audit-log.js';
+import { recordAudit, type AuditAction, type AuditContext, type AuditWriter } from '../audit/audit-log.js';
 import type { AcceptBody, InvitationAcceptedDto, InvitationCreate, InvitationDto } from './schemas.js';
 
 export interface InvitationDeps {
@@ -34,7 +35,7 @@ export interface InvitationManager {
 const ORDINARY = { role: { not: 'owner' as const } };
 
 /** The audit row of an action on one invitation of the organization. */
-const recordInvitation = (tx: Prisma.TransactionClient, audit: AuditContext, action: AuditAction, invitation: Invitation) =>
+const recordInvitation = (tx: AuditWriter, audit: AuditContext, action: AuditAction, invitation: Invitation) =>
   recordAudit(tx, { ...audit, action, target: { type: 'invitation', id: invitation.id }, organizationId: invitation.organizationId });
 
 const invitationNotFound = () => notFound('Invitation not found.', 'invitation_not_found');
@@ -98,7 +99,11 @@ export function createInvitation(
 }
 
 /** An invitation of the manager's organization (404 for any other) that the manager's role may act on (403). */
-async function findManaged(client: Db | Prisma.TransactionClient, manager: InvitationManager, invitationId: string): Promise<Invitation> {
+async function findManaged(
+  client: Db | TenantDb | Prisma.TransactionClient,
+  manager: InvitationManager,
+  invitationId: string,
+): Promise<Invitation> {
   if (!isUuid(invitationId)) throw invitationNotFound();
   const invitation = await client.invitation.findFirst({
     where: { id: invitationId, organizationId: manager.organization.id, ...ORDINARY },
@@ -109,7 +114,7 @@ async function findManaged(client: Db | Prisma.TransactionClient, manager: Invit
 }
 
 /** Revokes a pending invitation: its link stops working. Anything but pending is a 409. */
-export async function revokeInvitation(db: Db, manager: InvitationManager, invitationId: string, audit: AuditContext): Promise<void> {
+export async function revokeInvitation(db: TenantDb, manager: InvitationManager, invitationId: string, audit: AuditContext): Promise<void> {
   const invitation = await findManaged(db, manager, invitationId);
   const now = new Date();
   await db.$transaction(async (tx) => {
@@ -255,4 +260,32 @@ export async function acceptInvitation(
       tokens: accepting.created ? await deps.tokens.issuePair(accepting.created, tx) : null,
     };
   });
+}
+
+/**
+ * Workspace invitations: managing them in a tenant (the caller already holds MANAGE_MEMBERS there), and the public
+ * preview and accept of a link, whose token is the credential.
+ */
+export function createInvitationService(deps: InvitationDeps) {
+  const managerOf = (tenant: Tenant, user: InvitationManager['user']): InvitationManager => ({
+    organization: tenant.organization,
+    role: tenant.role,
+    user,
+  });
+  return {
+    list: async (tenant: Tenant, page: PageRequest): Promise<Page<InvitationDto>> => {
+      const rows = pageOfRows(await listInvitations(tenant.db, page), page.limit);
+      const now = new Date();
+      return { items: rows.items.map((row) => toInvitationDto(row, now)), next: rows.next };
+    },
+    create: async (tenant: Tenant, user: CurrentUser, input: InvitationCreate, audit: AuditContext) =>
+      toInvitationDto(await createInvitation(deps, managerOf(tenant, user), input, audit), new Date()),
+    revoke: (tenant: Tenant, user: InvitationManager['user'], invitationId: string, audit: AuditContext) =>
+      revokeInvitation(tenant.db, managerOf(tenant, user), invitationId, audit),
+    resend: async (tenant: Tenant, user: CurrentUser, invitationId: string, audit: AuditContext) =>
+      toInvitationDto(await resendInvitation(deps, managerOf(tenant, user), invitationId, audit), new Date()),
+    preview: (token: string) => previewInvitation(deps.db, token),
+    accept: (token: string, user: CurrentUser | null, body: AcceptBody, audit: Pick<AuditContext, 'ip'>) =>
+      acceptInvitation(deps, token, user, body, audit),
+  };
 }

@@ -1,28 +1,21 @@
 // Routes of workspace memberships: list, change a role (ownership transfer included), remove or leave.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
-import { userAudit } from '../../plugins/auth.js';
-import { requireTenant } from '../../plugins/tenancy.js';
+import { requireTenant, userAudit } from '../../http/request.js';
+import { sendPage } from '../../http/pagination.js';
 import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
-import { PageQuerySchema, pageOf, pageResponse, paginate } from '../../lib/pagination.js';
+import { PageQuerySchema, pageOf, pageResponse } from '../../lib/pagination.js';
 import { MemberParamsSchema, MemberSchema, MemberUpdateSchema } from './schemas.js';
-import { listMembers, removeMember, toMemberDto, updateMemberRole, type MemberContext } from './service.js';
 
-const security = [{ bearerAuth: [] }];
 const tags = ['members'];
 
-function memberContext(request: FastifyRequest): MemberContext {
-  const tenant = requireTenant(request);
-  return { db: tenant.db, organization: tenant.organization, actorMembershipId: tenant.membershipId };
-}
-
-const routes: FastifyPluginAsyncTypebox = async (app) => {
+/** Memberships of the workspace in the path. */
+export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const members = app.services.members;
   app.get(
-    '/organizations/:organization_id/members/',
+    '/members/',
     {
       schema: {
         tags,
-        security,
         operationId: 'listMembers',
         summary: 'Members of a workspace (owner or admin).',
         description: 'Memberships are created only by accepting an invitation; there is no endpoint to add a member directly.',
@@ -30,20 +23,19 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         querystring: PageQuerySchema,
         response: responses({ 200: pageResponse(MemberSchema, 'Members, newest first.') }, 401, 403, 404),
       },
-      preHandler: [app.resolveTenant, app.requireCapability('MANAGE_MEMBERS')],
+      config: { access: 'MANAGE_MEMBERS' },
     },
     async (request, reply) => {
       const page = pageOf(request.query);
-      return paginate(request, reply, await listMembers(requireTenant(request).db, page), page.limit).map(toMemberDto);
+      return sendPage(request, reply, await members.list(requireTenant(request), page), page.limit);
     },
   );
 
   app.patch(
-    '/organizations/:organization_id/members/:membership_id/',
+    '/members/:membership_id/',
     {
       schema: {
         tags,
-        security,
         operationId: 'updateMember',
         summary: "Change a member's role, or transfer ownership (owner or admin).",
         description:
@@ -55,17 +47,16 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         body: MemberUpdateSchema,
         response: responses({ 200: MemberSchema }, 401, 403, 404),
       },
-      preHandler: [app.resolveTenant, app.requireCapability('MANAGE_MEMBERS')],
+      config: { access: 'MANAGE_MEMBERS' },
     },
-    async (request) => updateMemberRole(memberContext(request), request.params.membership_id, request.body.role, userAudit(request)),
+    async (request) => members.updateRole(requireTenant(request), request.params.membership_id, request.body.role, userAudit(request)),
   );
 
   app.delete(
-    '/organizations/:organization_id/members/:membership_id/',
+    '/members/:membership_id/',
     {
       schema: {
         tags,
-        security,
         operationId: 'removeMember',
         summary: 'Remove a member, or leave the workspace with your own membership id.',
         description:
@@ -75,12 +66,11 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         params: MemberParamsSchema,
         response: responses({ 204: NoContent }, 401, 403, 404),
       },
-      preHandler: [app.resolveTenant],
+      config: { access: 'member' },
     },
     async (request, reply) => {
-      await removeMember(memberContext(request), request.params.membership_id, userAudit(request));
+      await members.remove(requireTenant(request), request.params.membership_id, userAudit(request));
       return reply.code(204).send(null);
     },
   );
 };
-export default routes;

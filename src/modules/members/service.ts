@@ -4,9 +4,10 @@ import type { TenantDb, TenantTx } from '../../db/tenant-scope.js';
 import { lockOrganization } from '../../db/organization-lock.js';
 import { roleCan } from '../../lib/capabilities.js';
 import { isUuid } from '../../lib/http-schemas.js';
-import { afterPosition, newestFirst, type PageRequest } from '../../lib/pagination.js';
+import { afterPosition, newestFirst, pageOfDtos, type Page, type PageRequest } from '../../lib/pagination.js';
+import type { Tenant } from '../../db/tenant.js';
 import { forbidden, notFound } from '../../lib/problem.js';
-import { organizationNotFound } from '../../plugins/tenancy.js';
+import { organizationNotFound } from '../../lib/problem.js';
 import { recordAudit, type AuditContext } from '../audit/audit-log.js';
 import type { MemberDto } from './schemas.js';
 
@@ -117,4 +118,20 @@ export function removeMember(context: MemberContext, targetId: string, audit: Au
       organizationId: context.organization.id,
     });
   });
+}
+
+/** Workspace memberships: every method works in the tenant it is given, through its scoped client. */
+export function createMemberService() {
+  const contextOf = (tenant: Tenant): MemberContext => ({
+    db: tenant.db,
+    organization: tenant.organization,
+    actorMembershipId: tenant.membershipId,
+  });
+  return {
+    list: async (tenant: Tenant, page: PageRequest): Promise<Page<MemberDto>> =>
+      pageOfDtos(await listMembers(tenant.db, page), page.limit, toMemberDto),
+    updateRole: (tenant: Tenant, membershipId: string, role: MembershipRole, audit: AuditContext) =>
+      updateMemberRole(contextOf(tenant), membershipId, role, audit),
+    remove: (tenant: Tenant, membershipId: string, audit: AuditContext) => removeMember(contextOf(tenant), membershipId, audit),
+  };
 }

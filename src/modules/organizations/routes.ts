@@ -1,12 +1,12 @@
 // Routes of the workspaces themselves: create, read, delete, provisioning handoffs and personal workspaces.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { requireUser, userAudit } from '../../plugins/auth.js';
-import { requireTenant } from '../../plugins/tenancy.js';
+import { requireTenant, requireUser, userAudit } from '../../http/request.js';
 import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
-import { defaultEmptyBody } from '../../lib/optional-body.js';
-import { PageQuerySchema, pageOf, pageResponse, paginate } from '../../lib/pagination.js';
-import { OrganizationSchema, toOrganizationDto } from './organization-dto.js';
+import { defaultEmptyBody } from '../../http/optional-body.js';
+import { PageQuerySchema, pageOf, pageResponse } from '../../lib/pagination.js';
+import { sendPage } from '../../http/pagination.js';
+import { OrganizationSchema } from './organization-dto.js';
 import {
   OrganizationCreateSchema,
   OrganizationCreatedSchema,
@@ -14,28 +14,18 @@ import {
   ProvisioningItemSchema,
   ProvisioningResendSchema,
 } from './schemas.js';
-import {
-  cancelProvisioning,
-  createOrganization,
-  createPersonalOrganization,
-  deleteOrganization,
-  listProvisioning,
-  resendOwnerInvitation,
-  toProvisioningItem,
-} from './service.js';
 
-const security = [{ bearerAuth: [] }];
 const tags = ['organizations'];
 
-const routes: FastifyPluginAsyncTypebox = async (app) => {
-  const provisioning = { db: app.db, appUrl: app.config.appUrl };
+/** Creating workspaces and the provisioning handoffs: any signed-in user (the services check who may do what). */
+export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const organizations = app.services.organizations;
 
   app.post(
     '/organizations/',
     {
       schema: {
         tags,
-        security,
         operationId: 'createOrganization',
         summary: 'Create a shared workspace (installation administrators only).',
         description:
@@ -48,11 +38,11 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: responses({ 201: OrganizationCreatedSchema }, 401, 403, 409, 429),
       },
       config: { idempotent: true },
-      preHandler: [app.authenticate, app.rateLimitPreset('provisioning')],
+      preHandler: app.rateLimitPreset('provisioning'),
     },
     async (request, reply) => {
       reply.code(201);
-      return createOrganization(provisioning, requireUser(request), request.body, userAudit(request));
+      return organizations.create(requireUser(request), request.body, userAudit(request));
     },
   );
 
@@ -61,7 +51,6 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags,
-        security,
         operationId: 'createPersonalOrganization',
         summary: 'Create your one private personal workspace.',
         description:
@@ -75,11 +64,10 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
       preValidation: defaultEmptyBody,
       config: { idempotent: true },
-      preHandler: app.authenticate,
     },
     async (request, reply) => {
       reply.code(201);
-      return createPersonalOrganization(app.db, requireUser(request), request.body, userAudit(request));
+      return organizations.createPersonal(requireUser(request), request.body, userAudit(request));
     },
   );
 
@@ -88,17 +76,15 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags,
-        security,
         operationId: 'listProvisioning',
         summary: 'Workspaces awaiting their Owner: your own, or all of them for an installation administrator.',
         querystring: PageQuerySchema,
         response: responses({ 200: pageResponse(ProvisioningItemSchema, 'Pending handoffs, newest first.') }, 401),
       },
-      preHandler: app.authenticate,
     },
     async (request, reply) => {
       const page = pageOf(request.query);
-      return paginate(request, reply, await listProvisioning(app.db, requireUser(request), page), page.limit).map(toProvisioningItem);
+      return sendPage(request, reply, await organizations.listProvisioning(requireUser(request), page), page.limit);
     },
   );
 
@@ -107,7 +93,6 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags,
-        security,
         operationId: 'resendOwnerInvitation',
         summary: 'Send the Owner invitation of a pending workspace again.',
         description:
@@ -120,9 +105,9 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: responses({ 200: ProvisioningItemSchema }, 401, 404, 429),
       },
       preValidation: defaultEmptyBody,
-      preHandler: [app.authenticate, app.rateLimitPreset('provisioning')],
+      preHandler: app.rateLimitPreset('provisioning'),
     },
-    async (request) => resendOwnerInvitation(provisioning, requireUser(request), request.params.organization_id, userAudit(request)),
+    async (request) => organizations.resendOwnerInvitation(requireUser(request), request.params.organization_id, userAudit(request)),
   );
 
   app.delete(
@@ -130,7 +115,6 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags,
-        security,
         operationId: 'cancelProvisioning',
         summary: 'Cancel a pending workspace.',
         description:
@@ -139,52 +123,53 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         params: OrganizationParamsSchema,
         response: responses({ 204: NoContent }, 401, 404),
       },
-      preHandler: app.authenticate,
     },
     async (request, reply) => {
-      await cancelProvisioning(app.db, requireUser(request), request.params.organization_id, userAudit(request));
+      await organizations.cancelProvisioning(requireUser(request), request.params.organization_id, userAudit(request));
       return reply.code(204).send(null);
     },
   );
+};
+
+/** The workspace itself, under `/organizations/:organization_id`. */
+export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const organizations = app.services.organizations;
 
   app.get(
-    '/organizations/:organization_id/',
+    '/',
     {
       schema: {
         tags,
-        security,
         operationId: 'getOrganization',
         summary: 'One workspace you are a member of.',
         description: 'Workspaces you are not a member of, and pending or cancelled ones, answer 404.',
         params: OrganizationParamsSchema,
         response: responses({ 200: Type.Ref(OrganizationSchema) }, 401, 403, 404),
       },
-      preHandler: [app.resolveTenant, app.requireCapability('VIEW_CRM')],
+      config: { access: 'VIEW_CRM' },
+      // The workspace's own URL keeps the API's trailing slash (the prefix alone would be registered without it).
+      prefixTrailingSlash: 'slash',
     },
-    async (request) => {
-      const tenant = requireTenant(request);
-      return toOrganizationDto(tenant.organization, tenant.role);
-    },
+    async (request) => organizations.get(requireTenant(request)),
   );
 
   app.delete(
-    '/organizations/:organization_id/',
+    '/',
     {
       schema: {
         tags,
-        security,
         operationId: 'deleteOrganization',
         summary: 'Delete a workspace and everything in it (owner only).',
         description: 'A personal workspace cannot be deleted (403 `personal_workspace`).',
         params: OrganizationParamsSchema,
         response: responses({ 204: NoContent }, 401, 403, 404),
       },
-      preHandler: [app.resolveTenant, app.requireCapability('DELETE_ORGANIZATION')],
+      config: { access: 'DELETE_ORGANIZATION' },
+      prefixTrailingSlash: 'slash',
     },
     async (request, reply) => {
-      await deleteOrganization(app.db, requireTenant(request).organization, userAudit(request));
+      await organizations.delete(requireTenant(request), userAudit(request));
       return reply.code(204).send(null);
     },
   );
 };
-export default routes;

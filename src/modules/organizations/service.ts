@@ -1,15 +1,17 @@
 // Workspace lifecycle: creation by an installation admin (directly or through an Owner handoff), the pending
 // handoffs (list, resend, cancel), personal workspaces, and deletion.
 import type { Organization, Prisma } from '../../generated/prisma/client.js';
-import type { Db } from '../../plugins/db.js';
-import { assertInstallationAdmin, type CurrentUser } from '../../plugins/auth.js';
+import type { Db } from '../../db/client.js';
+import { assertInstallationAdmin, type CurrentUser } from '../../lib/current-user.js';
 import { conflict, forbidden, notFound } from '../../lib/problem.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import { isUniqueViolation } from '../../lib/prisma-errors.js';
-import { afterPosition, newestFirst, type PageRequest } from '../../lib/pagination.js';
+import { afterPosition, newestFirst, pageOfDtos, type Page, type PageRequest } from '../../lib/pagination.js';
+import type { Tenant } from '../../db/tenant.js';
+import type { TenantDb } from '../../db/tenant-scope.js';
 import { lockOrganization } from '../../db/organization-lock.js';
 import { issueInvitation } from '../invitations/issue.js';
-import { recordAudit, type AuditAction, type AuditContext } from '../audit/audit-log.js';
+import { recordAudit, type AuditAction, type AuditContext, type AuditWriter } from '../audit/audit-log.js';
 import { toOrganizationDto, type OrganizationDto } from './organization-dto.js';
 import { SLUG_MAX_LENGTH, type OrganizationCreate, type PersonalOrganizationCreate, type ProvisioningItem } from './schemas.js';
 
@@ -43,7 +45,7 @@ export function slugify(text: string): string {
 }
 
 /** The audit row of an action on a whole workspace (the row keeps the id after the workspace is deleted). */
-const recordWorkspace = (tx: Prisma.TransactionClient, audit: AuditContext, action: AuditAction, organizationId: string) =>
+const recordWorkspace = (tx: AuditWriter, audit: AuditContext, action: AuditAction, organizationId: string) =>
   recordAudit(tx, { ...audit, action, target: { type: 'organization', id: organizationId }, organizationId });
 
 /** `base`, or `base-2`, `base-3`, ... whichever is free. */
@@ -142,7 +144,7 @@ export async function createPersonalOrganization(
 }
 
 /** Deletes a shared workspace and, by cascade, everything in it. A personal workspace cannot be deleted. */
-export async function deleteOrganization(db: Db, organization: Organization, audit: AuditContext): Promise<void> {
+export async function deleteOrganization(db: TenantDb, organization: Organization, audit: AuditContext): Promise<void> {
   if (organization.isPersonal) throw forbidden('personal_workspace', 'A personal workspace cannot be deleted.');
   await db.$transaction(async (tx) => {
     const deleted = await tx.organization.deleteMany({ where: { id: organization.id } });
@@ -225,4 +227,23 @@ export function cancelProvisioning(db: Db, actor: CurrentUser, organizationId: s
     await tx.membership.deleteMany({ where: { organizationId: organization.id, isTemporary: true } });
     await recordWorkspace(tx, audit, 'workspace.cancelled', organization.id);
   });
+}
+
+/** Workspaces: creating them, the provisioning handoffs, personal workspaces, and deleting one (a tenant action). */
+export function createOrganizationService(deps: ProvisioningDeps) {
+  const { db } = deps;
+  return {
+    create: (actor: CurrentUser, input: OrganizationCreate, audit: AuditContext) => createOrganization(deps, actor, input, audit),
+    createPersonal: (actor: CurrentUser, input: PersonalOrganizationCreate, audit: AuditContext) =>
+      createPersonalOrganization(db, actor, input, audit),
+    listProvisioning: async (actor: CurrentUser, page: PageRequest): Promise<Page<ProvisioningItem>> =>
+      pageOfDtos(await listProvisioning(db, actor, page), page.limit, toProvisioningItem),
+    resendOwnerInvitation: (actor: CurrentUser, organizationId: string, audit: AuditContext) =>
+      resendOwnerInvitation(deps, actor, organizationId, audit),
+    cancelProvisioning: (actor: CurrentUser, organizationId: string, audit: AuditContext) =>
+      cancelProvisioning(db, actor, organizationId, audit),
+    /** The tenant's own workspace, through its scoped client. */
+    get: (tenant: Tenant) => toOrganizationDto(tenant.organization, tenant.role),
+    delete: (tenant: Tenant, audit: AuditContext) => deleteOrganization(tenant.db, tenant.organization, audit),
+  };
 }

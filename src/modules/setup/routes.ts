@@ -1,27 +1,21 @@
 // Routes of first-run setup: availability, the one-time setup itself, and the SMTP test offered during it.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { DetailSchema, responses } from '../../lib/http-schemas.js';
 import { SetupAvailabilitySchema, SetupRequestSchema, SmtpTestRequestSchema } from './schemas.js';
-import { assertSetupOpen, completeSetup, sendSmtpTest, setupAvailability, type SetupDeps } from './service.js';
 
 const GATE_DESCRIPTION =
   '403 `setup_closed` once setup has completed (or users or workspaces exist), whatever the body; ' +
   '403 `setup_unavailable` when the server has no SERVICE_SETUP_TOKEN of at least 32 characters. ' +
   'A wrong `setup_token` answers 400 with `errors.setup_token`. Rate-limited per client IP (default 5 per minute, shared with the other setup POST).';
 
-const routes: FastifyPluginAsyncTypebox = async (app) => {
-  const deps = (request: FastifyRequest): SetupDeps => ({
-    db: app.db,
-    setupToken: app.config.setupToken,
-    emailEncryptionKey: app.config.emailEncryptionKey,
-    log: request.log,
-  });
+/** Public: the setup token in the body is the credential. */
+export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const setup = app.services.setup;
   // Every POST counts against the limit, malformed ones included, and a closed setup answers 403 before validation.
   const guarded = {
     onRequest: app.rateLimitPreset('setup'),
-    preValidation: async (request: FastifyRequest) => assertSetupOpen(deps(request)),
+    preValidation: async () => setup.assertOpen(),
   };
 
   app.get(
@@ -35,7 +29,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: responses({ 200: SetupAvailabilitySchema }),
       },
     },
-    async () => setupAvailability({ db: app.db, setupToken: app.config.setupToken }),
+    async () => setup.availability(),
   );
 
   app.post(
@@ -56,7 +50,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      await completeSetup(deps(request), request.body, { actor: { type: 'setup' }, ip: request.ip });
+      await setup.complete(request.body, { actor: { type: 'setup' }, ip: request.ip }, request.log);
       return reply.code(201).send({ detail: 'Setup completed.' });
     },
   );
@@ -78,9 +72,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      await sendSmtpTest(deps(request), request.body);
+      await setup.testSmtp(request.body, request.log);
       return { detail: 'The SMTP server accepted the test message.' };
     },
   );
 };
-export default routes;

@@ -1,5 +1,5 @@
 // First-run setup: whether it is open, completing it in one transaction, and the SMTP test that stores nothing.
-import type { Db } from '../../plugins/db.js';
+import type { Db } from '../../db/client.js';
 import { safeEqual } from '../../lib/crypto.js';
 import { hashPassword, passwordProblems } from '../../lib/passwords.js';
 import { badGateway, badRequest, forbidden, validationFailed, type FieldErrors } from '../../lib/problem.js';
@@ -94,9 +94,8 @@ export async function completeSetup(deps: SetupDeps, input: SetupRequest, audit:
       },
     });
     if (input.smtp && deps.emailEncryptionKey) {
-      await tx.emailAccount.create({
-        data: { ...emailAccountColumns(input.smtp, deps.emailEncryptionKey), organizationId: null, isDefault: true },
-      });
+      // The installation's fallback account: installation settings, not a workspace's account.
+      await tx.installationEmailAccount.create({ data: emailAccountColumns(input.smtp, deps.emailEncryptionKey) });
     }
     await recordAudit(tx, { ...audit, action: 'setup.completed', target: { type: 'user', id: admin.id }, organizationId: organization.id });
   });
@@ -121,4 +120,14 @@ export async function sendSmtpTest(deps: SetupDeps, input: SmtpTestRequest): Pro
     deps.log.warn({ reason: error instanceof Error ? error.message : 'unknown' }, 'SMTP test failed');
     throw badGateway('smtp_failed', 'The SMTP server could not be reached, refused the login, or refused the message.');
   }
+}
+
+/** First-run setup; `log` is the request's logger (what setup warns about belongs to that request's lines). */
+export function createSetupService(deps: Omit<SetupDeps, 'log'>) {
+  return {
+    availability: () => setupAvailability(deps),
+    assertOpen: () => assertSetupOpen(deps),
+    complete: (input: SetupRequest, audit: AuditContext, log: SetupDeps['log']) => completeSetup({ ...deps, log }, input, audit),
+    testSmtp: (input: SmtpTestRequest, log: SetupDeps['log']) => sendSmtpTest({ ...deps, log }, input),
+  };
 }

@@ -1,5 +1,5 @@
 // Operator actions on accounts (deactivate, reactivate, sign out everywhere), each one transaction with its audit row.
-import type { Db } from '../../plugins/db.js';
+import type { Db } from '../../db/client.js';
 import { recordAudit, type AuditContext } from '../audit/audit-log.js';
 
 export class UserAdminError extends Error {
@@ -62,4 +62,14 @@ export async function signOutEverywhere(db: Db, userId: string, audit: AuditCont
     await endAllSessions(tx, userId, new Date());
     await recordAudit(tx, { ...audit, action: 'user.signed_out_everywhere', target: { type: 'user', id: userId } });
   });
+}
+
+/** Installation staff's actions on user accounts. */
+export function createUserAdminService(deps: { db: Db }) {
+  const { db } = deps;
+  return {
+    deactivate: (userId: string, audit: AuditContext) => deactivateUser(db, userId, audit),
+    reactivate: (userId: string, audit: AuditContext) => reactivateUser(db, userId, audit),
+    signOutEverywhere: (userId: string, audit: AuditContext) => signOutEverywhere(db, userId, audit),
+  };
 }

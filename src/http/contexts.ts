@@ -1,0 +1,82 @@
+// The API's authentication contexts: where a route is registered decides who may call it, and what its OpenAPI operation says.
+import type { FastifyInstance, FastifyPluginAsync, RouteOptions } from 'fastify';
+import { problemResponse } from '../lib/http-schemas.js';
+
+/** `public`: anyone; `user`: a valid access token; `tenant`: a member of the organization in the path; `console`: a staff session. */
+export type AuthContext = 'public' | 'user' | 'tenant' | 'console';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Set by the context a route is registered in (never by the route): what the route-walk test checks. */
+    authContext?: AuthContext;
+    /** Public routes only: authenticate the caller when an Authorization header is sent (invitation accept). */
+    identifyUser?: boolean;
+  }
+}
+
+const BEARER = [{ bearerAuth: [] }];
+
+/** Adds the problem responses a context can answer before the route runs, keeping the ones a route declares itself. */
+function addResponses(route: RouteOptions, statuses: number[]): void {
+  const schema = route.schema;
+  if (!schema?.response) return;
+  const response = schema.response as Record<number, unknown>;
+  for (const status of statuses) response[status] ??= problemResponse(status);
+}
+
+/** Marks every route registered below with its context (and what it means for the OpenAPI document). */
+function markRoutes(scope: FastifyInstance, context: AuthContext, document: (route: RouteOptions) => void): void {
+  scope.addHook('onRoute', (route) => {
+    route.config = { ...route.config, authContext: context };
+    route.schema ??= {};
+    document(route);
+  });
+}
+
+/** Routes anyone may call; `config.identifyUser` makes one also accept (and verify) a Bearer token. */
+export function publicContext(routes: FastifyPluginAsync[]): FastifyPluginAsync {
+  return async (scope) => {
+    markRoutes(scope, 'public', (route) => {
+      if (!route.config?.identifyUser) return;
+      route.schema!.security = [{}, ...BEARER];
+      addResponses(route, [401]);
+    });
+    scope.addHook('onRequest', async (request) => {
+      if (request.routeOptions.config.identifyUser) await scope.authenticateOptional(request);
+    });
+    for (const plugin of routes) await scope.register(plugin);
+  };
+}
+
+/** Routes of a signed-in user: a valid access token of an active user with a live session, or 401. */
+export function userContext(routes: FastifyPluginAsync[]): FastifyPluginAsync {
+  return async (scope) => {
+    markRoutes(scope, 'user', (route) => {
+      route.schema!.security = BEARER;
+      addResponses(route, [401]);
+    });
+    scope.addHook('onRequest', scope.authenticate);
+    for (const plugin of routes) await scope.register(plugin);
+  };
+}
+
+/**
+ * Routes under `/organizations/:organization_id`: the caller must be a member of that active organization (404
+ * otherwise, whatever the reason) and have the capability the route names in `config.access` (403). A route that
+ * names none fails at startup, so forgetting it can never make a route more open.
+ */
+export function tenantContext(routes: FastifyPluginAsync[]): FastifyPluginAsync {
+  return async (scope) => {
+    markRoutes(scope, 'tenant', (route) => {
+      const access = route.config?.access;
+      if (access === undefined) throw new Error(`tenant route ${String(route.method)} ${route.url} declares no config.access`);
+      route.schema!.security = BEARER;
+      addResponses(route, access === 'member' ? [401, 404] : [401, 403, 404]);
+    });
+    scope.addHook('onRequest', scope.resolveTenant);
+    scope.addHook('onRequest', scope.checkCapability);
+    for (const plugin of routes) await scope.register(plugin);
+  };
+}
+
+export const TENANT_PREFIX = '/organizations/:organization_id';

@@ -1,0 +1,35 @@
+// The HTTP side of keyset pagination: a page's `Link: rel="next"` header, built from the request's own URL.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { encodeCursor, pageOfRows, type Page, type PagePosition } from '../lib/pagination.js';
+
+/** Sets `Link: rel="next"` when the page continues, and returns its items. */
+export function sendPage<T>(request: FastifyRequest, reply: FastifyReply, page: Page<T>, limit: number): T[] {
+  if (!page.next) return page.items;
+  const [path, query = ''] = request.url.split('?');
+  const params = new URLSearchParams(query);
+  params.set('cursor', encodeCursor(page.next));
+  params.set('limit', String(limit));
+  reply.header('link', `<${path}?${params.toString()}>; rel="next"`);
+  return page.items;
+}
+
+/** Given `limit + 1` rows in newest-first order: the page's rows, with the Link header set when more exist. */
+export function paginate<T extends PagePosition>(request: FastifyRequest, reply: FastifyReply, rows: T[], limit: number): T[];
+export function paginate<T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  rows: T[],
+  limit: number,
+  positionOf: (row: T) => PagePosition,
+  scannedTo?: PagePosition,
+): T[];
+export function paginate<T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  rows: T[],
+  limit: number,
+  positionOf?: (row: T) => PagePosition,
+  scannedTo?: PagePosition,
+): T[] {
+  return sendPage(request, reply, pageOfRows(rows, limit, positionOf, scannedTo), limit);
+}

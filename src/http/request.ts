@@ -1,0 +1,22 @@
+// What a route handler reads off an authenticated request: the user, the tenant, and the audit context of the action.
+import type { FastifyRequest } from 'fastify';
+import type { CurrentUser } from '../lib/current-user.js';
+import { unauthorized } from '../lib/problem.js';
+import type { AuditContext } from '../modules/audit/audit-log.js';
+
+export { requireTenant } from '../plugins/tenancy.js';
+
+/** The signed-in user of a route in the `user` or `tenant` context. */
+export function requireUser(request: FastifyRequest): CurrentUser {
+  if (!request.currentUser) throw unauthorized();
+  return request.currentUser;
+}
+
+/** The audit context of a signed-in request: the user as actor, and the client address the app sees. */
+export function userAudit(request: FastifyRequest): AuditContext {
+  const user = requireUser(request);
+  return { actor: { type: 'user', userId: user.id, username: user.username }, ip: request.ip };
+}
+
+/** The audit context of an anonymous request (a public link): only the client address. */
+export const anonymousAudit = (request: FastifyRequest) => ({ ip: request.ip });

@@ -1,0 +1,62 @@
+// The composition root of the domain: every service built once from narrowed dependencies, for routes and console alike.
+import type pg from 'pg';
+import type { Config } from './config.js';
+import type { Db } from './db/client.js';
+import type { JwtCodec } from './plugins/auth.js';
+import { createTokenService } from './modules/auth/token-service.js';
+import { createAuthService } from './modules/auth/service.js';
+import { createAccountService } from './modules/account/service.js';
+import { createSetupService } from './modules/setup/service.js';
+import { createOrganizationService } from './modules/organizations/service.js';
+import { createInstallationAdminService } from './modules/installation-admins/service.js';
+import { createInvitationService } from './modules/invitations/service.js';
+import { createMemberService } from './modules/members/service.js';
+import { createEmailAccountService } from './modules/email-accounts/service.js';
+import { companyService } from './modules/companies/service.js';
+import { contactService } from './modules/contacts/service.js';
+import { createAutomationService } from './modules/automations/service.js';
+import { createUserAdminService } from './modules/users/user-admin-service.js';
+
+export interface ServiceInfrastructure {
+  /** The unscoped client: handed only to installation-wide services; tenant services get a `Tenant` per call. */
+  db: Db;
+  pool: pg.Pool;
+  jwt: JwtCodec;
+  config: Config;
+}
+
+export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure) {
+  const tokens = createTokenService({ db, jwt, accessTtl: config.accessTokenTtl, refreshTtl: config.refreshTokenTtl });
+  const { appUrl, emailEncryptionKey: encryptionKey } = config;
+  return {
+    tokens,
+    // Installation-wide: users, their accounts and tokens, setup, workspaces being created or handed over.
+    auth: createAuthService({ db, tokens }),
+    account: createAccountService({ db, pool, tokens, appUrl }),
+    setup: createSetupService({ db, setupToken: config.setupToken, emailEncryptionKey: encryptionKey }),
+    organizations: createOrganizationService({ db, appUrl }),
+    installationAdmins: createInstallationAdminService({ db, appUrl, tokens }),
+    users: createUserAdminService({ db }),
+    // Tenant services: each method takes the request's `Tenant` (scoped client, raw reader and writer).
+    invitations: createInvitationService({ db, appUrl, tokens }),
+    members: createMemberService(),
+    emailAccounts: createEmailAccountService({ encryptionKey, allowPrivateHosts: config.smtpAllowPrivate }),
+    companies: companyService,
+    contacts: contactService,
+    automations: createAutomationService({
+      db,
+      encryptionKey,
+      allowPrivateTargets: config.webhookAllowPrivate,
+      automationEmailsPerHour: config.automationEmailsPerHour,
+      smtpAllowPrivate: config.smtpAllowPrivate,
+    }),
+  };
+}
+
+export type Services = ReturnType<typeof composeServices>;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    services: Services;
+  }
+}
