@@ -1,121 +1,75 @@
-// Reads and validates every environment variable once at boot, and exposes them as one typed object.
-import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+// Declares every environment variable once (name, schema, default, conversion); validation and the Config type derive from it.
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
-import { Type, type Static } from '@sinclair/typebox';
+import { type Static, type TObject, type TSchema, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 
-const BooleanString = Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Literal('1'), Type.Literal('0')]);
-const PositiveInteger = Type.String({ pattern: '^[1-9][0-9]{0,9}$' });
-
-export const EnvSchema = Type.Object({
-  NODE_ENV: Type.Optional(Type.Union([Type.Literal('development'), Type.Literal('production'), Type.Literal('test')])),
-  PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
-  HOST: Type.Optional(Type.String({ minLength: 1 })),
-  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
-  DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
-  SERVICE_SETUP_TOKEN: Type.Optional(Type.String()),
-  SERVICE_APP_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
-  JWT_SECRET: Type.Optional(Type.String({ minLength: 32 })),
-  EMAIL_ENCRYPTION_KEY: Type.Optional(Type.String()),
-  ACCESS_TOKEN_TTL: Type.Optional(PositiveInteger),
-  REFRESH_TOKEN_TTL: Type.Optional(PositiveInteger),
-  TRUST_PROXY: Type.Optional(Type.String()),
-  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
-  METRICS_PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$' })),
-  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 32 })),
-  LOG_LEVEL: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)))),
-  AUTOMATION_WEBHOOK_ALLOW_PRIVATE: Type.Optional(BooleanString),
-  EMAIL_SMTP_ALLOW_PRIVATE: Type.Optional(BooleanString),
-  OUTBOX_POLL_INTERVAL_MS: Type.Optional(PositiveInteger),
-  AUTOMATION_EMAILS_PER_HOUR: Type.Optional(PositiveInteger),
-  WEB_CONCURRENCY: Type.Optional(PositiveInteger),
-  RATE_LIMIT_SETUP_PER_MINUTE: Type.Optional(PositiveInteger),
-  RATE_LIMIT_TOKEN_PER_MINUTE: Type.Optional(PositiveInteger),
-  RATE_LIMIT_TOKEN_PER_IP_PER_MINUTE: Type.Optional(PositiveInteger),
-  RATE_LIMIT_PASSWORD_CHECKS_PER_HOUR: Type.Optional(PositiveInteger),
-  PASSWORD_HASH_CONCURRENCY: Type.Optional(PositiveInteger),
-  PASSWORD_HASH_QUEUE: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
-  RATE_LIMIT_PASSWORD_RESET_PER_HOUR: Type.Optional(PositiveInteger),
-  RATE_LIMIT_INVITATIONS_PER_DAY: Type.Optional(PositiveInteger),
-  RATE_LIMIT_PROVISIONING_PER_DAY: Type.Optional(PositiveInteger),
-  RATE_LIMIT_ADMIN_INVITATIONS_PER_DAY: Type.Optional(PositiveInteger),
-  RATE_LIMIT_TEST_SENDS_PER_HOUR: Type.Optional(PositiveInteger),
-  ADMIN_SESSION_IDLE_SECONDS: Type.Optional(PositiveInteger),
-  ADMIN_SESSION_MAX_SECONDS: Type.Optional(PositiveInteger),
-});
-export type Env = Static<typeof EnvSchema>;
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
 
 export interface RateLimitSetting {
   max: number;
   timeWindowMs: number;
 }
 
-export interface Config {
-  nodeEnv: 'development' | 'production' | 'test';
-  port: number;
-  host: string;
-  /** Unset until server.ts starts the embedded PostgreSQL; buildApp requires it. */
-  databaseUrl: string | undefined;
-  dataDir: string;
-  /** null when unset or shorter than 32 characters: setup is then unavailable. */
-  setupToken: string | null;
-  appUrl: string;
-  jwtSecret: string;
-  /** 32-byte AES-256-GCM key, or null: SMTP passwords cannot be stored without it. */
-  emailEncryptionKey: Buffer | null;
-  accessTokenTtl: number;
-  refreshTokenTtl: number;
-  trustProxy: boolean | number | string;
-  redisUrl: string | undefined;
-  /** Prometheus metrics: their own listener on HOST:port, and/or /metrics on the API port behind a Bearer token. */
-  metrics: { port: number | null; token: string | null };
-  logLevel: string;
-  webhookAllowPrivate: boolean;
-  /** Whether workspace email accounts may point at loopback/private hosts (the installation fallback always may). */
-  smtpAllowPrivate: boolean;
-  outboxPollIntervalMs: number;
-  /** send_email automation messages one workspace may send per hour; beyond it runs end `skipped`. */
-  automationEmailsPerHour: number;
-  /** Concurrent argon2 hashes, and how many more may wait before callers get 503. */
-  passwordHashing: { concurrency: number; queue: number };
-  /** Server processes on the one port (node:cluster); 1 runs the server in the started process itself. */
-  webConcurrency: number;
-  rateLimits: {
-    setup: RateLimitSetting;
-    token: RateLimitSetting;
-    tokenPerIp: RateLimitSetting;
-    passwordChecks: RateLimitSetting;
-    passwordReset: RateLimitSetting;
-    invitations: RateLimitSetting;
-    provisioning: RateLimitSetting;
-    adminInvitations: RateLimitSetting;
-    testSends: RateLimitSetting;
-  };
-  /** Admin console sessions: idle timeout and absolute lifetime, in seconds. */
-  adminSession: { idleSeconds: number; maxSeconds: number };
-  /** Problems that do not stop the boot but that an operator must see in the log. */
-  warnings: string[];
+const NODE_ENVS = ['development', 'production', 'test'] as const;
+export type NodeEnv = (typeof NODE_ENVS)[number];
+
+/** What a conversion may consult besides its own value: NODE_ENV (some defaults differ in production) and the warnings. */
+interface Context {
+  readonly nodeEnv: NodeEnv;
+  readonly warnings: string[];
 }
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
+interface VariableTree {
+  readonly [field: string]: Variable<unknown> | VariableTree;
+}
+
+/** One environment variable: `read` turns its validated value, or undefined when unset, into the config field. */
+interface Variable<T> {
+  readonly env: string;
+  readonly schema: TSchema;
+  readonly read: (value: string | undefined, context: Context) => T;
+}
+
+function variable<S extends TSchema, T>(env: string, schema: S, read: (value: Static<S> | undefined, context: Context) => T): Variable<T> {
+  // The schema is checked before any read, so the value has its static type although the table stores plain strings.
+  return { env, schema, read: read as Variable<T>['read'] };
 }
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
+/** A schema whose values are strings, as every environment variable's. */
+type TextSchema = TSchema & { static: string };
+
+const BooleanString = Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Literal('1'), Type.Literal('0')]);
+const PositiveInteger = Type.String({ pattern: '^[1-9][0-9]{0,9}$' });
+const PortNumber = Type.String({ pattern: '^[0-9]{1,5}$' });
+
+/** A number, with a default that may depend on NODE_ENV. */
+const integer = (env: string, fallback: number | ((context: Context) => number), schema: TextSchema = PositiveInteger) =>
+  variable(env, schema, (value, context) => {
+    if (value !== undefined) return Number(value);
+    return typeof fallback === 'number' ? fallback : fallback(context);
+  });
+const text = (env: string, fallback: string, schema: TextSchema = Type.String({ minLength: 1 })) =>
+  variable(env, schema, (value) => value ?? fallback);
+const flag = (env: string) => variable(env, BooleanString, (value) => value === 'true' || value === '1');
+const rateLimit = (env: string, max: number, timeWindowMs: number) =>
+  variable(env, PositiveInteger, (value): RateLimitSetting => ({ max: value === undefined ? max : Number(value), timeWindowMs }));
+
 function parseTrustProxy(value: string | undefined): boolean | number | string {
-  if (value === undefined || value === '' || value === 'off' || value === 'false' || value === '0') return false;
+  if (value === undefined || value === 'off' || value === 'false' || value === '0') return false;
   if (value === 'true' || value === 'on') return true;
   if (/^[0-9]+$/.test(value)) return Number(value);
   return value; // comma-separated addresses or CIDR ranges, as Fastify's trustProxy accepts
 }
 
 function decodeEncryptionKey(value: string | undefined): Buffer | null {
-  if (value === undefined || value === '') return null;
+  if (value === undefined) return null;
   const key = Buffer.from(value, 'base64');
   if (key.length !== 32 || !/^[A-Za-z0-9+/]+={0,2}$/.test(value)) {
     throw new ConfigError('EMAIL_ENCRYPTION_KEY must be the base64 encoding of exactly 32 bytes (e.g. `openssl rand -base64 32`).');
@@ -123,89 +77,184 @@ function decodeEncryptionKey(value: string | undefined): Buffer | null {
   return key;
 }
 
-/** Outside production a missing JWT_SECRET is generated once and kept in DATA_DIR, so restarts keep sessions. */
-function developmentJwtSecret(dataDir: string): string {
-  const file = path.join(dataDir, 'jwt-secret');
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-  mkdirSync(dataDir, { recursive: true });
-  const secret = randomBytes(48).toString('base64url');
-  writeFileSync(file, secret, { mode: 0o600 });
-  chmodSync(file, 0o600);
-  return secret;
+// NODE_ENV is read before the others, whose context it is; its own default depends on nothing.
+const NODE_ENV = {
+  env: 'NODE_ENV',
+  schema: Type.Union(NODE_ENVS.map((name) => Type.Literal(name))),
+  read: (value: string | undefined): NodeEnv => (value as NodeEnv | undefined) ?? 'development',
+} satisfies Variable<NodeEnv>;
+
+/** The variables, in the shape of Config: each leaf is one environment variable, declared nowhere else. */
+const variables = {
+  nodeEnv: NODE_ENV,
+  port: integer('PORT', 3000, PortNumber),
+  host: text('HOST', '127.0.0.1'),
+  /** Unset until server.ts starts the embedded PostgreSQL (withDatabaseUrl); buildApp requires it. */
+  databaseUrl: variable('DATABASE_URL', Type.String({ pattern: '^postgres(ql)?://' }), (value) => value),
+  dataDir: variable('DATA_DIR', Type.String({ minLength: 1 }), (value) => path.resolve(value ?? '.data')),
+  /** null when unset or shorter than 32 characters: setup is then unavailable. */
+  setupToken: variable('SERVICE_SETUP_TOKEN', Type.String(), (value, { warnings }) => {
+    if (value === undefined) return null;
+    if (value.length >= 32) return value;
+    warnings.push('SERVICE_SETUP_TOKEN is shorter than 32 characters: first-run setup is unavailable.');
+    return null;
+  }),
+  appUrl: variable('SERVICE_APP_URL', Type.String({ pattern: '^https?://[^\\s]+$' }), (value) =>
+    (value ?? 'http://localhost:5173').replace(/\/+$/, ''),
+  ),
+  /** Always set: production must provide it, server.ts generates one into DATA_DIR outside production. */
+  jwtSecret: variable('JWT_SECRET', Type.String({ minLength: 32 }), (value, { nodeEnv }) => {
+    if (value !== undefined) return value;
+    throw new ConfigError(
+      nodeEnv === 'production'
+        ? 'JWT_SECRET is required when NODE_ENV=production (at least 32 characters).'
+        : 'JWT_SECRET is required (at least 32 characters); outside production `npm start` generates one into DATA_DIR.',
+    );
+  }),
+  /** 32-byte AES-256-GCM key, or null: SMTP passwords cannot be stored without it. */
+  emailEncryptionKey: variable('EMAIL_ENCRYPTION_KEY', Type.String(), decodeEncryptionKey),
+  accessTokenTtl: integer('ACCESS_TOKEN_TTL', 900),
+  refreshTokenTtl: integer('REFRESH_TOKEN_TTL', 604_800),
+  trustProxy: variable('TRUST_PROXY', Type.String(), parseTrustProxy),
+  redisUrl: variable('REDIS_URL', Type.String({ pattern: '^rediss?://' }), (value) => value),
+  /** Prometheus metrics: their own listener on HOST:port, and/or /metrics on the API port behind a Bearer token. */
+  metrics: {
+    port: variable('METRICS_PORT', PortNumber, (value) => (value === undefined ? null : Number(value))),
+    token: variable('METRICS_TOKEN', Type.String({ minLength: 32 }), (value) => value ?? null),
+  },
+  logLevel: text(
+    'LOG_LEVEL',
+    'info',
+    Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
+  ),
+  webhookAllowPrivate: flag('AUTOMATION_WEBHOOK_ALLOW_PRIVATE'),
+  /** Whether workspace email accounts may point at loopback/private hosts (the installation fallback always may). */
+  smtpAllowPrivate: flag('EMAIL_SMTP_ALLOW_PRIVATE'),
+  outboxPollIntervalMs: integer('OUTBOX_POLL_INTERVAL_MS', 2000),
+  /** send_email automation messages one workspace may send per hour; beyond it runs end `skipped`. */
+  automationEmailsPerHour: integer('AUTOMATION_EMAILS_PER_HOUR', 100),
+  /** Concurrent argon2 hashes, and how many more may wait before callers get 503. */
+  passwordHashing: {
+    concurrency: integer('PASSWORD_HASH_CONCURRENCY', 2),
+    queue: integer('PASSWORD_HASH_QUEUE', 32, Type.String({ pattern: '^[0-9]{1,6}$' })),
+  },
+  /**
+   * Server processes on the one port (node:cluster); 1 runs the server in the started process itself. Production uses
+   * every core by default; development keeps one process (one log, one debugger target).
+   */
+  webConcurrency: integer('WEB_CONCURRENCY', ({ nodeEnv }) => (nodeEnv === 'production' ? availableParallelism() : 1)),
+  rateLimits: {
+    setup: rateLimit('RATE_LIMIT_SETUP_PER_MINUTE', 5, MINUTE),
+    token: rateLimit('RATE_LIMIT_TOKEN_PER_MINUTE', 10, MINUTE),
+    tokenPerIp: rateLimit('RATE_LIMIT_TOKEN_PER_IP_PER_MINUTE', 30, MINUTE),
+    passwordChecks: rateLimit('RATE_LIMIT_PASSWORD_CHECKS_PER_HOUR', 10, HOUR),
+    passwordReset: rateLimit('RATE_LIMIT_PASSWORD_RESET_PER_HOUR', 5, HOUR),
+    invitations: rateLimit('RATE_LIMIT_INVITATIONS_PER_DAY', 20, DAY),
+    provisioning: rateLimit('RATE_LIMIT_PROVISIONING_PER_DAY', 20, DAY),
+    adminInvitations: rateLimit('RATE_LIMIT_ADMIN_INVITATIONS_PER_DAY', 10, DAY),
+    testSends: rateLimit('RATE_LIMIT_TEST_SENDS_PER_HOUR', 60, HOUR),
+  },
+  /** Admin console sessions: idle timeout and absolute lifetime, in seconds. */
+  adminSession: {
+    idleSeconds: integer('ADMIN_SESSION_IDLE_SECONDS', 1800),
+    maxSeconds: integer('ADMIN_SESSION_MAX_SECONDS', 43_200),
+  },
+} satisfies VariableTree;
+type Resolved<D> = D extends Variable<infer T> ? T : { [K in keyof D]: Resolved<D[K]> };
+
+/** Read-only all the way down; a Buffer stays a Buffer (its bytes cannot be frozen, see deepFreeze). */
+export type DeepReadonly<T> = T extends Buffer | ((...args: never[]) => unknown)
+  ? T
+  : T extends readonly (infer U)[]
+    ? readonly DeepReadonly<U>[]
+    : T extends object
+      ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
+      : T;
+
+export type Config = DeepReadonly<
+  Resolved<typeof variables> & {
+    /** Problems that do not stop the boot but that an operator must see in the log. */
+    warnings: string[];
+  }
+>;
+
+const isVariable = (node: Variable<unknown> | VariableTree): node is Variable<unknown> => typeof node.read === 'function';
+
+function leaves(tree: VariableTree): Variable<unknown>[] {
+  return Object.values(tree).flatMap((node) => (isVariable(node) ? [node] : leaves(node)));
 }
 
-export function loadConfig(source: Record<string, string | undefined>): Config {
-  // Empty strings count as unset, as in most .env tooling.
+/** The environment variables of a tree as one TypeBox object: every one optional, unknown ones ignored. */
+function envSchema(tree: VariableTree): TObject {
+  return Type.Object(Object.fromEntries(leaves(tree).map(({ env, schema }) => [env, Type.Optional(schema)])));
+}
+
+/** The accepted environment, derived from the table. */
+export const EnvSchema = envSchema(variables);
+
+/** The variables of `schema` that are set (empty strings count as unset, as in most .env tooling), all valid or a ConfigError. */
+function validate(schema: TObject, source: Record<string, string | undefined>): Record<string, string> {
   const env = Object.fromEntries(
-    Object.keys(EnvSchema.properties)
+    Object.keys(schema.properties)
       .filter((key) => source[key] !== undefined && source[key] !== '')
-      .map((key) => [key, source[key]]),
+      .map((key) => [key, source[key] as string]),
   );
-  const errors = [...Value.Errors(EnvSchema, env)];
+  const errors = [...Value.Errors(schema, env)];
   if (errors.length > 0) {
     const lines = errors.map((e) => `${e.path.slice(1) || '(env)'}: ${e.message}`);
     throw new ConfigError(`Invalid environment:\n  ${[...new Set(lines)].join('\n  ')}`);
   }
-  const valid = env as Env;
-  const nodeEnv = valid.NODE_ENV ?? 'development';
-  const dataDir = path.resolve(valid.DATA_DIR ?? '.data');
+  return env;
+}
+
+function resolve<D extends VariableTree>(tree: D, env: Record<string, string>, warnings: string[]): Resolved<D> {
+  const context: Context = { nodeEnv: NODE_ENV.read(env.NODE_ENV), warnings };
+  const walk = (node: VariableTree): Record<string, unknown> =>
+    Object.fromEntries(
+      Object.entries(node).map(([field, child]) => [field, isVariable(child) ? child.read(env[child.env], context) : walk(child)]),
+    );
+  return walk(tree) as Resolved<D>;
+}
+
+/**
+ * Freezes an object and everything it holds. Buffers are left as they are: Object.freeze refuses typed arrays with
+ * elements, and the one here (the email key) is a private copy decoded from the environment.
+ */
+function deepFreeze<T>(value: T): DeepReadonly<T> {
+  if (typeof value === 'object' && value !== null && !ArrayBuffer.isView(value) && !Object.isFrozen(value)) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value as DeepReadonly<T>;
+}
+
+/** Validates, converts and freezes the environment: a pure function of `source`, which writes nothing (see development-secrets.ts). */
+export function loadConfig(source: Record<string, string | undefined>): Config {
   const warnings: string[] = [];
-
-  let setupToken: string | null = valid.SERVICE_SETUP_TOKEN ?? null;
-  if (setupToken !== null && setupToken.length < 32) {
-    warnings.push('SERVICE_SETUP_TOKEN is shorter than 32 characters: first-run setup is unavailable.');
-    setupToken = null;
-  }
-
-  if (nodeEnv === 'production' && !valid.JWT_SECRET) {
-    throw new ConfigError('JWT_SECRET is required when NODE_ENV=production (at least 32 characters).');
-  }
-  const jwtSecret = valid.JWT_SECRET ?? developmentJwtSecret(dataDir);
-  const num = (v: string | undefined, fallback: number) => (v === undefined ? fallback : Number(v));
-  // Production uses every core by default; development keeps one process (one log, one debugger target).
-  const webConcurrency = num(valid.WEB_CONCURRENCY, nodeEnv === 'production' ? availableParallelism() : 1);
-  if (webConcurrency > 1 && !valid.REDIS_URL) {
+  const settings = resolve(variables, validate(EnvSchema, source), warnings);
+  // The one rule across variables.
+  if (settings.webConcurrency > 1 && !settings.redisUrl) {
     warnings.push(
-      `WEB_CONCURRENCY=${webConcurrency} without REDIS_URL: each process counts rate limits on its own, so a client gets up to ${webConcurrency} times each limit.`,
+      `WEB_CONCURRENCY=${settings.webConcurrency} without REDIS_URL: each process counts rate limits on its own, so a client gets up to ${settings.webConcurrency} times each limit.`,
     );
   }
+  return deepFreeze({ ...settings, warnings });
+}
 
-  return {
-    nodeEnv,
-    port: num(valid.PORT, 3000),
-    host: valid.HOST ?? '127.0.0.1',
-    databaseUrl: valid.DATABASE_URL,
-    dataDir,
-    setupToken,
-    appUrl: (valid.SERVICE_APP_URL ?? 'http://localhost:5173').replace(/\/+$/, ''),
-    jwtSecret,
-    emailEncryptionKey: decodeEncryptionKey(valid.EMAIL_ENCRYPTION_KEY),
-    accessTokenTtl: num(valid.ACCESS_TOKEN_TTL, 900),
-    refreshTokenTtl: num(valid.REFRESH_TOKEN_TTL, 604_800),
-    trustProxy: parseTrustProxy(valid.TRUST_PROXY),
-    redisUrl: valid.REDIS_URL,
-    metrics: { port: valid.METRICS_PORT === undefined ? null : Number(valid.METRICS_PORT), token: valid.METRICS_TOKEN ?? null },
-    logLevel: valid.LOG_LEVEL ?? 'info',
-    webhookAllowPrivate: valid.AUTOMATION_WEBHOOK_ALLOW_PRIVATE === 'true' || valid.AUTOMATION_WEBHOOK_ALLOW_PRIVATE === '1',
-    smtpAllowPrivate: valid.EMAIL_SMTP_ALLOW_PRIVATE === 'true' || valid.EMAIL_SMTP_ALLOW_PRIVATE === '1',
-    outboxPollIntervalMs: num(valid.OUTBOX_POLL_INTERVAL_MS, 2000),
-    automationEmailsPerHour: num(valid.AUTOMATION_EMAILS_PER_HOUR, 100),
-    passwordHashing: { concurrency: num(valid.PASSWORD_HASH_CONCURRENCY, 2), queue: num(valid.PASSWORD_HASH_QUEUE, 32) },
-    webConcurrency,
-    rateLimits: {
-      setup: { max: num(valid.RATE_LIMIT_SETUP_PER_MINUTE, 5), timeWindowMs: MINUTE },
-      token: { max: num(valid.RATE_LIMIT_TOKEN_PER_MINUTE, 10), timeWindowMs: MINUTE },
-      tokenPerIp: { max: num(valid.RATE_LIMIT_TOKEN_PER_IP_PER_MINUTE, 30), timeWindowMs: MINUTE },
-      passwordChecks: { max: num(valid.RATE_LIMIT_PASSWORD_CHECKS_PER_HOUR, 10), timeWindowMs: HOUR },
-      passwordReset: { max: num(valid.RATE_LIMIT_PASSWORD_RESET_PER_HOUR, 5), timeWindowMs: HOUR },
-      invitations: { max: num(valid.RATE_LIMIT_INVITATIONS_PER_DAY, 20), timeWindowMs: DAY },
-      provisioning: { max: num(valid.RATE_LIMIT_PROVISIONING_PER_DAY, 20), timeWindowMs: DAY },
-      adminInvitations: { max: num(valid.RATE_LIMIT_ADMIN_INVITATIONS_PER_DAY, 10), timeWindowMs: DAY },
-      testSends: { max: num(valid.RATE_LIMIT_TEST_SENDS_PER_HOUR, 60), timeWindowMs: HOUR },
-    },
-    adminSession: { idleSeconds: num(valid.ADMIN_SESSION_IDLE_SECONDS, 1800), maxSeconds: num(valid.ADMIN_SESSION_MAX_SECONDS, 43_200) },
-    warnings,
-  };
+const bootstrap = { nodeEnv: variables.nodeEnv, dataDir: variables.dataDir } satisfies VariableTree;
+
+/** NODE_ENV and DATA_DIR as loadConfig reads them, for what must happen before it: generating development secrets. */
+export function loadBootstrapConfig(source: Record<string, string | undefined>): Pick<Config, 'nodeEnv' | 'dataDir'> {
+  return deepFreeze(resolve(bootstrap, validate(envSchema(bootstrap), source), []));
+}
+
+/**
+ * The same config on another database: server.ts calls it once the embedded PostgreSQL runs. A new frozen object,
+ * so the config loaded at boot is never changed.
+ */
+export function withDatabaseUrl(config: Config, databaseUrl: string): Config {
+  if (!Value.Check(variables.databaseUrl.schema, databaseUrl)) throw new ConfigError('DATABASE_URL: not a postgres:// URL');
+  return deepFreeze({ ...config, databaseUrl });
 }
 
 declare module 'fastify' {

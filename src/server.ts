@@ -5,10 +5,11 @@ import cluster, { type Worker } from 'node:cluster';
 import { once } from 'node:events';
 import closeWithGrace from 'close-with-grace';
 import pg from 'pg';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, loadConfig, withDatabaseUrl, type Config } from './config.js';
 import { buildApp } from './app.js';
 import { startEmbeddedPostgres, type RunningPostgres } from './db/embedded-postgres.js';
 import { applyMigrations } from './db/migrate.js';
+import { ensureDevelopmentSecrets } from './development-secrets.js';
 
 /** How long a drain may take before close-with-grace (one process) or the supervisor (several) gives up. */
 const DRAIN_MS = 10_000;
@@ -90,9 +91,9 @@ async function supervise(config: Config, embedded: RunningPostgres | undefined):
 }
 
 async function main(): Promise<void> {
-  let config;
+  let config: Config;
   try {
-    config = loadConfig(process.env);
+    config = loadConfig(ensureDevelopmentSecrets(process.env));
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`Configuration error: ${error.message}\n`);
@@ -114,17 +115,18 @@ async function main(): Promise<void> {
         dataDir: config.dataDir,
         log: (msg) => verbose && process.stderr.write(`[embedded-postgres] ${msg}\n`),
       });
-  config.databaseUrl ??= embedded?.url;
 
   try {
-    const applied = await applyMigrations(config.databaseUrl!);
+    // A new frozen config with the embedded database's URL: the one loaded at boot is never changed.
+    const runtimeConfig = embedded ? withDatabaseUrl(config, embedded.url) : config;
+    const applied = await applyMigrations(runtimeConfig.databaseUrl!);
     if (applied.length > 0) process.stdout.write(`Applied migrations: ${applied.join(', ')}\n`);
-    if (config.webConcurrency > 1) return await supervise(config, embedded);
-    const app = await serve(config, async () => {
+    if (runtimeConfig.webConcurrency > 1) return await supervise(runtimeConfig, embedded);
+    const app = await serve(runtimeConfig, async () => {
       await embedded?.stop();
     });
     const [users, organizations] = await Promise.all([app.db.user.count(), app.db.organization.count()]);
-    process.stdout.write(banner(config, embedded, { users, organizations }));
+    process.stdout.write(banner(runtimeConfig, embedded, { users, organizations }));
   } catch (error) {
     await embedded?.stop();
     throw error;
