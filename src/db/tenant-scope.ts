@@ -1,6 +1,7 @@
 // A Prisma client bound to one organization: every query and write on a tenant table gets its organizationId.
 import type { RuntimeDataModel } from '@prisma/client/runtime/client';
 import type { Db } from './client.js';
+import type { Prisma } from '../generated/prisma/client.js';
 
 /** Tenant tables (model names as in the Prisma schema): every row belongs to one organization. */
 const TENANT_MODELS: ReadonlySet<string> = new Set([
@@ -200,3 +201,12 @@ export function scopeToOrganization(db: Db, organizationId: string) {
 export type TenantDb = ReturnType<typeof scopeToOrganization>;
 /** The client inside `TenantDb.$transaction(async (tx) => ...)`: scoped the same way. */
 export type TenantTx = Parameters<Parameters<TenantDb['$transaction']>[0]>[0];
+
+/** A transaction of either client: installation-wide code (provisioning) and tenant services share a few steps. */
+export type AnyTx = Prisma.TransactionClient | TenantTx;
+
+/**
+ * Types only: Prisma's extended client types do not unify with the plain ones, so a step written for both calls
+ * through this view. At run time the object is unchanged, and a tenant transaction stays scoped.
+ */
+export const transactionView = (tx: AnyTx | TenantDb): Prisma.TransactionClient => tx as Prisma.TransactionClient;

@@ -124,7 +124,7 @@ t.test('openapi-typescript turns the document into TypeScript that compiles with
       "type Problem = components['schemas']['Problem'];",
       "type Availability = paths['/api/v1/setup/']['get']['responses'][200]['content']['application/json'];",
       "type SetupBody = operations['completeSetup']['requestBody'];",
-      "export const problem: Problem = { type: 't', title: 't', status: 400, detail: 'd', code: 'c' };",
+      "export const problem: Problem = { type: 't', title: 't', status: 400, detail: 'd', code: 'validation_failed' };",
       'export const availability: Availability = { available: true };',
       'export type { SetupBody };',
       '',

@@ -1,5 +1,5 @@
 // Emailed invitation links (workspace and installation-admin): their tokens, their status derived when read, their one 404.
-import type { Prisma } from '../../generated/prisma/client.js';
+import { transactionView, type AnyTx } from '../../db/tenant-scope.js';
 import { randomToken, sha256Hex } from '../../lib/crypto.js';
 import { notFound } from '../../lib/problem.js';
 
@@ -36,6 +36,6 @@ export const invalidLink = () => notFound('This invitation link is invalid, has 
  * Serializes, until the transaction ends, the writes that check-then-create invitations for one address in one
  * scope, so two simultaneous requests cannot both leave a pending invitation behind.
  */
-export async function lockInvitee(tx: Prisma.TransactionClient, scope: string, email: string): Promise<void> {
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`invitation:${scope}:${email}`}, 0))`;
+export async function lockInvitee(tx: AnyTx, scope: string, email: string): Promise<void> {
+  await transactionView(tx).$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`invitation:${scope}:${email}`}, 0))`;
 }

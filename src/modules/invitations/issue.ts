@@ -1,5 +1,6 @@
 // Issues a workspace invitation: a single-use link token (only its hash stored) and the email, in one transaction.
-import type { Invitation, MembershipRole, Prisma } from '../../generated/prisma/client.js';
+import type { Invitation, MembershipRole } from '../../generated/prisma/client.js';
+import { transactionView, type AnyTx } from '../../db/tenant-scope.js';
 import { enqueueEmail } from '../email/outbox.js';
 import { renderEmail } from '../email/templates.js';
 import { newLinkToken } from './invitation-link.js';
@@ -17,7 +18,8 @@ export interface IssueInvitationInput {
  * Creates the invitation row and queues its email in `tx`; throws 400 (nothing written) when no SMTP account can
  * send for the organization. An `owner` invitation is the provisioning handoff of a workspace.
  */
-export async function issueInvitation(tx: Prisma.TransactionClient, input: IssueInvitationInput): Promise<Invitation> {
+export async function issueInvitation(anyTx: AnyTx, input: IssueInvitationInput): Promise<Invitation> {
+  const tx = transactionView(anyTx);
   const link = newLinkToken();
   const email = input.email.toLowerCase();
   const invitation = await tx.invitation.create({

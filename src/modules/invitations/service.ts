@@ -2,7 +2,7 @@
 import type { Invitation, MembershipRole, Organization, Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../../db/client.js';
 import type { CurrentUser } from '../../lib/current-user.js';
-import type { TenantDb } from '../../db/tenant-scope.js';
+import { transactionView, type AnyTx, type TenantDb } from '../../db/tenant-scope.js';
 import type { Tenant } from '../../db/tenant.js';
 import { lockOrganization } from '../../db/organization-lock.js';
 import { conflict, forbidden, notFound } from '../../lib/problem.js';
@@ -17,7 +17,7 @@ import { recordAudit, type AuditAction, type AuditContext, type AuditWriter } fr
 import type { AcceptBody, InvitationAcceptedDto, InvitationCreate, InvitationDto } from './schemas.js';
 
 export interface InvitationDeps {
-  /** Unscoped client: the outbox must also read the installation fallback account, which belongs to no tenant. */
+  /** Unscoped client: only for the public link (found by its token, whatever the workspace) and accepting it. */
   db: Db;
   /** SERVICE_APP_URL, for the link. */
   appUrl: string;
@@ -62,8 +62,8 @@ export function listInvitations(db: TenantDb, page: { after?: PagePosition; limi
   return db.invitation.findMany({ where: { ...ORDINARY, ...afterPosition(page.after) }, orderBy: newestFirst, take: page.limit + 1 });
 }
 
-async function assertNotMember(tx: Prisma.TransactionClient, organizationId: string, email: string): Promise<void> {
-  if (await tx.membership.findFirst({ where: { organizationId, user: { email } }, select: { id: true } })) {
+async function assertNotMember(tx: AnyTx, organizationId: string, email: string): Promise<void> {
+  if (await transactionView(tx).membership.findFirst({ where: { organizationId, user: { email } }, select: { id: true } })) {
     throw conflict('already_member', 'This person is already a member of the workspace.');
   }
 }
@@ -73,7 +73,8 @@ async function assertNotMember(tx: Prisma.TransactionClient, organizationId: str
  * so an admin can never replace an owner's admin invitation.
  */
 export function createInvitation(
-  deps: InvitationDeps,
+  db: TenantDb,
+  appUrl: string,
   manager: InvitationManager,
   input: InvitationCreate,
   audit: AuditContext,
@@ -82,7 +83,7 @@ export function createInvitation(
   if (organization.isPersonal) throw forbidden('personal_workspace', 'A personal workspace cannot invite anyone.');
   if (input.role === 'admin' && manager.role !== 'owner') throw adminInviteRequiresOwner();
   const email = input.email.toLowerCase();
-  return deps.db.$transaction(async (tx) => {
+  return db.$transaction(async (tx) => {
     await lockInvitee(tx, organization.id, email);
     await assertNotMember(tx, organization.id, email);
     const pending = await tx.invitation.findFirst({
@@ -92,20 +93,16 @@ export function createInvitation(
     if (pending) {
       throw conflict('invitation_pending', 'A pending invitation for this address exists: resend or revoke it instead.');
     }
-    const invitation = await issueInvitation(tx, { organization, email, role: input.role, invitedBy: manager.user, appUrl: deps.appUrl });
+    const invitation = await issueInvitation(tx, { organization, email, role: input.role, invitedBy: manager.user, appUrl });
     await recordInvitation(tx, audit, 'invitation.sent', invitation);
     return invitation;
   });
 }
 
 /** An invitation of the manager's organization (404 for any other) that the manager's role may act on (403). */
-async function findManaged(
-  client: Db | TenantDb | Prisma.TransactionClient,
-  manager: InvitationManager,
-  invitationId: string,
-): Promise<Invitation> {
+async function findManaged(client: AnyTx | TenantDb, manager: InvitationManager, invitationId: string): Promise<Invitation> {
   if (!isUuid(invitationId)) throw invitationNotFound();
-  const invitation = await client.invitation.findFirst({
+  const invitation = await transactionView(client).invitation.findFirst({
     where: { id: invitationId, organizationId: manager.organization.id, ...ORDINARY },
   });
   if (!invitation) throw invitationNotFound();
@@ -135,13 +132,14 @@ export async function revokeInvitation(db: TenantDb, manager: InvitationManager,
  * the same role. Works from pending, expired and revoked; an accepted invitation is a 409.
  */
 export function resendInvitation(
-  deps: InvitationDeps,
+  db: TenantDb,
+  appUrl: string,
   manager: InvitationManager,
   invitationId: string,
   audit: AuditContext,
 ): Promise<Invitation> {
   const { organization } = manager;
-  return deps.db.$transaction(async (tx) => {
+  return db.$transaction(async (tx) => {
     const original = await findManaged(tx, manager, invitationId);
     if (original.acceptedAt) throw conflict('invitation_accepted', 'This invitation has been accepted: there is nothing to resend.');
     await lockInvitee(tx, organization.id, original.email);
@@ -157,7 +155,7 @@ export function resendInvitation(
       email: original.email,
       role: original.role,
       invitedBy: manager.user,
-      appUrl: deps.appUrl,
+      appUrl,
     });
     await recordInvitation(tx, audit, 'invitation.resent', invitation);
     return invitation;
@@ -279,11 +277,11 @@ export function createInvitationService(deps: InvitationDeps) {
       return { items: rows.items.map((row) => toInvitationDto(row, now)), next: rows.next };
     },
     create: async (tenant: Tenant, user: CurrentUser, input: InvitationCreate, audit: AuditContext) =>
-      toInvitationDto(await createInvitation(deps, managerOf(tenant, user), input, audit), new Date()),
+      toInvitationDto(await createInvitation(tenant.db, deps.appUrl, managerOf(tenant, user), input, audit), new Date()),
     revoke: (tenant: Tenant, user: InvitationManager['user'], invitationId: string, audit: AuditContext) =>
       revokeInvitation(tenant.db, managerOf(tenant, user), invitationId, audit),
     resend: async (tenant: Tenant, user: CurrentUser, invitationId: string, audit: AuditContext) =>
-      toInvitationDto(await resendInvitation(deps, managerOf(tenant, user), invitationId, audit), new Date()),
+      toInvitationDto(await resendInvitation(tenant.db, deps.appUrl, managerOf(tenant, user), invitationId, audit), new Date()),
     preview: (token: string) => previewInvitation(deps.db, token),
     accept: (token: string, user: CurrentUser | null, body: AcceptBody, audit: Pick<AuditContext, 'ip'>) =>
       acceptInvitation(deps, token, user, body, audit),
