@@ -50,3 +50,9 @@ export const json = <T = any>(res: LightMyRequestResponse): T => JSON.parse(res.
 
 /** Authorization header for an access token. */
 export const bearer = (access: string) => ({ authorization: `Bearer ${access}` });
+
+/** A problem body without its `instance` (the request id, different on every request): for "the same answer" checks. */
+export const problemBody = (res: LightMyRequestResponse): Record<string, unknown> => {
+  const { instance: _instance, ...body } = json<Record<string, unknown>>(res);
+  return body;
+};

@@ -32,7 +32,7 @@ const rowCounts = async () => ({
   installationEmailAccounts: await app.db.installationEmailAccount.count(),
   installationState: await app.db.installationState.count(),
 });
-const NOTHING = { users: 0, organizations: 0, memberships: 0, emailAccounts: 0, installationState: 0 };
+const NOTHING = { users: 0, organizations: 0, memberships: 0, emailAccounts: 0, installationEmailAccounts: 0, installationState: 0 };
 
 t.test('GET /setup/ says setup is available on a fresh installation, without revealing the token', async (t) => {
   for (const url of ['/api/v1/setup/', '/api/v1/setup']) {
@@ -123,7 +123,14 @@ t.test('two setups racing: exactly one wins, creating admin, workspace and fallb
   t.same(json(results.find((r) => r.statusCode === 201)!), { detail: 'Setup completed.' });
   t.equal(json(loser).code, 'setup_closed');
 
-  t.same(await rowCounts(), { users: 1, organizations: 1, memberships: 1, emailAccounts: 1, installationState: 1 });
+  t.same(await rowCounts(), {
+    users: 1,
+    organizations: 1,
+    memberships: 1,
+    emailAccounts: 0,
+    installationEmailAccounts: 1,
+    installationState: 1,
+  });
   const user = await app.db.user.findFirstOrThrow({ include: { profile: true } });
   t.equal(user.username, winner.username);
   t.equal(user.email, winner.email.toLowerCase());

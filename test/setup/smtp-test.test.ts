@@ -19,7 +19,7 @@ const storedRows = async () => ({
   users: await app.db.user.count(),
   outbox: await app.db.emailOutbox.count(),
 });
-const NOTHING = { emailAccounts: 0, installationState: 0, users: 0, outbox: 0 };
+const NOTHING = { emailAccounts: 0, installationEmailAccounts: 0, installationState: 0, users: 0, outbox: 0 };
 
 /** A port on which nothing listens (bound once, then released). */
 async function closedPort(): Promise<number> {

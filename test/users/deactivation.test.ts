@@ -1,7 +1,7 @@
 // A deactivated user is refused everywhere in the API at once (sign-in, refresh, issued access tokens); reactivation
 // restores sign-in while the old tokens stay dead.
 import t from 'tap';
-import { buildTestApp, bearer, json } from '../helpers/app.js';
+import { buildTestApp, bearer, json, problemBody } from '../helpers/app.js';
 import { createUser, setupInstallation } from '../helpers/fixtures.js';
 
 const { app } = await buildTestApp(t);
@@ -40,7 +40,7 @@ t.test('deactivated: sign-in, refresh and the issued access token all answer 401
   const wrongPassword = await signIn('dora', 'not-doras-password');
   const deactivated = await signIn('dora', dora.password);
   t.equal(deactivated.statusCode, 401, 'sign-in refused');
-  t.same(json(deactivated), json(wrongPassword), 'the same answer as a wrong password');
+  t.same(problemBody(deactivated), problemBody(wrongPassword), 'the same answer as a wrong password');
   t.notMatch(deactivated.body, /deactivat|inactive/i, 'nothing tells the account exists but is off');
 
   t.equal((await refresh(spare.refresh)).statusCode, 401, 'refresh refused');
