@@ -10,7 +10,7 @@ export class Safe {
   }
 }
 
-export const escapeHtml = (value: string) => value.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+export const escapeHtml = (value: string) => value.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
 
 function render(value: unknown): string {
   if (value instanceof Safe) return value.value;
@@ -21,7 +21,7 @@ function render(value: unknown): string {
 }
 
 export function html(strings: TemplateStringsArray, ...values: unknown[]): Safe {
-  let out = strings[0]!;
+  let out = strings[0] ?? '';
   values.forEach((value, i) => {
     out += render(value) + (strings[i + 1] ?? '');
   });

@@ -87,6 +87,12 @@ function idParam(request: FastifyRequest): string {
   return id;
 }
 
+/** The session of a console route past the session check (the preHandler redirects every request without one). */
+function sessionOf(request: FastifyRequest): ConsoleSession {
+  if (!request.consoleSession) throw new ConsoleHttpError(401, 'Signed out', 'Your console session has ended. Sign in again.');
+  return request.consoleSession;
+}
+
 export default async function consoleRoutes(app: FastifyInstance) {
   const { idleSeconds, maxSeconds } = app.config.adminSession;
   const secret = app.config.jwtSecret;
@@ -103,7 +109,7 @@ export default async function consoleRoutes(app: FastifyInstance) {
   app.decorateRequest('consoleSession', null);
 
   const audit = (request: FastifyRequest): AuditContext => {
-    const user = request.consoleSession!.user;
+    const user = sessionOf(request).user;
     return { actor: { type: 'user', userId: user.id, username: user.username }, ip: request.ip };
   };
   const pageUser = (request: FastifyRequest) =>
@@ -202,7 +208,7 @@ export default async function consoleRoutes(app: FastifyInstance) {
   );
 
   app.post('/logout/', async (request, reply) => {
-    await consoleSignOut(app.db, request.consoleSession!.idHash, audit(request));
+    await consoleSignOut(app.db, sessionOf(request).idHash, audit(request));
     reply.clearCookie(SESSION_COOKIE, cookieOptions);
     return reply.redirect('/admin/login/', 303);
   });
@@ -269,7 +275,7 @@ ${pager('/admin/users/', { search: filter.search, staff: filter.staff, active: f
   app.get('/users/:id/', async (request, reply) => {
     const user = await userDetail(app.db, idParam(request));
     if (!user) throw new ConsoleHttpError(404, 'Not found', 'No such user.');
-    const csrf = csrfToken(secret, request.consoleSession!.idHash);
+    const csrf = csrfToken(secret, sessionOf(request).idHash);
     const notice = query(request, 'done');
     const base = `/admin/users/${user.id}`;
     return page(
@@ -360,8 +366,8 @@ ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 ${
   o.status === 'pending_owner'
     ? html`<h2>Pending handoff</h2><dl><dt>Owner email</dt><dd>${o.ownerEmail ?? ''}</dd><dt>Creator</dt><dd>${o.createdBy?.username ?? 'deleted user'}</dd></dl>
-${actionButton(`/admin/organizations/${o.id}/resend-owner-invitation/`, 'Resend owner invitation', csrfToken(secret, request.consoleSession!.idHash))}
-${actionButton(`/admin/organizations/${o.id}/cancel/`, 'Cancel workspace', csrfToken(secret, request.consoleSession!.idHash))}`
+${actionButton(`/admin/organizations/${o.id}/resend-owner-invitation/`, 'Resend owner invitation', csrfToken(secret, sessionOf(request).idHash))}
+${actionButton(`/admin/organizations/${o.id}/cancel/`, 'Cancel workspace', csrfToken(secret, sessionOf(request).idHash))}`
     : ''
 }
 <h2>Members</h2>
@@ -380,7 +386,7 @@ ${o.memberships.map((m) => html`<tr><td><a href="/admin/users/${m.user.id}/">${m
   /** The console user as the provisioning services' actor: the API's rules (superuser or the creator) still apply. */
   const actor = (request: FastifyRequest) =>
     app.db.user.findUniqueOrThrow({
-      where: { id: request.consoleSession!.user.id },
+      where: { id: sessionOf(request).user.id },
       select: { id: true, username: true, email: true, isSuperuser: true, tokenVersion: true },
     });
   app.post('/organizations/:id/resend-owner-invitation/', async (request, reply) => {
@@ -398,7 +404,7 @@ ${o.memberships.map((m) => html`<tr><td><a href="/admin/users/${m.user.id}/">${m
     const statuses = ['pending', 'accepted', 'expired', 'revoked'];
     const status = statuses.includes(query(request, 'status')) ? query(request, 'status') : '';
     const { rows, hasNext } = await listInvitationsAll(app.db, status, pageNumber(request));
-    const csrf = csrfToken(secret, request.consoleSession!.idHash);
+    const csrf = csrfToken(secret, sessionOf(request).idHash);
     const notice = query(request, 'done');
     return page(
       reply,
@@ -418,7 +424,7 @@ ${pager('/admin/invitations/', { status }, pageNumber(request), hasNext)}`,
   app.post('/invitations/:id/revoke/', async (request, reply) => {
     const invitation = await app.db.invitation.findUnique({ where: { id: idParam(request) }, select: { id: true, organization: true } });
     if (!invitation) throw new ConsoleHttpError(404, 'Not found', 'No such invitation.');
-    const { user } = request.consoleSession!;
+    const { user } = sessionOf(request);
     // The API's own revocation, acting with an owner's reach over the workspace's ordinary invitations.
     const tenant = bindOrganization(app.db, app.pg, invitation.organization, 'owner');
     await app.services.invitations.revoke(tenant, user, invitation.id, audit(request));
@@ -427,7 +433,7 @@ ${pager('/admin/invitations/', { status }, pageNumber(request), hasNext)}`,
 
   app.get('/installation-admins/', async (request, reply) => {
     const { administrators, invitations } = await app.services.installationAdmins.overview();
-    const csrf = csrfToken(secret, request.consoleSession!.idHash);
+    const csrf = csrfToken(secret, sessionOf(request).idHash);
     const notice = query(request, 'done');
     return page(
       reply,
@@ -485,7 +491,7 @@ ${pager('/admin/automation-runs/', { status }, pageNumber(request), hasNext)}`,
     const status = query(request, 'status');
     const current = (OUTBOX_STATUSES as readonly string[]).includes(status) ? status : '';
     const { rows, hasNext } = await listOutbox(app.db, current, pageNumber(request));
-    const csrf = csrfToken(secret, request.consoleSession!.idHash);
+    const csrf = csrfToken(secret, sessionOf(request).idHash);
     const notice = query(request, 'done');
     return page(
       reply,

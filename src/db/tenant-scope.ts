@@ -191,7 +191,8 @@ export function scopeToOrganization(db: Db, organizationId: string) {
   }
   let scoped = clients.get(organizationId);
   if (!scoped) {
-    if (clients.size >= MAX_CACHED_CLIENTS) clients.delete(clients.keys().next().value!);
+    const oldest = clients.keys().next();
+    if (clients.size >= MAX_CACHED_CLIENTS && !oldest.done) clients.delete(oldest.value);
     scoped = extendFor(db, organizationId);
     clients.set(organizationId, scoped);
   }

@@ -1,5 +1,5 @@
 // The API's authentication contexts: where a route is registered decides who may call it, and what its OpenAPI operation says.
-import type { FastifyInstance, FastifyPluginAsync, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifySchema, RouteOptions } from 'fastify';
 import { problemResponse } from '../lib/http-schemas.js';
 
 /** `public`: anyone; `user`: a valid access token; `tenant`: a member of the organization in the path; `console`: a staff session. */
@@ -25,20 +25,20 @@ function addResponses(route: RouteOptions, statuses: number[]): void {
 }
 
 /** Marks every route registered below with its context (and what it means for the OpenAPI document). */
-function markRoutes(scope: FastifyInstance, context: AuthContext, document: (route: RouteOptions) => void): void {
+function markRoutes(scope: FastifyInstance, context: AuthContext, document: (route: RouteOptions, schema: FastifySchema) => void): void {
   scope.addHook('onRoute', (route) => {
     route.config = { ...route.config, authContext: context };
     route.schema ??= {};
-    document(route);
+    document(route, route.schema);
   });
 }
 
 /** Routes anyone may call; `config.identifyUser` makes one also accept (and verify) a Bearer token. */
 export function publicContext(routes: FastifyPluginAsync[]): FastifyPluginAsync {
   return async (scope) => {
-    markRoutes(scope, 'public', (route) => {
+    markRoutes(scope, 'public', (route, schema) => {
       if (!route.config?.identifyUser) return;
-      route.schema!.security = [{}, ...BEARER];
+      schema.security = [{}, ...BEARER];
       addResponses(route, [401]);
     });
     scope.addHook('onRequest', async (request) => {
@@ -51,8 +51,8 @@ export function publicContext(routes: FastifyPluginAsync[]): FastifyPluginAsync 
 /** Routes of a signed-in user: a valid access token of an active user with a live session, or 401. */
 export function userContext(routes: FastifyPluginAsync[]): FastifyPluginAsync {
   return async (scope) => {
-    markRoutes(scope, 'user', (route) => {
-      route.schema!.security = BEARER;
+    markRoutes(scope, 'user', (route, schema) => {
+      schema.security = BEARER;
       addResponses(route, [401]);
     });
     scope.addHook('onRequest', scope.authenticate);
@@ -67,10 +67,10 @@ export function userContext(routes: FastifyPluginAsync[]): FastifyPluginAsync {
  */
 export function tenantContext(routes: FastifyPluginAsync[]): FastifyPluginAsync {
   return async (scope) => {
-    markRoutes(scope, 'tenant', (route) => {
+    markRoutes(scope, 'tenant', (route, schema) => {
       const access = route.config?.access;
       if (access === undefined) throw new Error(`tenant route ${String(route.method)} ${route.url} declares no config.access`);
-      route.schema!.security = BEARER;
+      schema.security = BEARER;
       addResponses(route, access === 'member' ? [401, 404] : [401, 403, 404]);
     });
     scope.addHook('onRequest', scope.resolveTenant);

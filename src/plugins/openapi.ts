@@ -61,7 +61,8 @@ function nameDiscriminatedBranches(node: unknown, components: Record<string, unk
   for (const child of Object.values(schema)) nameDiscriminatedBranches(child, components);
   const discriminator = schema.discriminator as { propertyName: string; mapping?: Record<string, string> } | undefined;
   if (!discriminator || !Array.isArray(schema.oneOf)) return;
-  discriminator.mapping = {};
+  const mapping: Record<string, string> = {};
+  discriminator.mapping = mapping;
   schema.oneOf = (schema.oneOf as JsonSchema[]).map((branch) => {
     const title = branch.title;
     // A TypeBox literal reaches the document as `enum: [value]`.
@@ -70,7 +71,7 @@ function nameDiscriminatedBranches(node: unknown, components: Record<string, unk
     if (typeof title !== 'string' || typeof tag !== 'string')
       throw new Error(`discriminated branch without title or tag: ${JSON.stringify(branch)}`);
     components[title] = branch;
-    discriminator.mapping![tag] = `#/components/schemas/${title}`;
+    mapping[tag] = `#/components/schemas/${title}`;
     return { $ref: `#/components/schemas/${title}` };
   });
 }

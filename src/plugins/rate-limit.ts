@@ -120,7 +120,11 @@ export default fp(
         : (app.rateLimit(options) as preHandlerAsyncHookHandler);
       presets.set(name, failClosed ? failingClosed(handler) : handler);
     }
-    app.decorate('rateLimitPreset', (name: RateLimitPresetName) => presets.get(name)!);
+    app.decorate('rateLimitPreset', (name: RateLimitPresetName) => {
+      const preset = presets.get(name);
+      if (!preset) throw new Error(`unknown rate-limit preset ${name}`);
+      return preset;
+    });
   },
   { name: 'rate-limit', dependencies: ['auth'] },
 );

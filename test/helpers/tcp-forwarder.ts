@@ -34,7 +34,9 @@ export async function startForwarder(t: Test, targetPort: number): Promise<Forwa
     for (const socket of sockets) socket.destroy();
     await new Promise((resolve) => server.close(resolve));
   });
-  return { port: (server.address() as { port: number }).port, setTarget: (port) => {
+  return {
+    port: (server.address() as { port: number }).port,
+    setTarget: (port) => {
       target = port;
     },
   };

@@ -56,7 +56,7 @@ function isTimeZone(name: string): boolean {
 function canonicalLocale(tag: string): string | null {
   try {
     const canonical = Intl.getCanonicalLocales(tag);
-    return canonical.length === 1 ? canonical[0]! : null;
+    return canonical.length === 1 ? (canonical[0] ?? null) : null;
   } catch {
     return null;
   }

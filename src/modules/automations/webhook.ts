@@ -43,11 +43,12 @@ export function webhookUrlProblem(value: string, allowPrivate: boolean): string 
 /** Resolves the host and refuses it when any of its addresses is not public (unless private targets are allowed). */
 async function resolveTarget(hostname: string, allowPrivate: boolean): Promise<ResolvedAddress> {
   const addresses = await resolveHost(hostname);
-  if (addresses.length === 0) throw new ActionError('Webhook host name does not resolve.', false);
+  const [first] = addresses;
+  if (!first) throw new ActionError('Webhook host name does not resolve.', false);
   if (!allowPrivate && addresses.some((a) => !isPublicAddress(a.address))) {
     throw new ActionError('Webhook target resolves to a private, loopback or otherwise non-public address; refused.', false);
   }
-  return addresses[0]!;
+  return first;
 }
 
 function rejectOnAbort(signal: AbortSignal): Promise<never> {

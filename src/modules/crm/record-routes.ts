@@ -63,7 +63,7 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
   const read = { access: 'VIEW_CRM' } as const;
   const write = { access: 'MANAGE_CRM' } as const;
   const common = { tags: [tag] };
-  const idOf = (request: FastifyRequest) => (request.params as Record<string, string>)[idParam]!;
+  const idOf = (request: FastifyRequest) => (request.params as Record<string, string>)[idParam] ?? '';
 
   app.get(
     path,

@@ -37,9 +37,10 @@ async function publicTarget(host: string): Promise<string> {
   } catch {
     throw new SmtpError('connection');
   }
-  if (addresses.length === 0) throw new SmtpError('connection');
+  const [first] = addresses;
+  if (!first) throw new SmtpError('connection');
   if (!addresses.every((a) => isPublicAddress(a.address))) throw new SmtpError('blocked');
-  return addresses[0]!.address;
+  return first.address;
 }
 
 /**
