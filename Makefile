@@ -8,7 +8,7 @@ NPM_FLAGS := --no-audit --no-fund --loglevel=error
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 # fuzz: see test/fuzz/. FUZZ_RUNS and FUZZ_SEED choose the size and the sequence.
-.PHONY: fuzz help install generate build run dev test typecheck lint-openapi migrate migration migration-check openapi bench clean
+.PHONY: fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -46,11 +46,18 @@ dev: generate $(DATA_DIR)/setup-token $(DATA_DIR)/email-encryption-key ## start 
 typecheck: generate ## type-check sources and tests
 	npx tsc -p tsconfig.json --noEmit
 
+# Biome (biome.json): formatting and the recommended lint rules; `make format` applies its formatting and safe fixes.
+lint: install ## check formatting and lint rules of src/, test/ and scripts/ (no changes)
+	biome ci --error-on-warnings src test scripts prisma.config.ts
+
+format: install ## format and apply safe lint fixes
+	biome check --write src test scripts prisma.config.ts
+
 # Redocly's recommended rules, with the exceptions (and their reasons) in redocly.yaml and .redocly.lint-ignore.yaml.
 lint-openapi: install ## lint openapi/openapi.json: zero errors and zero warnings
 	redocly lint --max-problems 1000 openapi/openapi.json
 
-test: build typecheck lint-openapi ## install, build and run the whole test suite (embedded PostgreSQL, real SMTP server)
+test: build typecheck lint lint-openapi ## install, build and run the whole test suite (embedded PostgreSQL, real SMTP server)
 	npm test
 
 migrate: generate ## apply pending migrations to DATABASE_URL (or the embedded database in DATA_DIR)

@@ -9,7 +9,7 @@ import { createAccountService } from './modules/account/service.js';
 import { createSetupService } from './modules/setup/service.js';
 import { createOrganizationService } from './modules/organizations/service.js';
 import { createInstallationAdminService } from './modules/installation-admins/service.js';
-import { createInvitationService } from './modules/invitations/service.js';
+import { createInvitationLinkService, createInvitationService } from './modules/invitations/service.js';
 import { createMemberService } from './modules/members/service.js';
 import { createEmailAccountService } from './modules/email-accounts/service.js';
 import { companyService } from './modules/companies/service.js';
@@ -37,8 +37,9 @@ export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure
     organizations: createOrganizationService({ db, appUrl }),
     installationAdmins: createInstallationAdminService({ db, appUrl, tokens }),
     users: createUserAdminService({ db }),
+    invitationLinks: createInvitationLinkService({ db, appUrl, tokens }),
     // Tenant services: each method takes the request's `Tenant` (scoped client, raw reader and writer).
-    invitations: createInvitationService({ db, appUrl, tokens }),
+    invitations: createInvitationService({ appUrl }),
     members: createMemberService(),
     emailAccounts: createEmailAccountService({ encryptionKey, allowPrivateHosts: config.smtpAllowPrivate }),
     companies: companyService,

@@ -120,7 +120,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
 /** The invitation link: its token is the credential (accepting also takes a Bearer token, for existing users). */
 export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const invitations = app.services.invitations;
+  const links = app.services.invitationLinks;
 
   app.get(
     '/invitations/:token/',
@@ -134,7 +134,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: responses({ 200: InvitationPreviewSchema }, 404),
       },
     },
-    async (request) => invitations.preview(request.params.token),
+    async (request) => links.preview(request.params.token),
   );
 
   app.post(
@@ -159,7 +159,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { identifyUser: true },
     },
     async (request, reply) => {
-      const accepted = await invitations.accept(request.params.token, request.currentUser, request.body, { ip: request.ip });
+      const accepted = await links.accept(request.params.token, request.currentUser, request.body, { ip: request.ip });
       reply.code(201);
       return accepted;
     },

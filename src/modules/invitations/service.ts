@@ -261,10 +261,10 @@ export async function acceptInvitation(
 }
 
 /**
- * Workspace invitations: managing them in a tenant (the caller already holds MANAGE_MEMBERS there), and the public
- * preview and accept of a link, whose token is the credential.
+ * Managing a workspace's invitations: every method works in the tenant it is given (the caller already holds
+ * MANAGE_MEMBERS there), through its scoped client. No unscoped client reaches this service.
  */
-export function createInvitationService(deps: InvitationDeps) {
+export function createInvitationService(deps: Pick<InvitationDeps, 'appUrl'>) {
   const managerOf = (tenant: Tenant, user: InvitationManager['user']): InvitationManager => ({
     organization: tenant.organization,
     role: tenant.role,
@@ -282,6 +282,15 @@ export function createInvitationService(deps: InvitationDeps) {
       revokeInvitation(tenant.db, managerOf(tenant, user), invitationId, audit),
     resend: async (tenant: Tenant, user: CurrentUser, invitationId: string, audit: AuditContext) =>
       toInvitationDto(await resendInvitation(tenant.db, deps.appUrl, managerOf(tenant, user), invitationId, audit), new Date()),
+  };
+}
+
+/**
+ * An invitation link, public: the token is the credential, and finds its invitation whatever the workspace, so this
+ * installation-wide service holds the unscoped client.
+ */
+export function createInvitationLinkService(deps: InvitationDeps) {
+  return {
     preview: (token: string) => previewInvitation(deps.db, token),
     accept: (token: string, user: CurrentUser | null, body: AcceptBody, audit: Pick<AuditContext, 'ip'>) =>
       acceptInvitation(deps, token, user, body, audit),
