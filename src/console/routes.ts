@@ -27,7 +27,7 @@ import {
   workspaceDetail,
   type UserFilter,
 } from './console-service.js';
-import { actionButton, errorPage, layout, loginPage, pager, select, yesNo } from './views.js';
+import { actionButton, dataTable, errorPage, layout, loginPage, pager, select, yesNo } from './views.js';
 import { UserAdminError } from '../modules/users/user-admin-service.js';
 import { AUDIT_ACTIONS, type AuditContext } from '../modules/audit/audit-log.js';
 import { bindOrganization } from '../db/tenant.js';
@@ -147,7 +147,8 @@ export default async function consoleRoutes(app: FastifyInstance) {
       throw new ConsoleHttpError(
         403,
         'Forbidden',
-        'The form was missing its security token or the token was wrong (maybe the page is old). Nothing was changed; reload the page and try again.',
+        'The form was missing its security token or the token was wrong (maybe the page is old). ' +
+          'Nothing was changed; reload the page and try again.',
       );
     }
   });
@@ -231,10 +232,18 @@ export default async function consoleRoutes(app: FastifyInstance) {
         html`
 <h2>Counts</h2>
 <table><thead><tr><th scope="col">What</th><th scope="col">Count</th></tr></thead><tbody>
-${rows.map(([name, n, href]) => html`<tr><th scope="row">${href ? html`<a href="${href}">${name}</a>` : name}</th><td data-count="${name}">${String(n)}</td></tr>`)}
+${rows.map(
+  ([name, n, href]) =>
+    html`<tr><th scope="row">${href ? html`<a href="${href}">${name}</a>` : name}</th><td data-count="${name}">${String(n)}</td></tr>`,
+)}
 </tbody></table>
 <h2>Database</h2>
-<p>${database.ok ? html`Database reachable; ${String(database.migrations)} migrations applied, the latest <code>${database.latest ?? 'none'}</code>.` : html`<span class="error">Database migration status unavailable.</span>`}</p>`,
+<p>${
+          database.ok
+            ? html`Database reachable; ${String(database.migrations)} migrations applied,
+the latest <code>${database.latest ?? 'none'}</code>.`
+            : html`<span class="error">Database migration status unavailable.</span>`
+        }</p>`,
       ),
     );
   });
@@ -263,9 +272,15 @@ ${rows.map(([name, n, href]) => html`<tr><th scope="row">${href ? html`<a href="
 ${select('staff', 'Staff', filter.staff, choices)} ${select('active', 'Active', filter.active, choices)}
 <button type="submit">Filter</button>
 </form>
-<table><thead><tr><th scope="col">Username</th><th scope="col">Email</th><th scope="col">Staff</th><th scope="col">Superuser</th><th scope="col">Active</th><th scope="col">Date joined</th><th scope="col">Last sign-in</th></tr></thead><tbody>
-${rows.map((u) => html`<tr><td><a href="/admin/users/${u.id}/">${u.username}</a></td><td>${u.email}</td><td>${yesNo(u.isStaff)}</td><td>${yesNo(u.isSuperuser)}</td><td>${yesNo(u.isActive)}</td><td>${u.dateJoined}</td><td>${u.lastLogin ?? 'never'}</td></tr>`)}
-</tbody></table>
+${dataTable(['Username', 'Email', 'Staff', 'Superuser', 'Active', 'Date joined', 'Last sign-in'], rows, (u) => [
+  html`<a href="/admin/users/${u.id}/">${u.username}</a>`,
+  u.email,
+  yesNo(u.isStaff),
+  yesNo(u.isSuperuser),
+  yesNo(u.isActive),
+  u.dateJoined,
+  u.lastLogin ?? 'never',
+])}
 ${rows.length === 0 ? html`<p>No users match.</p>` : ''}
 ${pager('/admin/users/', { search: filter.search, staff: filter.staff, active: filter.active }, filter.page, hasNext)}`,
       ),
@@ -286,7 +301,9 @@ ${pager('/admin/users/', { search: filter.search, staff: filter.staff, active: f
 ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 <h2>Profile</h2>
 <dl><dt>Username</dt><dd>${user.username}</dd><dt>Email</dt><dd>${user.email}</dd><dt>Staff</dt><dd>${yesNo(user.isStaff)}</dd>
-<dt>Superuser</dt><dd>${yesNo(user.isSuperuser)}</dd><dt>Active</dt><dd>${yesNo(user.isActive)}</dd><dt>Date joined</dt><dd>${user.dateJoined}</dd>
+<dt>Superuser</dt><dd>${yesNo(user.isSuperuser)}</dd>
+<dt>Active</dt><dd>${yesNo(user.isActive)}</dd>
+<dt>Date joined</dt><dd>${user.dateJoined}</dd>
 <dt>Last sign-in</dt><dd>${user.lastLogin ?? 'never'}</dd><dt>Live console sessions</dt><dd>${String(user.liveSessions)}</dd></dl>
 <h2>Memberships</h2>
 <table><thead><tr><th scope="col">Workspace</th><th scope="col">Slug</th><th scope="col">Role</th></tr></thead><tbody>
@@ -343,9 +360,15 @@ ${select('status', 'Status', status, [
   ['cancelled', 'cancelled'],
 ])}
 <button type="submit">Filter</button></form>
-<table><thead><tr><th scope="col">Name</th><th scope="col">Slug</th><th scope="col">Status</th><th scope="col">Kind</th><th scope="col">Owner</th><th scope="col">Members</th><th scope="col">Created</th></tr></thead><tbody>
-${rows.map((o) => html`<tr><td><a href="/admin/organizations/${o.id}/">${o.name}</a></td><td>${o.slug}</td><td>${statusName(o.status)}</td><td>${o.isPersonal ? 'personal' : 'shared'}</td><td>${o.memberships.map((m) => m.user.username).join(', ') || (o.ownerEmail ?? '')}</td><td>${String(o._count.memberships)}</td><td>${o.createdAt}</td></tr>`)}
-</tbody></table>
+${dataTable(['Name', 'Slug', 'Status', 'Kind', 'Owner', 'Members', 'Created'], rows, (o) => [
+  html`<a href="/admin/organizations/${o.id}/">${o.name}</a>`,
+  o.slug,
+  statusName(o.status),
+  o.isPersonal ? 'personal' : 'shared',
+  o.memberships.map((m) => m.user.username).join(', ') || (o.ownerEmail ?? ''),
+  String(o._count.memberships),
+  o.createdAt,
+])}
 ${pager('/admin/organizations/', { search, status }, pageNumber(request), hasNext)}`,
       ),
     );
@@ -355,19 +378,26 @@ ${pager('/admin/organizations/', { search, status }, pageNumber(request), hasNex
     const o = await workspaceDetail(app.db, idParam(request));
     if (!o) throw new ConsoleHttpError(404, 'Not found', 'No such workspace.');
     const notice = query(request, 'done');
+    const csrf = csrfToken(secret, sessionOf(request).idHash);
     return page(
       reply,
       layout(
         { title: `Workspace ${o.name}`, user: pageUser(request) },
         html`
 ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
-<dl><dt>Name</dt><dd>${o.name}</dd><dt>Slug</dt><dd>${o.slug}</dd><dt>Status</dt><dd>${o.status === 'pending_owner' ? 'pending handoff' : o.status}</dd>
+<dl>
+<dt>Name</dt><dd>${o.name}</dd>
+<dt>Slug</dt><dd>${o.slug}</dd>
+<dt>Status</dt><dd>${o.status === 'pending_owner' ? 'pending handoff' : o.status}</dd>
 <dt>Kind</dt><dd>${o.isPersonal ? 'personal' : 'shared'}</dd><dt>Created</dt><dd>${o.createdAt}</dd></dl>
 ${
   o.status === 'pending_owner'
-    ? html`<h2>Pending handoff</h2><dl><dt>Owner email</dt><dd>${o.ownerEmail ?? ''}</dd><dt>Creator</dt><dd>${o.createdBy?.username ?? 'deleted user'}</dd></dl>
-${actionButton(`/admin/organizations/${o.id}/resend-owner-invitation/`, 'Resend owner invitation', csrfToken(secret, sessionOf(request).idHash))}
-${actionButton(`/admin/organizations/${o.id}/cancel/`, 'Cancel workspace', csrfToken(secret, sessionOf(request).idHash))}`
+    ? html`<h2>Pending handoff</h2><dl>
+<dt>Owner email</dt><dd>${o.ownerEmail ?? ''}</dd>
+<dt>Creator</dt><dd>${o.createdBy?.username ?? 'deleted user'}</dd>
+</dl>
+${actionButton(`/admin/organizations/${o.id}/resend-owner-invitation/`, 'Resend owner invitation', csrf)}
+${actionButton(`/admin/organizations/${o.id}/cancel/`, 'Cancel workspace', csrf)}`
     : ''
 }
 <h2>Members</h2>
@@ -376,8 +406,10 @@ ${o.memberships.map((m) => html`<tr><td><a href="/admin/users/${m.user.id}/">${m
 </tbody></table>
 <h2>Records (counts only)</h2>
 <table><thead><tr><th scope="col">Kind</th><th scope="col">Count</th></tr></thead><tbody>
-<tr><th scope="row">Companies</th><td>${String(o._count.companies)}</td></tr><tr><th scope="row">Contacts</th><td>${String(o._count.contacts)}</td></tr>
-<tr><th scope="row">Automations</th><td>${String(o._count.automations)}</td></tr><tr><th scope="row">Automation runs</th><td>${String(o._count.runs)}</td></tr>
+<tr><th scope="row">Companies</th><td>${String(o._count.companies)}</td></tr>
+<tr><th scope="row">Contacts</th><td>${String(o._count.contacts)}</td></tr>
+<tr><th scope="row">Automations</th><td>${String(o._count.automations)}</td></tr>
+<tr><th scope="row">Automation runs</th><td>${String(o._count.runs)}</td></tr>
 </tbody></table>`,
       ),
     );
@@ -412,10 +444,18 @@ ${o.memberships.map((m) => html`<tr><td><a href="/admin/users/${m.user.id}/">${m
         { title: 'Invitations', user: pageUser(request) },
         html`
 ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
-<form method="get" action="/admin/invitations/">${select('status', 'Status', status, [['', 'any'], ...statuses.map((s): [string, string] => [s, s])])} <button type="submit">Filter</button></form>
-<table><thead><tr><th scope="col">Workspace</th><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Status</th><th scope="col">Invited by</th><th scope="col">Expires</th><th scope="col">Action</th></tr></thead><tbody>
-${rows.map((i) => html`<tr><td>${i.organization.name}</td><td>${i.email}</td><td>${i.role}</td><td>${i.status}</td><td>${i.invitedBy?.username ?? ''}</td><td>${i.expiresAt}</td><td>${i.status === 'pending' && i.role !== 'owner' ? actionButton(`/admin/invitations/${i.id}/revoke/`, 'Revoke', csrf) : ''}</td></tr>`)}
-</tbody></table>
+<form method="get" action="/admin/invitations/">
+${select('status', 'Status', status, [['', 'any'], ...statuses.map((s): [string, string] => [s, s])])}
+<button type="submit">Filter</button></form>
+${dataTable(['Workspace', 'Email', 'Role', 'Status', 'Invited by', 'Expires', 'Action'], rows, (i) => [
+  i.organization.name,
+  i.email,
+  i.role,
+  i.status,
+  i.invitedBy?.username ?? '',
+  i.expiresAt,
+  i.status === 'pending' && i.role !== 'owner' ? actionButton(`/admin/invitations/${i.id}/revoke/`, 'Revoke', csrf) : '',
+])}
 ${pager('/admin/invitations/', { status }, pageNumber(request), hasNext)}`,
       ),
     );
@@ -451,7 +491,8 @@ ${invitations.map((i) => html`<tr><td>${i.email}</td><td>${i.expires_at}</td></t
 </tbody></table>
 <h2>Invite an administrator</h2>
 <form method="post" action="/admin/installation-admins/invite/"><input type="hidden" name="_csrf" value="${csrf}">
-<p><label for="email">Email</label> <input id="email" name="email" type="email" autocomplete="off" required maxlength="254"> <button type="submit">Invite</button></p>
+<p><label for="email">Email</label> <input id="email" name="email" type="email" autocomplete="off" required maxlength="254">
+<button type="submit">Invite</button></p>
 </form>`,
       ),
     );
@@ -478,10 +519,18 @@ ${invitations.map((i) => html`<tr><td>${i.email}</td><td>${i.expires_at}</td></t
       layout(
         { title: 'Automation runs', user: pageUser(request) },
         html`
-<form method="get" action="/admin/automation-runs/">${select('status', 'Status', status, [['', 'any'], ...RUN_STATUSES.map((s): [string, string] => [s, s])])} <button type="submit">Filter</button></form>
-<table><thead><tr><th scope="col">Workspace</th><th scope="col">Rule</th><th scope="col">Trigger</th><th scope="col">Status</th><th scope="col">Error message</th><th scope="col">Created</th><th scope="col">Finished</th></tr></thead><tbody>
-${rows.map((r) => html`<tr><td>${r.organization.name}</td><td>${r.automation.name}</td><td>${r.trigger}</td><td>${r.status}</td><td>${r.errorMessage ?? ''}</td><td>${r.createdAt}</td><td>${r.finishedAt ?? ''}</td></tr>`)}
-</tbody></table>
+<form method="get" action="/admin/automation-runs/">
+${select('status', 'Status', status, [['', 'any'], ...RUN_STATUSES.map((s): [string, string] => [s, s])])}
+<button type="submit">Filter</button></form>
+${dataTable(['Workspace', 'Rule', 'Trigger', 'Status', 'Error message', 'Created', 'Finished'], rows, (r) => [
+  r.organization.name,
+  r.automation.name,
+  r.trigger,
+  r.status,
+  r.errorMessage ?? '',
+  r.createdAt,
+  r.finishedAt ?? '',
+])}
 ${pager('/admin/automation-runs/', { status }, pageNumber(request), hasNext)}`,
       ),
     );
@@ -532,9 +581,14 @@ ${pager('/admin/outbox/', { status: current }, pageNumber(request), hasNext)}`,
 <label for="actor">Actor</label> <input id="actor" name="actor" value="${actor}">
 ${select('action', 'Action', action, [['', 'any'], ...AUDIT_ACTIONS.map((a): [string, string] => [a, a])])}
 <button type="submit">Filter</button></form>
-<table><thead><tr><th scope="col">Time</th><th scope="col">Actor</th><th scope="col">Action</th><th scope="col">Target</th><th scope="col">Workspace</th><th scope="col">Client IP</th></tr></thead><tbody>
-${rows.map((r) => html`<tr><td>${r.createdAt}</td><td>${r.actorType === 'user' ? r.actorUsername : r.actorType}</td><td>${r.action}</td><td>${r.targetType}${r.targetId ? ` ${r.targetId}` : ''}</td><td>${r.organizationId ?? ''}</td><td>${r.clientIp ?? ''}</td></tr>`)}
-</tbody></table>
+${dataTable(['Time', 'Actor', 'Action', 'Target', 'Workspace', 'Client IP'], rows, (r) => [
+  r.createdAt,
+  r.actorType === 'user' ? r.actorUsername : r.actorType,
+  r.action,
+  `${r.targetType}${r.targetId ? ` ${r.targetId}` : ''}`,
+  r.organizationId ?? '',
+  r.clientIp ?? '',
+])}
 ${pager('/admin/audit/', { actor, action }, pageNumber(request), hasNext)}`,
       ),
     );

@@ -79,3 +79,12 @@ export function select(id: string, label: string, current: string, choices: [str
     ([value, text]) => html`<option value="${value}"${current === value ? html` selected` : ''}>${text}</option>`,
   )}</select>`;
 }
+
+/** A data table: one column heading per name, then one row per item with the cells `cells` gives (values are escaped). */
+export function dataTable<T>(columns: string[], items: T[], cells: (item: T) => unknown[]): Safe {
+  const head = columns.map((column) => html`<th scope="col">${column}</th>`);
+  const rows = items.map((item) => html`<tr>${cells(item).map((cell) => html`<td>${cell}</td>`)}</tr>`);
+  return html`<table><thead><tr>${head}</tr></thead><tbody>
+${rows}
+</tbody></table>`;
+}
