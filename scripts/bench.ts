@@ -107,7 +107,8 @@ function insertFreshCompanies(organizationId: string): string {
 /** `count` contacts of one organization, spread over its companies `first..` in steps of `step`. */
 function insertContacts(organizationId: string, firstCompany: number, step: number, count: number): string {
   return `
-    INSERT INTO contacts (id, organization_id, company_id, first_name, last_name, email, phone_number, department, job_title, created_at, updated_at)
+    INSERT INTO contacts (id, organization_id, company_id, first_name, last_name, email, phone_number, department, job_title,
+                          created_at, updated_at)
     SELECT gen_random_uuid(), '${organizationId}', md5('company-' || (${firstCompany} + (j - 1) * ${step}))::uuid,
            initcap(w), 'Person' || j, 'person' || j || '@' || w || '.example', '+44-20-' || lpad(j::text, 7, '0'),
            'Sales', 'Manager', ts, ts
@@ -122,7 +123,8 @@ interface Seeded {
 
 /**
  * Loads the data with the non-unique indexes of companies/contacts dropped and rebuilt afterwards (as a bulk load
- * should; unique ones back foreign keys and stay), then ANALYZEs. The index definitions are read back from the migrated database, so they stay the ones
+ * should; unique ones back foreign keys and stay), then ANALYZEs. The index definitions are read back from the migrated database, so they
+ * stay the ones
  * the migrations create.
  */
 async function seed(url: string): Promise<Seeded> {
@@ -160,11 +162,13 @@ async function seed(url: string): Promise<Seeded> {
     await client.query('ANALYZE');
 
     const { rows: users } = await client.query<{ id: string }>(
-      `INSERT INTO users (id, username, email, password_hash, updated_at) VALUES (gen_random_uuid(), 'bench', 'bench@example.test', $1, now()) RETURNING id`,
+      `INSERT INTO users (id, username, email, password_hash, updated_at)
+       VALUES (gen_random_uuid(), 'bench', 'bench@example.test', $1, now()) RETURNING id`,
       [await hashPassword(PASSWORD)],
     );
     await client.query(
-      `INSERT INTO memberships (id, organization_id, user_id, role, updated_at) SELECT gen_random_uuid(), id, $1, 'owner', now() FROM organizations`,
+      `INSERT INTO memberships (id, organization_id, user_id, role, updated_at)
+       SELECT gen_random_uuid(), id, $1, 'owner', now() FROM organizations`,
       [users[0]!.id],
     );
     return { organizationId: big, seconds: (Date.now() - started) / 1000 };
@@ -454,7 +458,8 @@ async function main(): Promise<void> {
         ours.rssMb.toFixed(0),
       ]);
       verdicts.push(
-        `${mark(ratio >= scenario.minRatio)} ${scenario.name}: >= ${scenario.minRatio * 100} % of the baseline (${(ratio * 100).toFixed(0)} %)`,
+        `${mark(ratio >= scenario.minRatio)} ${scenario.name}: >= ${scenario.minRatio * 100} % of the baseline ` +
+          `(${(ratio * 100).toFixed(0)} %)`,
       );
     }
     if (rows.length > 0) {
@@ -510,7 +515,8 @@ async function main(): Promise<void> {
         ]);
       }
       output.push(
-        `Search matrix (limit 50; idle: slowest of ${CELL_IDLE_REQUESTS} single requests; then ${CELL_DURATION_S} s under ${CONNECTIONS} connections):`,
+        `Search matrix (limit 50; idle: slowest of ${CELL_IDLE_REQUESTS} single requests; ` +
+          `then ${CELL_DURATION_S} s under ${CONNECTIONS} connections):`,
         ...table(['cell', 'idle ms', 'req/s', 'p50 ms', 'p99 ms', 'errors'], searchRows),
         '',
       );

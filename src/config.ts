@@ -235,7 +235,8 @@ export function loadConfig(source: Record<string, string | undefined>): Config {
   // The one rule across variables.
   if (settings.webConcurrency > 1 && !settings.redisUrl) {
     warnings.push(
-      `WEB_CONCURRENCY=${settings.webConcurrency} without REDIS_URL: each process counts rate limits on its own, so a client gets up to ${settings.webConcurrency} times each limit.`,
+      `WEB_CONCURRENCY=${settings.webConcurrency} without REDIS_URL: each process counts rate limits on its own, ` +
+        `so a client gets up to ${settings.webConcurrency} times each limit.`,
     );
   }
   return deepFreeze({ ...settings, warnings });

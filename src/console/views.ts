@@ -28,7 +28,8 @@ export function layout(ctx: PageContext, body: Safe): string {
     ctx.user
       ? html`
 <nav aria-label="Console">${NAV.map(([name, href]) => html` <a href="${href}">${name}</a>`)}</nav>
-<form method="post" action="/admin/logout/"><input type="hidden" name="_csrf" value="${ctx.user.csrf}"><span>${ctx.user.username}</span> <button type="submit">Sign out</button></form>`
+<form method="post" action="/admin/logout/"><input type="hidden" name="_csrf" value="${ctx.user.csrf}">
+<span>${ctx.user.username}</span> <button type="submit">Sign out</button></form>`
       : ''
   }
 </header>
@@ -43,7 +44,8 @@ ${body}
 
 /** A POST button carrying the CSRF token. */
 export const actionButton = (action: string, label: string, csrf: string) =>
-  html`<form method="post" action="${action}"><input type="hidden" name="_csrf" value="${csrf}"><button type="submit">${label}</button></form>`;
+  html`<form method="post" action="${action}"><input type="hidden" name="_csrf" value="${csrf}">
+<button type="submit">${label}</button></form>`;
 
 export const yesNo = (value: boolean) => (value ? 'yes' : 'no');
 
@@ -70,7 +72,9 @@ export function errorPage(status: number, title: string, message: string, user?:
 /** Previous/next links keeping the current filters. */
 export function pager(base: string, params: Record<string, string>, page: number, hasNext: boolean): Safe {
   const link = (p: number) => `${base}?${new URLSearchParams({ ...params, page: String(p) }).toString()}`;
-  return html`<nav aria-label="Pages"><p>${page > 1 ? html`<a href="${link(page - 1)}" rel="prev">Previous</a> ` : ''}Page ${String(page)}${hasNext ? html` <a href="${link(page + 1)}" rel="next">Next</a>` : ''}</p></nav>`;
+  const previous = page > 1 ? html`<a href="${link(page - 1)}" rel="prev">Previous</a> ` : '';
+  const next = hasNext ? html` <a href="${link(page + 1)}" rel="next">Next</a>` : '';
+  return html`<nav aria-label="Pages"><p>${previous}Page ${String(page)}${next}</p></nav>`;
 }
 
 /** A select of choices with the current one selected. */

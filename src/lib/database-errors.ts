@@ -14,8 +14,16 @@ const UNAVAILABLE_KINDS = new Set([
   'TooManyConnections',
 ]);
 /** pg's own client-side messages, which carry no code. */
-const UNAVAILABLE_MESSAGE =
-  /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Cannot use a pool after calling end/i;
+const UNAVAILABLE_MESSAGE = new RegExp(
+  [
+    'Connection terminated',
+    'connection timeout',
+    'timeout exceeded when trying to connect',
+    'Client has encountered a connection error',
+    'Cannot use a pool after calling end',
+  ].join('|'),
+  'i',
+);
 
 function codesOf(error: Record<string, unknown>): unknown[] {
   const meta = error.meta as { driverAdapterError?: { cause?: Record<string, unknown> } } | undefined;

@@ -58,5 +58,6 @@ export const badGateway = (code: ErrorCode, detail: string) => new ProblemError(
 export const serviceUnavailable = (code: ErrorCode, detail: string, headers?: Record<string, string>) =>
   new ProblemError({ status: 503, code, title: 'Service unavailable', detail, headers });
 
-/** The same answer for a workspace that does not exist, one the caller is not a member of, a pending or cancelled one and a malformed id. */
+/** The same answer for a workspace that does not exist, one the caller is not a member of, a pending or cancelled one and a malformed id.
+ * */
 export const organizationNotFound = () => notFound('Organization not found.', 'organization_not_found');

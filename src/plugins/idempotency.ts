@@ -57,7 +57,8 @@ export default fp(
       // An expired or abandoned entry of this key is gone before the claim; others are purged now and then.
       await pool.query(
         `DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2
-           AND (created_at < now() - make_interval(hours => $3) OR (response_status IS NULL AND created_at < now() - make_interval(mins => $4)))`,
+           AND (created_at < now() - make_interval(hours => $3)
+                OR (response_status IS NULL AND created_at < now() - make_interval(mins => $4)))`,
         [user.id, key, KEEP_HOURS, ABANDONED_MINUTES],
       );
       if (Math.random() < 0.01)
@@ -97,7 +98,8 @@ export default fp(
       request.idempotencyClaim = undefined;
       if (reply.statusCode >= 200 && reply.statusCode < 300 && (typeof payload === 'string' || payload === null || payload === undefined)) {
         await pool.query(
-          `UPDATE idempotency_keys SET response_status = $3, response_content_type = $4, response_body = $5 WHERE user_id = $1 AND key = $2`,
+          `UPDATE idempotency_keys SET response_status = $3, response_content_type = $4, response_body = $5
+           WHERE user_id = $1 AND key = $2`,
           [claimed.userId, claimed.key, reply.statusCode, String(reply.getHeader('content-type') ?? '') || null, payload ?? null],
         );
       } else {

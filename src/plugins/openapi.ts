@@ -17,16 +17,22 @@ const errorCatalogue = () =>
 export const API_DESCRIPTION = `Multi-tenant CRM backend. Tenants are workspaces (organizations), reached only through a membership.
 
 Conventions:
-- Authenticate with \`POST /api/v1/auth/token/\` and send \`Authorization: Bearer <access>\`. Refresh tokens rotate: always store the new one.
-- Errors are RFC 9457 \`application/problem+json\` bodies with a stable \`code\` (catalogue below), the request id as \`instance\`, a \`detail\`, and \`errors\` per field for validation failures.
-- Unknown properties in a request body are rejected with 400 (CRM create bodies ignore \`organization\`/\`organization_id\`: the tenant comes from the path).
+- Authenticate with \`POST /api/v1/auth/token/\` and send \`Authorization: Bearer <access>\`. Refresh tokens rotate: always store
+  the new one.
+- Errors are RFC 9457 \`application/problem+json\` bodies with a stable \`code\` (catalogue below), the request id as
+  \`instance\`, a \`detail\`, and \`errors\` per field for validation failures.
+- Unknown properties in a request body are rejected with 400 (CRM create bodies ignore \`organization\`/\`organization_id\`: the
+  tenant comes from the path).
 - Organizations the caller cannot access answer 404, never 403, so their existence is not revealed.
 - Lists return a JSON array, newest first; pass \`limit\` (1-200, default 50) and follow the \`Link: <...>; rel="next"\` header.
 - Bodies over 1 MiB answer 413; bodies that are not JSON answer 415; rate limits answer 429 with \`Retry-After\`.
 - Public operations say \`security: []\`; the others need the bearer token (\`bearerAuth\`).
-- Path ids are UUIDs: \`/api/v1/organizations/provisioning/{organization_id}/\` and \`/api/v1/organizations/{organization_id}/...\` never match the same URL, since \`provisioning\` is not a UUID.
+- Path ids are UUIDs: \`/api/v1/organizations/provisioning/{organization_id}/\` and
+  \`/api/v1/organizations/{organization_id}/...\` never match the same URL, since \`provisioning\` is not a UUID.
 
-A separate administrative console for operators (staff users) is served at \`/admin/\`: server-rendered HTML pages with their own cookie sessions, outside this API and not described in this document; API Bearer tokens do not open it and its cookie does not authorize API requests.`;
+A separate administrative console for operators (staff users) is served at \`/admin/\`: server-rendered HTML pages with their
+own cookie sessions, outside this API and not described in this document; API Bearer tokens do not open it and its cookie does
+not authorize API requests.`;
 
 interface OpenApiResponse {
   headers?: Record<string, { required?: boolean; schema?: unknown; description?: string }>;

@@ -1,4 +1,5 @@
-// The `tenant` context's hooks: resolve :organization_id through the caller's membership (404 otherwise), then check the route's capability.
+// The `tenant` context's hooks: resolve :organization_id through the caller's membership (404 otherwise), then check the route's
+// capability.
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
 import { forbidden, organizationNotFound } from '../lib/problem.js';

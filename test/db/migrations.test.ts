@@ -66,7 +66,8 @@ t.test('applyMigrations applies every migration once, recorded as Prisma does', 
 
   const rows = await query<{ migration_name: string; checksum: string; finished: boolean; applied_steps_count: number }>(
     fresh.url,
-    'SELECT migration_name, checksum, finished_at IS NOT NULL AS finished, applied_steps_count FROM _prisma_migrations ORDER BY migration_name',
+    'SELECT migration_name, checksum, finished_at IS NOT NULL AS finished, applied_steps_count FROM _prisma_migrations ' +
+      'ORDER BY migration_name',
   );
   const checksums = await Promise.all(
     expected.map(async (name) =>

@@ -154,8 +154,8 @@ t.test('an existing user accepts with the Bearer token; the email must match', a
 
 t.test('expired links are 404; two simultaneous accepts cannot both succeed', async (t) => {
   const expiring = await inviteAdmin('late-admin@example.test');
-  await app.db
-    .$executeRaw`UPDATE installation_admin_invitations SET expires_at = now() - interval '1 minute' WHERE id = ${expiring.invitation.id}::uuid`;
+  await app.db.$executeRaw`UPDATE installation_admin_invitations SET expires_at = now() - interval '1 minute'
+    WHERE id = ${expiring.invitation.id}::uuid`;
   t.equal((await preview(expiring.token)).statusCode, 404);
   t.equal((await accept(expiring.token, { payload: { username: 'late', password: PASSWORD, display_name: 'Late' } })).statusCode, 404);
   t.notOk(

@@ -31,7 +31,10 @@ t.test('METRICS_TOKEN: /metrics on the API port needs the token', async (t) => {
   );
   t.match(
     body,
-    /crm_http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/api\/v1\/organizations\/:organization_id\/companies\/",status="200"\}/,
+    new RegExp(
+      'crm_http_request_duration_seconds_bucket\\{le="0.005",method="GET",' +
+        'route="/api/v1/organizations/:organization_id/companies/",status="200"\\}',
+    ),
     'latency histogram',
   );
   t.notMatch(body, new RegExp(organizationId), 'no ids in labels');

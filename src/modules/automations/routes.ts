@@ -36,7 +36,8 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...listed,
         operationId: 'listAutomations',
         summary: 'Automation rules of the organization.',
-        description: `${READ_NOTE + WEBHOOK_URL_NOTE}Webhook secrets are never returned (\`action_config.has_secret\` tells whether one is set).`,
+        description:
+          `${READ_NOTE + WEBHOOK_URL_NOTE}Webhook secrets are never returned ` + '(`action_config.has_secret` tells whether one is set).',
         params: OrganizationParamsSchema,
         response: responses({ 200: pageResponse(AutomationSchema, 'Rules, newest first.') }, 401, 403, 404),
       },
@@ -60,7 +61,8 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'From then on every matching CRM event of the organization queues a run while the rule is active (`is_active`, ' +
           'default true, is fixed at creation: rules cannot be changed or deleted). `action_config` depends on ' +
           "`action_type`: `send_email` `{to, subject, body}`, sent through the workspace's default email account or the " +
-          'installation fallback (see `SendEmailConfig` for the sending policy); `webhook` `{url, secret?}`. A webhook URL with a loopback, private, link-local or ' +
+          'installation fallback (see `SendEmailConfig` for the sending policy); `webhook` `{url, secret?}`. A webhook ' +
+          'URL with a loopback, private, link-local or ' +
           'other non-public literal address, or a `localhost` name, is refused (400 `errors["action_config.url"]`) unless ' +
           'the server sets AUTOMATION_WEBHOOK_ALLOW_PRIVATE=true; host names are checked again after DNS on every delivery. ' +
           'The `secret` is stored encrypted and never returned; without a server EMAIL_ENCRYPTION_KEY it cannot be stored ' +
@@ -142,7 +144,8 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           MANAGE_NOTE +
           'Not a dry run: the email is sent, the webhook called, synchronously, also for an inactive rule. The event ' +
           'carries `test: true` and `data` from the body (default `{}`); the body may be omitted. Answers 201 with the ' +
-          'run whether it succeeded, failed or was skipped by the sending policy: inspect `status` and `run.error_message`. One attempt, no retries; a ' +
+          'run whether it succeeded, failed or was skipped by the sending policy: inspect `status` and ' +
+          '`run.error_message`. One attempt, no retries; a ' +
           'webhook gets 5 seconds and redirects are not followed (a 3xx is a failure). Test runs (and email-account test ' +
           'sends) are limited per user (`RATE_LIMIT_TEST_SENDS_PER_HOUR`, 429 with `Retry-After`).',
         params: AutomationParamsSchema,

@@ -104,7 +104,8 @@ export async function getAutomation(tenant: Tenant, id: string): Promise<Automat
 
 /**
  * Executes the rule's action now, whether the rule is active or not (a real send, not a dry run), and records the
- * run as `success`, `failed` or `skipped` (refused by the sending policy); a failed action is a result, not an error. No retries here: the caller sees the
+ * run as `success`, `failed` or `skipped` (refused by the sending policy); a failed action is a result, not an error. No retries here: the
+ * caller sees the
  * outcome of this one attempt.
  */
 export async function testAutomation(tenant: Tenant, id: string, input: AutomationTest, deps: ActionDeps): Promise<AutomationRun> {

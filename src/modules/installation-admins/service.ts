@@ -65,7 +65,8 @@ export function inviteAdmin(
     const message = renderEmail({
       subject: 'You are invited to administer the Workspace CRM installation',
       paragraphs: [
-        `${inviter.username} invited you to become an installation administrator: you will be able to create workspaces and invite other administrators.`,
+        `${inviter.username} invited you to become an installation administrator: ` +
+          'you will be able to create workspaces and invite other administrators.',
       ],
       action: { label: 'Accept the invitation', url: `${deps.appUrl}/installation-admin-invite/${link.token}` },
       footer: 'This link works once and expires in seven days. If you did not expect it, ignore this email.',

@@ -41,7 +41,8 @@ export const OrganizationCreatedSchema = Type.Intersect(
   {
     title: 'OrganizationCreated',
     description:
-      'The new workspace. While the handoff is pending, current_user_role is `admin`: your temporary membership, removed when the Owner accepts.',
+      'The new workspace. While the handoff is pending, current_user_role is `admin`: your temporary membership, removed ' +
+      'when the Owner accepts.',
   },
 );
 

@@ -7,7 +7,8 @@ import { SetupAvailabilitySchema, SetupRequestSchema, SmtpTestRequestSchema } fr
 const GATE_DESCRIPTION =
   '403 `setup_closed` once setup has completed (or users or workspaces exist), whatever the body; ' +
   '403 `setup_unavailable` when the server has no SERVICE_SETUP_TOKEN of at least 32 characters. ' +
-  'A wrong `setup_token` answers 400 with `errors.setup_token`. Rate-limited per client IP (default 5 per minute, shared with the other setup POST).';
+  'A wrong `setup_token` answers 400 with `errors.setup_token`. Rate-limited per client IP (default 5 per minute, shared ' +
+  'with the other setup POST).';
 
 /** Public: the setup token in the body is the credential. */
 export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {

@@ -9,7 +9,8 @@ export const SetupAvailabilitySchema = Type.Object(
   {
     available: Type.Boolean({
       description:
-        'true while setup can run: a setup token of at least 32 characters is configured and the installation has no users and no workspaces yet.',
+        'true while setup can run: a setup token of at least 32 characters is configured and the installation has no ' +
+        'users and no workspaces yet.',
     }),
   },
   { title: 'SetupAvailability' },
