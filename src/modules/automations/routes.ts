@@ -23,6 +23,7 @@ const READ_NOTE = 'Needs VIEW_CRM (every role). ';
 const WEBHOOK_URL_NOTE =
   'Callers without MANAGE_AUTOMATIONS see only the origin of a webhook `url` (`https://hooks.example.com`): webhook ' +
   'paths often carry credentials. ';
+const SECRET_NOTE = 'Webhook secrets are never returned (`action_config.has_secret` tells whether one is set).';
 const MANAGE_NOTE = 'Needs MANAGE_AUTOMATIONS (owner, admin): 403 otherwise. ';
 
 /** The automation rules and runs of the workspace in the path. */
@@ -36,8 +37,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...listed,
         operationId: 'listAutomations',
         summary: 'Automation rules of the organization.',
-        description:
-          `${READ_NOTE + WEBHOOK_URL_NOTE}Webhook secrets are never returned ` + '(`action_config.has_secret` tells whether one is set).',
+        description: `${READ_NOTE + WEBHOOK_URL_NOTE}${SECRET_NOTE}`,
         params: OrganizationParamsSchema,
         response: responses({ 200: pageResponse(AutomationSchema, 'Rules, newest first.') }, 401, 403, 404),
       },
