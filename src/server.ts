@@ -1,4 +1,5 @@
-// Entry point: config → embedded PostgreSQL when DATABASE_URL is unset → migrations → app → listen; SIGTERM drains.
+// Entry point: config → embedded PostgreSQL when DATABASE_URL is unset → migrations (ours, then the job queue's) → app
+// → listen; SIGTERM drains.
 // With WEB_CONCURRENCY > 1 this process does the first steps once and then supervises that many server processes
 // (node:cluster) sharing the port; SIGTERM drains them all before the embedded database stops.
 import cluster, { type Worker } from 'node:cluster';
@@ -9,6 +10,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { buildApp } from './app.js';
 import { startEmbeddedPostgres, type RunningPostgres } from './db/embedded-postgres.js';
 import { applyMigrations } from './db/migrate.js';
+import { installJobQueue } from './jobs/install.js';
 
 /** How long a drain may take before close-with-grace (one process) or the supervisor (several) gives up. */
 const DRAIN_MS = 10_000;
@@ -119,6 +121,8 @@ async function main(): Promise<void> {
   try {
     const applied = await applyMigrations(config.databaseUrl!);
     if (applied.length > 0) process.stdout.write(`Applied migrations: ${applied.join(', ')}\n`);
+    // The job queue's own schema, once here rather than in each server process.
+    await installJobQueue(config.databaseUrl!, (msg) => process.stdout.write(`${msg}\n`));
     if (config.webConcurrency > 1) return await supervise(config, embedded);
     const app = await serve(config, async () => {
       await embedded?.stop();

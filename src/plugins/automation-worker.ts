@@ -1,19 +1,25 @@
-// Runs the automation worker while the app is up: executes queued runs (see run-queue.ts) and stops cleanly on close.
+// Runs the automation run jobs while the app is up (see run-queue.ts); the app's close drains them.
 import fp from 'fastify-plugin';
-import { runPollLoop } from '../lib/poll-loop.js';
-import { processRunBatch } from '../modules/automations/run-queue.js';
+import { keepJobRunner } from '../jobs/queue.js';
+import { automationTasks } from '../modules/automations/run-queue.js';
+
+/** Runs executed at once by one process (a webhook may take its full 5 s). */
+const CONCURRENCY = 10;
 
 export default fp(
   async (app) => {
-    const deps = {
-      db: app.db,
-      encryptionKey: app.config.emailEncryptionKey,
-      allowPrivateTargets: app.config.webhookAllowPrivate,
-      automationEmailsPerHour: app.config.automationEmailsPerHour,
-      smtpAllowPrivate: app.config.smtpAllowPrivate,
-      log: app.log,
-    };
-    runPollLoop(app, 'automation worker', app.config.outboxPollIntervalMs, () => processRunBatch(app.db, deps));
+    keepJobRunner(app, {
+      label: 'automation',
+      concurrency: CONCURRENCY,
+      taskList: automationTasks({
+        db: app.db,
+        encryptionKey: app.config.emailEncryptionKey,
+        allowPrivateTargets: app.config.webhookAllowPrivate,
+        automationEmailsPerHour: app.config.automationEmailsPerHour,
+        smtpAllowPrivate: app.config.smtpAllowPrivate,
+        log: app.log,
+      }),
+    });
   },
   { name: 'automation-worker', dependencies: ['db'] },
 );
