@@ -38,7 +38,10 @@ function runTap(args: string[], templateUrl: string): Promise<number> {
     let signalled: NodeJS.Signals | undefined;
     let killTimer: NodeJS.Timeout | undefined;
     const forward = (signal: NodeJS.Signals): void => {
-      if (signalled !== undefined) return signalGroup('SIGKILL');
+      if (signalled !== undefined) {
+        signalGroup('SIGKILL');
+        return;
+      }
       signalled = signal;
       signalGroup(signal);
       killTimer = setTimeout(() => signalGroup('SIGKILL'), KILL_GRACE_MS);

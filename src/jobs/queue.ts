@@ -80,6 +80,13 @@ export class RetryLater extends Error {
 
 type Log = Pick<FastifyBaseLogger, 'error' | 'warn' | 'info' | 'debug'>;
 
+/**
+ * Completions and failures go through graphile-worker's batcher (with no delay), not its direct path: a database
+ * error there reaches an error handler that stops the runner (started again below) instead of surfacing as an
+ * unhandled rejection, and a stopping runner waits for them, so a drain returns with every outcome written.
+ */
+const RELEASE_THROUGH_BATCHER = { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } };
+
 /** graphile-worker's log lines into the app's log: its routine chatter at debug, problems at warn and error. */
 function jobLogger(log: Log, label: string): Logger {
   return new Logger((scope) => (level: LogLevel, message: string, meta?: Record<string, unknown>) => {
@@ -146,6 +153,7 @@ export function keepJobRunner(app: FastifyInstance, options: JobRunnerOptions): 
           noHandleSignals: true,
           // No crontab: nothing here runs on a schedule, and no file next to the process may add any.
           parsedCronItems: [],
+          preset: RELEASE_THROUGH_BATCHER,
           logger: jobLogger(app.log, label),
         });
         runner = started;
@@ -195,6 +203,7 @@ export async function runDueJobs(connectionString: string, taskList: TaskList, l
     connectionString,
     taskList,
     noHandleSignals: true,
+    preset: RELEASE_THROUGH_BATCHER,
     events,
     logger: jobLogger(log ?? quiet, 'run once'),
   });
