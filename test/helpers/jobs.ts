@@ -38,19 +38,20 @@ export async function storedJobOf(sql: Sql, kind: JobKind, rowId: string): Promi
 
 /**
  * What the passing of time does to a retry: the row's job becomes due now (optionally with `attempts` already
- * made), through graphile-worker's administrative `reschedule_jobs`. It skips a job still locked by the attempt
- * that just failed, so this waits until that attempt has released it.
+ * made), through graphile-worker's administrative `reschedule_jobs`. That skips a job still locked by the attempt
+ * that just failed, so this waits until the attempt has released it; a job already done (gone) is left alone.
  */
 export async function makeDue(sql: Sql, kind: JobKind, rowId: string, options: { attempts?: number } = {}, timeoutMs = 10_000) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { rows } = await sql.query(
-      `SELECT id FROM graphile_worker.reschedule_jobs(
-         ARRAY(SELECT id FROM graphile_worker.jobs WHERE key = $1), run_at := now(), attempts := $2::int)`,
+    const { rows } = await sql.query<{ rescheduled: number; present: number }>(
+      `WITH r AS (SELECT id FROM graphile_worker.reschedule_jobs(
+         ARRAY(SELECT id FROM graphile_worker.jobs WHERE key = $1), run_at := now(), attempts := $2::int))
+       SELECT (SELECT count(*) FROM r)::int AS rescheduled, (SELECT count(*) FROM graphile_worker.jobs WHERE key = $1)::int AS present`,
       [jobKey(kind, rowId), options.attempts ?? null],
     );
-    if (rows.length === 1) return;
-    if (Date.now() > deadline) throw new Error(`the job of ${rowId} did not become reschedulable`);
+    if (rows[0]!.rescheduled === 1 || rows[0]!.present === 0) return;
+    if (Date.now() > deadline) throw new Error(`the job of ${rowId} stayed locked`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
