@@ -63,7 +63,9 @@ async function supervise(config: Config, embedded: RunningPostgres | undefined):
     stopping = true;
     const alive = workers.filter((worker) => !worker.isDead());
     for (const worker of alive) worker.process.kill('SIGTERM');
-    const timer = setTimeout(() => alive.forEach((worker) => worker.process.kill('SIGKILL')), DRAIN_MS + 2_000);
+    const timer = setTimeout(() => {
+      for (const worker of alive) worker.process.kill('SIGKILL');
+    }, DRAIN_MS + 2_000);
     await Promise.all(alive.map((worker) => (worker.isDead() ? undefined : once(worker, 'exit'))));
     clearTimeout(timer);
     await embedded?.stop();
@@ -92,7 +94,7 @@ async function supervise(config: Config, embedded: RunningPostgres | undefined):
 }
 
 async function main(): Promise<void> {
-  let config;
+  let config: Config;
   try {
     config = loadConfig(process.env);
   } catch (error) {
