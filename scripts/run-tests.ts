@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../src/db/embedded-postgres.js';
 import { applyMigrations } from '../src/db/migrate.js';
+import { installJobQueue } from '../src/jobs/install.js';
 import { adminQuery, databaseUrl } from '../src/db/server-admin.js';
 import { projectRoot } from '../src/lib/project-root.js';
 
@@ -103,6 +104,8 @@ async function main(): Promise<number> {
       });
     }
     const applied = await applyMigrations(templateUrl);
+    // Installed into the template too, so that no test file pays for the job queue's migrations.
+    await installJobQueue(templateUrl);
     // No session may stay on a template while it is copied; refusing connections makes a stray one fail loudly.
     await adminQuery(server, `ALTER DATABASE "${template}" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false`);
     const { hostname, port } = new URL(server);

@@ -16,9 +16,7 @@ import rateLimitPlugin from './plugins/rate-limit.js';
 import openapiPlugin from './plugins/openapi.js';
 import metricsPlugin from './plugins/metrics.js';
 import idempotencyPlugin from './plugins/idempotency.js';
-import outboxPlugin from './plugins/outbox.js';
 import tenancyPlugin from './plugins/tenancy.js';
-import automationWorkerPlugin from './plugins/automation-worker.js';
 import healthRoutes from './modules/health/routes.js';
 import * as auth from './modules/auth/routes.js';
 import * as account from './modules/account/routes.js';
@@ -34,6 +32,7 @@ import * as automations from './modules/automations/routes.js';
 import { OrganizationSchema, RoleSchema } from './modules/organizations/organization-dto.js';
 import { publicContext, TENANT_PREFIX, tenantContext, userContext } from './http/contexts.js';
 import { composeServices } from './services.js';
+import { startJobWorkers } from './workers.js';
 import consoleRoutes from './console/routes.js';
 
 export type App = FastifyInstance;
@@ -109,10 +108,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(rateLimitPlugin);
   await app.register(openapiPlugin);
   await app.register(tenancyPlugin);
-  if (options.backgroundWorkers !== false) {
-    await app.register(outboxPlugin);
-    await app.register(automationWorkerPlugin);
-  }
+  if (options.backgroundWorkers !== false) startJobWorkers(app);
 
   app.decorate('services', composeServices({ db: app.db, pool: app.pg, jwt: app.jwtCodec, config }));
   // Shared by several modules' schemas (they reference them by $id).

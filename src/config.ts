@@ -131,6 +131,8 @@ const variables = {
   /** Whether workspace email accounts may point at loopback/private hosts (the installation fallback always may). */
   smtpAllowPrivate: flag('EMAIL_SMTP_ALLOW_PRIVATE'),
   outboxPollIntervalMs: integer('OUTBOX_POLL_INTERVAL_MS', 2000),
+  /** A job locked this long by a worker whose process is gone (its liveness lock is free) is released to the others. */
+  jobRecoverySeconds: integer('JOB_RECOVERY_SECONDS', 60),
   /** send_email automation messages one workspace may send per hour; beyond it runs end `skipped`. */
   automationEmailsPerHour: integer('AUTOMATION_EMAILS_PER_HOUR', 100),
   /** Concurrent argon2 hashes, and how many more may wait before callers get 503. */

@@ -1,4 +1,5 @@
-// Entry point: config → embedded PostgreSQL when DATABASE_URL is unset → migrations → app → listen; SIGTERM drains.
+// Entry point: config → embedded PostgreSQL when DATABASE_URL is unset → migrations (ours, then the job queue's) → app
+// → listen; SIGTERM drains.
 // With WEB_CONCURRENCY > 1 this process does the first steps once and then supervises that many server processes
 // (node:cluster) sharing the port; SIGTERM drains them all before the embedded database stops.
 import cluster, { type Worker } from 'node:cluster';
@@ -10,6 +11,7 @@ import { buildApp } from './app.js';
 import { startEmbeddedPostgres, type RunningPostgres } from './db/embedded-postgres.js';
 import { applyMigrations } from './db/migrate.js';
 import { ensureDevelopmentSecrets } from './development-secrets.js';
+import { installJobQueue } from './jobs/install.js';
 
 /** How long a drain may take before close-with-grace (one process) or the supervisor (several) gives up. */
 const DRAIN_MS = 10_000;
@@ -24,7 +26,8 @@ function banner(config: Config, embedded: RunningPostgres | undefined, counts: {
   if (counts.users === 0 && counts.organizations === 0) {
     lines.push(
       config.setupToken
-        ? 'First-run setup is open: POST /api/v1/setup/ with setup_token = the value of SERVICE_SETUP_TOKEN (make run keeps it in .data/setup-token) to create the first administrator and workspace.'
+        ? 'First-run setup is open: POST /api/v1/setup/ with setup_token = the value of SERVICE_SETUP_TOKEN ' +
+            '(make run keeps it in .data/setup-token) to create the first administrator and workspace.'
         : 'First-run setup is unavailable: set SERVICE_SETUP_TOKEN (at least 32 characters) and restart.',
     );
   }
@@ -86,7 +89,7 @@ async function supervise(config: Config, embedded: RunningPostgres | undefined):
     const { rows } = await client.query<{ users: number; organizations: number }>(
       'SELECT (SELECT count(*)::int FROM users) AS users, (SELECT count(*)::int FROM organizations) AS organizations',
     );
-    process.stdout.write(banner(config, embedded, rows[0]!));
+    process.stdout.write(banner(config, embedded, rows[0] ?? { users: 0, organizations: 0 }));
   } finally {
     await client.end();
   }
@@ -121,8 +124,12 @@ async function main(): Promise<void> {
   try {
     // A new frozen config with the embedded database's URL: the one loaded at boot is never changed.
     const runtimeConfig = embedded ? withDatabaseUrl(config, embedded.url) : config;
-    const applied = await applyMigrations(runtimeConfig.databaseUrl!);
+    const databaseUrl = embedded?.url ?? config.databaseUrl;
+    if (!databaseUrl) throw new Error('no database: DATABASE_URL is unset and the embedded PostgreSQL did not start');
+    const applied = await applyMigrations(databaseUrl);
     if (applied.length > 0) process.stdout.write(`Applied migrations: ${applied.join(', ')}\n`);
+    // The job queue's own schema, once here rather than in each server process.
+    await installJobQueue(databaseUrl, (msg) => process.stdout.write(`${msg}\n`));
     if (runtimeConfig.webConcurrency > 1) return await supervise(runtimeConfig, embedded);
     const app = await serve(runtimeConfig, async () => {
       await embedded?.stop();

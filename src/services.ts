@@ -45,7 +45,6 @@ export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure
     companies: companyService,
     contacts: contactService,
     automations: createAutomationService({
-      db,
       encryptionKey,
       allowPrivateTargets: config.webhookAllowPrivate,
       automationEmailsPerHour: config.automationEmailsPerHour,

@@ -1,6 +1,7 @@
 // The console's reads and its sign-in/out: plain queries over installation-wide tables, and counts for tenant data.
 import type { Db } from '../db/client.js';
 import { burnPasswordCheck, verifyPassword } from '../lib/passwords.js';
+import { enqueueJob, JOBS, jobKey } from '../jobs/queue.js';
 import { recordAudit, type AuditContext } from '../modules/audit/audit-log.js';
 import { requestPasswordReset } from '../modules/account/password-service.js';
 import { linkStatus, usableAt } from '../modules/invitations/invitation-link.js';
@@ -130,7 +131,10 @@ export async function userDetail(db: Db, userId: string) {
 
 export const OUTBOX_STATUSES = ['pending', 'sent', 'failed'] as const;
 
-/** Outbox rows without their bodies: a message's links are credentials. */
+/**
+ * Outbox rows without their bodies (a message's links are credentials), each pending one with the time its job is
+ * due (graphile-worker's `jobs` view, looked up by job key; null while an attempt is in progress or without a job).
+ */
 export async function listOutbox(db: Db, status: string, page: number) {
   const rows = await db.emailOutbox.findMany({
     where: (OUTBOX_STATUSES as readonly string[]).includes(status) ? { status: status as (typeof OUTBOX_STATUSES)[number] } : {},
@@ -143,22 +147,33 @@ export async function listOutbox(db: Db, status: string, page: number) {
       toAddress: true,
       status: true,
       attempts: true,
-      nextAttemptAt: true,
       lastError: true,
       createdAt: true,
     },
   });
-  return { rows: rows.slice(0, PAGE_SIZE), hasNext: rows.length > PAGE_SIZE };
+  const shown = rows.slice(0, PAGE_SIZE);
+  const keys = shown.filter((row) => row.status === 'pending').map((row) => jobKey(JOBS.email, row.id));
+  const due =
+    keys.length === 0
+      ? []
+      : await db.$queryRaw<Array<{ key: string; run_at: Date }>>`
+          SELECT key, run_at FROM graphile_worker.jobs WHERE key = ANY(${keys}::text[]) AND locked_at IS NULL`;
+  const dueAt = new Map(due.map((job) => [job.key, job.run_at]));
+  return {
+    rows: shown.map((row) => ({ ...row, nextAttemptAt: dueAt.get(jobKey(JOBS.email, row.id)) ?? null })),
+    hasNext: rows.length > PAGE_SIZE,
+  };
 }
 
-/** Puts a failed email back in the queue for the worker; false when it is not (or no longer) failed. */
+/**
+ * Puts a failed email back in the queue with a new job (a fresh set of attempts); false when it is not (or no
+ * longer) failed. Its bodies were wiped when it failed, so a message that carried a link arrives without it.
+ */
 export async function retryEmail(db: Db, id: string, audit: AuditContext): Promise<boolean> {
   return db.$transaction(async (tx) => {
-    const updated = await tx.emailOutbox.updateMany({
-      where: { id, status: 'failed' },
-      data: { status: 'pending', nextAttemptAt: new Date(), lastError: null },
-    });
+    const updated = await tx.emailOutbox.updateMany({ where: { id, status: 'failed' }, data: { status: 'pending', lastError: null } });
     if (updated.count === 0) return false;
+    await enqueueJob(tx, JOBS.email, id);
     await recordAudit(tx, { ...audit, action: 'email.retried', target: { type: 'email', id } });
     return true;
   });
@@ -295,5 +310,6 @@ export async function listRuns(db: Db, status: string, page: number) {
       automation: { select: { name: true } },
     },
   });
-  return { rows: rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!), hasNext: ids.length > PAGE_SIZE };
+  const position = (id: string) => order.get(id) ?? 0;
+  return { rows: rows.sort((a, b) => position(a.id) - position(b.id)), hasNext: ids.length > PAGE_SIZE };
 }

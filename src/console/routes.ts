@@ -554,9 +554,16 @@ ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
           ['sent', 'sent'],
           ['failed', 'failed'],
         ])} <button type="submit">Filter</button></form>
-<table><thead><tr><th scope="col">Kind</th><th scope="col">Recipient</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Next attempt</th><th scope="col">Last error</th><th scope="col">Created</th><th scope="col">Action</th></tr></thead><tbody>
-${rows.map((e) => html`<tr><td>${e.subject}</td><td>${e.toAddress}</td><td>${e.status === 'pending' ? 'queued' : e.status}</td><td>${String(e.attempts)}</td><td>${e.status === 'pending' ? e.nextAttemptAt : ''}</td><td>${e.lastError ?? ''}</td><td>${e.createdAt}</td><td>${e.status === 'failed' ? actionButton(`/admin/outbox/${e.id}/retry/`, 'Retry', csrf) : ''}</td></tr>`)}
-</tbody></table>
+${dataTable(['Kind', 'Recipient', 'Status', 'Attempts', 'Next attempt', 'Last error', 'Created', 'Action'], rows, (e) => [
+  e.subject,
+  e.toAddress,
+  e.status === 'pending' ? 'queued' : e.status,
+  String(e.attempts),
+  e.status === 'pending' ? e.nextAttemptAt : '',
+  e.lastError ?? '',
+  e.createdAt,
+  e.status === 'failed' ? actionButton(`/admin/outbox/${e.id}/retry/`, 'Retry', csrf) : '',
+])}
 ${pager('/admin/outbox/', { status: current }, pageNumber(request), hasNext)}`,
       ),
     );

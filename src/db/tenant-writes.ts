@@ -1,10 +1,11 @@
 // Creates and updates of CRM records together with their automation event, in one statement on the shared pool:
-// the row and the queued runs of the organization's active rules commit together (one statement is one
+// the row and the queued runs of the organization's active rules, with their jobs, commit together (one statement is one
 // transaction) in one round trip, without Prisma's per-query compilation. Bound to one organization like the page
 // reader: `organization_id = $1` in every part of the statement, tables and columns from the services' `pageTable`
 // definitions, request values only as parameters.
 import type pg from 'pg';
 import type { CrmEventName } from '../lib/crm-events.js';
+import { RUN_JOBS_SQL } from '../jobs/queue.js';
 import type { PageTable } from './tenant-pages.js';
 
 /** Column values of a write: undefined leaves a column alone (its default on insert), null clears it. */
@@ -12,15 +13,18 @@ export type ColumnValues = Record<string, unknown>;
 
 /**
  * The statement's tail: queues one run per active rule of `$1` for the event (its name the last-but-one parameter,
- * the time the last one), whose payload is the event JSON with the written record (`record`, in API shape) as data.
+ * the time the last one), whose payload is the event JSON with the written record (`record`, in API shape) as data,
+ * and each run's job. A SELECT in WITH runs only when read, hence the job count the final row is filtered on.
  */
 function queueRuns(event: string, occurredAt: string): string {
   return (
     `, runs AS (INSERT INTO automation_runs (id, organization_id, automation_id, trigger, payload) ` +
     `SELECT gen_random_uuid(), a.organization_id, a.id, a.trigger, jsonb_build_object('event', ${event}::text, ` +
     `'organization_id', a.organization_id, 'data', to_jsonb(record), 'occurred_at', ${occurredAt}::text) ` +
-    `FROM automations a CROSS JOIN record WHERE a.organization_id = $1 AND a.trigger = ${event}::automation_trigger AND a.is_active) ` +
-    'SELECT * FROM record'
+    `FROM automations a CROSS JOIN record WHERE a.organization_id = $1 AND a.trigger = ${event}::automation_trigger AND a.is_active ` +
+    'RETURNING id), ' +
+    `jobs AS (SELECT ${RUN_JOBS_SQL} AS queued) ` +
+    'SELECT record.* FROM record, jobs WHERE jobs.queued >= 0'
   );
 }
 
@@ -47,7 +51,9 @@ export function scopeWrites(pool: pg.Pool, organizationId: string) {
       const text =
         `WITH record AS (INSERT INTO ${spec.table} (${columns.join(', ')}) VALUES (${row.join(', ')}) RETURNING ${spec.selectList})` +
         eventParameters(parameters, event);
-      return (await pool.query<Row>(text, parameters)).rows[0]!;
+      const [inserted] = (await pool.query<Row>(text, parameters)).rows;
+      if (!inserted) throw new Error(`INSERT INTO ${spec.table} returned no row`);
+      return inserted;
     },
     /** Changes the record's given columns and queues its event; undefined when the organization has no such record. */
     async update<Row extends pg.QueryResultRow>(

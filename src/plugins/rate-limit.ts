@@ -1,5 +1,4 @@
 // Named rate-limit presets (`app.rateLimitPreset(name)` → preHandler), keyed by actor, shared through Redis if set.
-import { once } from 'node:events';
 import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
 import { Redis } from 'ioredis';
@@ -90,7 +89,10 @@ export default fp(
       app.addHook('onReady', async () => {
         if (redis.status === 'ready') return;
         let timer: NodeJS.Timeout | undefined;
-        await Promise.race([once(redis, 'ready'), new Promise((resolve) => (timer = setTimeout(resolve, 5_000)))]);
+        // Not events.once: it rejects on the first 'error', and a slow first connection (a timed-out ready check)
+        // must not fail the start; ioredis keeps trying, and the requests fail closed/open until it is ready.
+        const ready = new Promise<void>((resolve) => redis.once('ready', () => resolve()));
+        await Promise.race([ready, new Promise((resolve) => (timer = setTimeout(resolve, 5_000)))]);
         clearTimeout(timer);
         if ((redis.status as string) !== 'ready') app.log.warn('rate limiter: Redis not reachable at start');
       });

@@ -1,13 +1,16 @@
-// CRM events: company/contact writes queue runs of the organization's active rules in the same transaction, and
-// the worker executes them (retries with backoff, several workers safe) without ever failing or slowing the write.
+// CRM events: company/contact writes queue runs of the organization's active rules, with their jobs, in the same
+// transaction, and the job queue's workers execute them (retries with backoff, several workers safe, a dead
+// worker's job taken over) without ever failing or slowing the write.
 import t from 'tap';
+import { JOBS, jobKey, runDueJobs } from '../../src/jobs/queue.js';
 import { dispatchEvent } from '../../src/modules/automations/dispatch.js';
-import { processRunBatch } from '../../src/modules/automations/run-queue.js';
+import { automationTasks } from '../../src/modules/automations/run-queue.js';
 import { buildTestApp, json } from '../helpers/app.js';
 import { setupInstallation } from '../helpers/fixtures.js';
+import { backoffMs, jobOf, makeDue, storedJobOf } from '../helpers/jobs.js';
 import { closedPortUrl, startWebhookTarget, type WebhookTarget } from './webhook-target.js';
 
-const { app } = await buildTestApp(t, { AUTOMATION_WEBHOOK_ALLOW_PRIVATE: 'true' });
+const { app, databaseUrl } = await buildTestApp(t, { AUTOMATION_WEBHOOK_ALLOW_PRIVATE: 'true' });
 const { admin, organizationId: acmeId } = await setupInstallation(app);
 
 const api = (orgId: string) => `/api/v1/organizations/${orgId}`;
@@ -29,7 +32,7 @@ const hookRule = (orgId: string, trigger: string, url: string, is_active = true)
 const runsOf = (orgId: string, automationId?: string) =>
   inject('GET', `${api(orgId)}/automations/${automationId ? `${automationId}/` : ''}runs/`);
 
-/** Polls the runs endpoint until `done` holds for the runs (the worker polls every 200 ms in tests). */
+/** Polls the runs endpoint until `done` holds for the runs (new jobs wake the worker; retries are found within 200 ms). */
 async function waitForRuns(orgId: string, done: (runs: any[]) => boolean, automationId?: string, timeoutMs = 10_000): Promise<any[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -37,6 +40,15 @@ async function waitForRuns(orgId: string, done: (runs: any[]) => boolean, automa
     if (done(runs)) return runs;
     if (Date.now() > deadline) throw new Error(`runs did not reach the expected state: ${JSON.stringify(runs)}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 const bodies = (target: WebhookTarget) => target.requests.map((r) => JSON.parse(r.body));
@@ -103,6 +115,10 @@ t.test("runs are queued in the caller's transaction: a rolled-back write queues 
   const [run] = await app.db.automationRun.findMany({ where: { automationId: rule.id } });
   t.ok(run, 'committed with the write');
   t.match(run!.payload, { event: 'company.created', organization_id: orgId, data: { id: 'y' } });
+  // Its job may already have run (and, the port being closed, wait for a retry): read it while it is there.
+  const stored = await storedJobOf(app.pg, JOBS.automationRun, run!.id);
+  if (stored) t.same(stored.payload, { id: run!.id }, 'the job carries the run id, not the event or the rule');
+  else t.equal(await app.db.automationRun.count({ where: { id: run!.id, status: 'queued' } }), 0, 'the job ran already');
   t.equal(await app.db.automationRun.count({ where: { organizationId: orgId, trigger: 'company_updated' } }), 0);
 });
 
@@ -131,10 +147,22 @@ t.test('a failing webhook never fails or slows the CRM write; failures are recor
 
   const [retrying] = await waitForRuns(orgId, (rs) => rs[0]?.attempts === 1 && rs[0]?.status === 'queued', refused.id);
   t.match(retrying, { error_message: 'Webhook connection refused.', finished_at: null }, 'a refused connection is retried later');
-  const row = await app.db.automationRun.findUniqueOrThrow({ where: { id: retrying.id } });
-  // Measured from the attempt's start, so a slow test machine cannot make it look sooner.
-  const delay = row.nextAttemptAt.getTime() - row.startedAt!.getTime();
-  t.ok(delay >= 8_000 && delay < 13_000, `next attempt 10 s ± 20 % after the failed one (${delay} ms)`);
+  // The run and its job read together once the failed attempt released the job: due exp(n) s after that attempt
+  // (graphile-worker's backoff), measured from the attempt's start, so a slow machine cannot make it look sooner.
+  const waiting = await until('the retry to be scheduled', async () => {
+    const { rows } = await app.pg.query<{ attempts: number; delay: number }>(
+      `SELECT r.attempts, (extract(epoch FROM j.run_at - r.started_at) * 1000)::int AS delay
+       FROM automation_runs r JOIN graphile_worker.jobs j ON j.key = $2
+       WHERE r.id = $1 AND r.status = 'queued' AND j.locked_at IS NULL AND j.attempts = r.attempts`,
+      [retrying.id, jobKey(JOBS.automationRun, retrying.id)],
+    );
+    return rows[0];
+  });
+  const expected = backoffMs(waiting.attempts);
+  t.ok(
+    waiting.delay >= expected - 50 && waiting.delay < expected + 3_000,
+    `attempt ${waiting.attempts + 1} due ${Math.round(expected)} ms after the failed one (${waiting.delay} ms)`,
+  );
 
   const [timedOut] = await waitForRuns(orgId, (rs) => rs[0]?.status === 'queued', hanging.id);
   t.match(timedOut, { error_message: 'Webhook timed out after 5 s.', attempts: 1 }, 'a timeout is retried later');
@@ -146,13 +174,11 @@ t.test('transient failures are retried with backoff, up to three attempts', asyn
   const target = await startWebhookTarget(t);
   const rule = await hookRule(orgId, 'company.created', target.url);
   // Skip the backoff wait: make the scheduled retry due now.
-  const dueNow = () =>
-    app.db.automationRun.updateMany({ where: { automationId: rule.id, status: 'queued' }, data: { nextAttemptAt: new Date() } });
+  const dueNow = (run: { id: string }) => makeDue(app.pg, JOBS.automationRun, run.id);
 
   target.respondWith.push(503);
   await inject('POST', `${api(orgId)}/companies/`, { name: 'Pied Piper' });
-  await waitForRuns(orgId, (rs) => rs[0]?.status === 'queued' && rs[0]?.attempts === 1, rule.id);
-  await dueNow();
+  await dueNow((await waitForRuns(orgId, (rs) => rs[0]?.status === 'queued' && rs[0]?.attempts === 1, rule.id))[0]);
   const [recovered] = await waitForRuns(orgId, (rs) => rs[0]?.status === 'success', rule.id);
   t.match(recovered, { attempts: 2, error_message: null });
   t.equal(target.requests.length, 2);
@@ -161,26 +187,28 @@ t.test('transient failures are retried with backoff, up to three attempts', asyn
   target.respondWith.push(503, 502, 500);
   await inject('POST', `${api(orgId)}/companies/`, { name: 'Raviga' });
   for (const attempts of [1, 2]) {
-    await waitForRuns(orgId, (rs) => rs[0]?.status === 'queued' && rs[0]?.attempts === attempts, rule.id);
-    await dueNow();
+    await dueNow((await waitForRuns(orgId, (rs) => rs[0]?.status === 'queued' && rs[0]?.attempts === attempts, rule.id))[0]);
   }
   const [gaveUp] = await waitForRuns(orgId, (rs) => rs[0]?.status === 'failed', rule.id);
   t.match(gaveUp, { attempts: 3, error_message: 'Webhook answered HTTP 500.' });
   t.ok(gaveUp.finished_at);
   t.equal(target.requests.length, 5, 'no fourth attempt');
+  t.equal(await jobOf(app.pg, JOBS.automationRun, gaveUp.id), undefined, 'the final failure completed the job: none left behind');
 });
 
-t.test('several workers at once never execute a run twice; a lost lease is taken over', async (t) => {
+t.test("several workers at once never execute a run twice; a dead worker's job is taken over", async (t) => {
   const orgId = await newOrganization('Busy');
   const target = await startWebhookTarget(t);
   const rule = await hookRule(orgId, 'contact.created', target.url);
-  const future = new Date(Date.now() + 60_000);
+  const heldBack =
+    `ARRAY(SELECT id FROM graphile_worker.jobs WHERE key IN ` +
+    `(SELECT '${JOBS.automationRun.task}:' || id FROM automation_runs WHERE automation_id = $1))`;
   await app.db.$transaction(async (tx) => {
     for (let i = 0; i < 25; i += 1) await dispatchEvent(tx, { organizationId: orgId, name: 'contact.created', data: { i } });
     // Held back, then released to all the workers at the same moment.
-    await tx.automationRun.updateMany({ where: { automationId: rule.id }, data: { nextAttemptAt: future } });
+    await tx.$executeRawUnsafe(`SELECT graphile_worker.reschedule_jobs(${heldBack}, run_at := now() + interval '1 minute')`, rule.id);
   });
-  await app.db.automationRun.updateMany({ where: { automationId: rule.id }, data: { nextAttemptAt: new Date() } });
+  await app.pg.query(`SELECT graphile_worker.reschedule_jobs(${heldBack}, run_at := now())`, [rule.id]);
   const deps = {
     db: app.db,
     encryptionKey: app.config.emailEncryptionKey,
@@ -189,9 +217,9 @@ t.test('several workers at once never execute a run twice; a lost lease is taken
     smtpAllowPrivate: true,
     log: app.log,
   };
-  // Three more workers beside the app's own, all polling at once.
-  const claimed = await Promise.all([1, 2, 3].map(() => processRunBatch(app.db, deps)));
-  t.comment(`claimed by the extra workers: ${claimed.join(', ')}`);
+  // Three more workers beside the app's own runner, all looking at once.
+  const ran = await Promise.all([1, 2, 3].map(() => runDueJobs(databaseUrl, automationTasks(deps))));
+  t.comment(`runs executed by the extra workers: ${ran.join(', ')}`);
 
   const runs = await waitForRuns(orgId, (rs) => rs.length === 25 && rs.every((r) => r.status === 'success'), rule.id);
   t.ok(
@@ -208,17 +236,31 @@ t.test('several workers at once never execute a run twice; a lost lease is taken
     Array.from({ length: 25 }, (_, i) => i),
   );
 
-  // A worker that died mid-run: its run stays `running` until the lease expires, then another worker takes it.
-  const lost = runs[0];
-  await app.db.automationRun.update({
-    where: { id: lost.id },
-    data: { status: 'running', finishedAt: null, lockedUntil: new Date(Date.now() - 1000) },
+  // A worker that died mid-run (SIGKILL): its run shows `running` with the attempt counted, and its job stays locked
+  // by it. That state is made here by hand, the lock written into graphile-worker's private table as get_job would.
+  const [lost] = await app.db.$transaction(async (tx) => {
+    await dispatchEvent(tx, { organizationId: orgId, name: 'contact.created', data: { i: 'lost' } });
+    const started = await tx.$queryRaw<Array<{ id: string }>>`
+      UPDATE automation_runs SET status = 'running', attempts = 1, started_at = now()
+      WHERE automation_id = ${rule.id}::uuid AND payload->'data'->>'i' = 'lost' RETURNING id`;
+    await tx.$executeRaw`
+      UPDATE graphile_worker._private_jobs SET locked_at = now(), locked_by = 'worker-that-died', attempts = 1
+      WHERE key = ${jobKey(JOBS.automationRun, started[0]!.id)}`;
+    return started;
   });
-  // The claim already shows attempt 2 (still running): wait for its outcome.
-  const [takenOver] = await waitForRuns(
-    orgId,
-    (rs) => rs.some((r) => r.id === lost.id && r.attempts === 2 && r.status !== 'running'),
-    rule.id,
-  ).then((rs) => rs.filter((r) => r.id === lost.id));
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  t.match(
+    (await runsOf(orgId, rule.id)).find((r: { id: string }) => r.id === lost!.id),
+    { status: 'running', attempts: 1 },
+    'a locked job is left to its worker',
+  );
+  t.equal(target.requests.length, 25, 'nothing sent meanwhile');
+  // Released as after graphile-worker's lock expiry (4 hours), or at once by an operator who knows the worker is gone.
+  await app.pg.query(`SELECT graphile_worker.force_unlock_workers(ARRAY['worker-that-died'])`);
+  const [takenOver] = await waitForRuns(orgId, (rs) => rs.some((r) => r.id === lost!.id && r.status !== 'running'), rule.id).then((rs) =>
+    rs.filter((r) => r.id === lost!.id),
+  );
   t.match(takenOver, { status: 'success', attempts: 2 });
+  t.equal(target.requests.length, 26, 'delivered once more');
+  t.equal(target.requests[25]!.headers['x-webhook-delivery'], lost!.id, 'with the delivery id of the interrupted attempt');
 });

@@ -1,13 +1,16 @@
-// The email outbox: transactional enqueueing, the right SMTP account, retries with backoff, failures, exactly-once claims.
-import t from 'tap';
+// The email outbox: transactional enqueueing with its job, the right SMTP account, retries with the queue's backoff,
+// failures, each message sent once by concurrent workers, and no body or link in the job queue.
+import t, { type Test } from 'tap';
+import { JOBS, runDueJobs } from '../../src/jobs/queue.js';
 import { emailAccountColumns, type SmtpAccountInput } from '../../src/modules/email/smtp-account-input.js';
-import { enqueueEmail, processOutboxBatch } from '../../src/modules/email/outbox.js';
+import { enqueueEmail, outboxTasks } from '../../src/modules/email/outbox.js';
 import { buildTestApp, TEST_EMAIL_KEY } from '../helpers/app.js';
 import { setupInstallation } from '../helpers/fixtures.js';
+import { backoffMs, jobOf, makeDue, removeJob, storedJobOf } from '../helpers/jobs.js';
 import { startMailbox, type Mailbox } from '../helpers/mailbox.js';
 
-// The app's own worker polls once at start and then sleeps for an hour: this file drives the batches itself.
-const { app, logs } = await buildTestApp(t, { OUTBOX_POLL_INTERVAL_MS: '3600000' });
+// The app runs no job runner of its own: this file runs the due jobs itself, step by step.
+const { app, logs, databaseUrl } = await buildTestApp(t, {}, { backgroundWorkers: false });
 const key = Buffer.from(TEST_EMAIL_KEY, 'base64');
 const fallback = await startMailbox(t);
 const orgMailbox = await startMailbox(t, { username: 'org-sender', password: 'org-smtp-password' });
@@ -16,9 +19,17 @@ const WRONG_PASSWORD = 'not-the-org-smtp-password';
 
 const { organizationId } = await setupInstallation(app, fallback);
 
-const runBatch = () => processOutboxBatch(app.db, key, app.log, true);
+/** Sends every due outbox job (as a worker of the job queue would), with the given encryption key; how many ran. */
+const runJobs = (encryptionKey = key) =>
+  runDueJobs(databaseUrl, outboxTasks({ db: app.db, encryptionKey, allowPrivateHosts: true, log: app.log }), app.log);
+const runBatch = () => runJobs();
+const jobOfRow = (id: string) => jobOf(app.pg, JOBS.email, id);
+const dueNow = (id: string, attempts?: number) => makeDue(app.pg, JOBS.email, id, { attempts });
 let sequence = 0;
-const address = (label: string) => `${label}-${(sequence += 1)}@example.test`;
+const address = (label: string) => {
+  sequence += 1;
+  return `${label}-${sequence}@example.test`;
+};
 
 function enqueue(to: string, options: { organizationId: string | null; requireAccount?: boolean; installationOnly?: boolean }) {
   return app.db.$transaction((tx) =>
@@ -42,6 +53,11 @@ async function useOrganizationAccount(mailbox: Mailbox, overrides: Record<string
 t.test('without its own account a workspace sends through the installation fallback; bodies are wiped once sent', async (t) => {
   const to = address('fallback');
   await enqueue(to, { organizationId });
+  const queued = await rowTo(to);
+  const stored = await storedJobOf(app.pg, JOBS.email, queued.id);
+  t.same(stored?.payload, { id: queued.id }, 'the job carries the row id and nothing else');
+  t.notMatch(JSON.stringify(stored), 'Secret link', 'no body in the job queue');
+  t.equal(stored?.max_attempts, JOBS.email.attempts + 1, 'its attempts, plus one that can only record an interrupted delivery');
   t.equal(await runBatch(), 1);
   const mail = await fallback.waitForTo(to);
   t.equal(mail.authUser, fallback.username);
@@ -51,6 +67,8 @@ t.test('without its own account a workspace sends through the installation fallb
   const row = await rowTo(to);
   t.match(row, { status: 'sent', attempts: 1, textBody: null, htmlBody: null, lastError: null });
   t.ok(row.sentAt instanceof Date);
+  t.equal(await jobOfRow(row.id), undefined, 'the job is done (graphile-worker deletes completed jobs)');
+  t.equal(await runBatch(), 0, 'nothing left to run');
 });
 
 t.test("a workspace's active default account sends its mail; installation-only mail still uses the fallback", async (t) => {
@@ -104,34 +122,53 @@ t.test('with no usable account: requireAccount refuses with 400, otherwise the r
   t.match(await rowTo(queued), { status: 'failed', lastError: /no email account/, textBody: null, htmlBody: null });
 });
 
-t.test('a wrong SMTP password: retried with growing backoff, recorded without the password, finally failed', async (t) => {
+/**
+ * Runs the due jobs and returns when the row's next attempt is due, measured from the run (graphile-worker's clock
+ * is the database's, on this machine).
+ */
+async function runAndMeasureRetry(t: Test, id: string, attempt: number) {
+  const before = Date.now();
+  t.equal(await runBatch(), 1);
+  const after = Date.now();
+  const job = await jobOfRow(id);
+  t.ok(job, 'the job waits for its retry');
+  t.equal(job?.attempts, attempt);
+  t.match(job?.last_error, /authentication/, "graphile-worker keeps the attempt's error");
+  const dueAt = job!.run_at.getTime();
+  // exp(attempt) seconds after the failure, which happened during the run.
+  t.ok(
+    dueAt >= before + backoffMs(attempt) - 250 && dueAt <= after + backoffMs(attempt) + 250,
+    `retry ${attempt} due ~${Math.round(backoffMs(attempt))} ms after the failure (${dueAt - before} ms after the run started)`,
+  );
+}
+
+t.test("a wrong SMTP password: retried with the queue's growing backoff, recorded without the password, finally failed", async (t) => {
   await useOrganizationAccount(orgMailbox, { password: WRONG_PASSWORD });
   t.teardown(() => app.db.emailAccount.deleteMany({ where: { organizationId } }));
   const to = address('wrong-password');
   await enqueue(to, { organizationId });
+  const { id } = await rowTo(to);
 
-  const started = Date.now();
-  t.equal(await runBatch(), 1);
+  await runAndMeasureRetry(t, id, 1);
   let row = await rowTo(to);
   t.match(row, { status: 'pending', attempts: 1, lastError: /authentication/ });
   t.notMatch(row.lastError, WRONG_PASSWORD);
   t.ok(row.textBody, 'the body is kept for the next attempt');
-  const firstDelay = row.nextAttemptAt.getTime() - started;
-  t.ok(firstDelay >= 7_000 && firstDelay <= 13_500, `first retry after ~10 s (${firstDelay} ms)`);
   t.equal(await runBatch(), 0, 'not retried before it is due');
 
-  await app.db.emailOutbox.update({ where: { id: row.id }, data: { nextAttemptAt: new Date() } });
-  const again = Date.now();
-  t.equal(await runBatch(), 1);
+  await dueNow(id);
+  await runAndMeasureRetry(t, id, 2);
   row = await rowTo(to);
-  const secondDelay = row.nextAttemptAt.getTime() - again;
   t.match(row, { status: 'pending', attempts: 2 });
-  t.ok(secondDelay >= 30_000 && secondDelay <= 50_000, `second retry after ~40 s (${secondDelay} ms)`);
+  t.notMatch(JSON.stringify(await storedJobOf(app.pg, JOBS.email, id)), WRONG_PASSWORD, 'no password in the job queue either');
 
   // Skip to the last allowed attempt.
-  await app.db.emailOutbox.update({ where: { id: row.id }, data: { attempts: 5, nextAttemptAt: new Date() } });
+  const last = JOBS.email.attempts;
+  await app.db.emailOutbox.update({ where: { id }, data: { attempts: last - 1 } });
+  await dueNow(id, last - 1);
   t.equal(await runBatch(), 1);
-  t.match(await rowTo(to), { status: 'failed', attempts: 6, lastError: /authentication/, textBody: null, htmlBody: null, sentAt: null });
+  t.match(await rowTo(to), { status: 'failed', attempts: last, lastError: /authentication/, textBody: null, htmlBody: null, sentAt: null });
+  t.equal(await jobOfRow(id), undefined, 'a final failure completes the job: nothing stays behind in the queue');
   t.notOk(orgMailbox.messages.some((m) => m.to.includes(to)));
 });
 
@@ -141,7 +178,11 @@ t.test('an unreachable SMTP server is retried', async (t) => {
   const to = address('unreachable');
   await enqueue(to, { organizationId });
   await runBatch();
-  t.match(await rowTo(to), { status: 'pending', attempts: 1, lastError: /connection/ });
+  const row = await rowTo(to);
+  t.match(row, { status: 'pending', attempts: 1, lastError: /connection/ });
+  t.ok((await jobOf(app.pg, JOBS.email, row.id))?.run_at, 'its retry is scheduled');
+  // Its retry would come due during the later tests.
+  await removeJob(app.pg, JOBS.email, row.id);
 });
 
 t.test('a 5xx refusal of the message is permanent: failed at once', async (t) => {
@@ -157,9 +198,10 @@ t.test('a 5xx refusal of the message is permanent: failed at once', async (t) =>
 t.test('a password that cannot be decrypted (key changed) is recorded and retried', async (t) => {
   const to = address('wrong-key');
   await enqueue(to, { organizationId });
-  await processOutboxBatch(app.db, Buffer.alloc(32, 9), app.log, true);
-  t.match(await rowTo(to), { status: 'pending', attempts: 1, lastError: /cannot be decrypted/ });
-  await app.db.emailOutbox.updateMany({ where: { toAddress: to }, data: { nextAttemptAt: new Date() } });
+  await runJobs(Buffer.alloc(32, 9));
+  const row = await rowTo(to);
+  t.match(row, { status: 'pending', attempts: 1, lastError: /cannot be decrypted/ });
+  await dueNow(row.id);
   await runBatch();
   t.match(await rowTo(to), { status: 'sent', attempts: 2, lastError: null });
   t.ok(await fallback.waitForTo(to));
@@ -180,13 +222,16 @@ t.test('an account deactivated after queueing is replaced by the current sender'
 t.test('a row whose worker kept dying mid-send is failed without another attempt', async (t) => {
   const to = address('interrupted');
   await enqueue(to, { organizationId });
-  await app.db.emailOutbox.updateMany({ where: { toAddress: to }, data: { attempts: 6 } });
+  // Every attempt begun and never reported back: the job's extra one only records it.
+  const attempts = JOBS.email.attempts;
+  await app.db.emailOutbox.updateMany({ where: { toAddress: to }, data: { attempts } });
+  await dueNow((await rowTo(to)).id, attempts);
   await runBatch();
-  t.match(await rowTo(to), { status: 'failed', attempts: 7, lastError: /interrupted/ });
+  t.match(await rowTo(to), { status: 'failed', attempts: attempts + 1, lastError: /interrupted/ });
   t.notOk(fallback.messages.some((m) => m.to.includes(to)));
 });
 
-t.test('concurrent workers claim each row once: every message is sent exactly once', async (t) => {
+t.test('concurrent workers take each job once: every message is sent exactly once', async (t) => {
   const recipients = Array.from({ length: 25 }, () => address('concurrent'));
   for (const to of recipients) await enqueue(to, { organizationId });
   let handled = 0;

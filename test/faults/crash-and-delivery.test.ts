@@ -7,6 +7,8 @@ import { apiClient, killGroup, startServer, stop, type Started } from '../helper
 import { startWebhookTarget } from '../automations/webhook-target.js';
 import { ADMIN } from '../helpers/fixtures.js';
 import { TEST_EMAIL_KEY, TEST_SETUP_TOKEN } from '../helpers/app.js';
+import { JOBS, jobKey } from '../../src/jobs/queue.js';
+import { makeDue } from '../helpers/jobs.js';
 
 const database = await createTestDatabase();
 t.teardown(() => database.drop());
@@ -23,6 +25,8 @@ const env = {
   EMAIL_SMTP_ALLOW_PRIVATE: 'true',
   AUTOMATION_WEBHOOK_ALLOW_PRIVATE: 'true',
   OUTBOX_POLL_INTERVAL_MS: '100',
+  // The jobs of a worker whose process died are released this long after they were locked (default 60).
+  JOB_RECOVERY_SECONDS: '3',
 };
 
 async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
@@ -35,12 +39,11 @@ async function until<T>(what: string, probe: () => Promise<T | undefined | false
   }
 }
 
-/** What a lease expiry does in real time (minutes): due now. Only rows whose worker is gone are touched. */
-const expireLeases = () =>
-  Promise.all([
-    sql.query(`UPDATE email_outbox SET next_attempt_at = now() WHERE status = 'pending'`),
-    sql.query(`UPDATE automation_runs SET locked_until = now() WHERE status = 'running'`),
-  ]);
+/** The job queue's workers holding jobs: after a SIGKILL, those of the dead process (their locks outlive it). */
+const lockingWorkers = async () =>
+  (await sql.query<{ locked_by: string }>('SELECT DISTINCT locked_by FROM graphile_worker.jobs WHERE locked_by IS NOT NULL')).rows.map(
+    (row) => row.locked_by,
+  );
 
 const messageIdOf = (raw: string) => /^Message-ID:\s*(<[^>\r\n]+>)/im.exec(raw)?.[1];
 
@@ -92,11 +95,22 @@ t.test(
     const runsAfterKill = await sql.query(`SELECT status FROM automation_runs`);
     t.same(runsAfterKill.rows, [{ status: 'running' }], 'the run was running when the process died');
     const outboxAfterKill = await sql.query(`SELECT status, attempts FROM email_outbox`);
-    t.same(outboxAfterKill.rows, [{ status: 'pending', attempts: 1 }], 'the email was claimed, not recorded as sent');
+    t.same(outboxAfterKill.rows, [{ status: 'pending', attempts: 1 }], 'the email was being sent, not recorded as sent');
+    const deadWorkers = await lockingWorkers();
+    const locked = await sql.query(`SELECT key FROM graphile_worker.jobs WHERE locked_by IS NOT NULL ORDER BY key`);
+    t.same(
+      locked.rows.map((row) => row.key.split(':')[0]),
+      [JOBS.automationRun.task, JOBS.email.task],
+      'both jobs stay locked by the dead process',
+    );
 
     mailbox.stall = false;
+    // The new process's liveness sweep finds nobody holding the dead workers' proof of life and releases their jobs.
     server = await startServer(env);
-    await expireLeases();
+    await until('the dead workers to hold no job', async () => {
+      const holders = await lockingWorkers();
+      return !holders.some((worker) => deadWorkers.includes(worker));
+    });
     const delivered = await mailbox.waitForTo('crash@example.test', 30_000);
     t.equal(messageIdOf(delivered.raw), messageIdOf(mailbox.held[0]!), 'the retry carries the Message-ID of the interrupted attempt');
     t.ok(messageIdOf(delivered.raw), 'a Message-ID is set');
@@ -130,21 +144,24 @@ t.test('an SMTP server that disappears: retried with growing backoff, then faile
   t.equal((await call('POST', `${org}/invitations/`, { email: 'nobody-home@example.test', role: 'member' }, access)).status, 201);
   const delays: number[] = [];
   let final: { status: string; last_error: string; attempts: number } | undefined;
-  for (let attempt = 1; attempt <= 6 && !final; attempt += 1) {
+  for (let attempt = 1; attempt <= JOBS.email.attempts && !final; attempt += 1) {
+    // The attempt's outcome on the row, and its job once released: the wait graphile-worker chose for the retry.
     const row = await until(`attempt ${attempt}`, async () => {
       const { rows } = await sql.query(
-        `SELECT status, attempts, last_error, extract(epoch FROM next_attempt_at - now()) AS wait FROM email_outbox WHERE to_address = 'nobody-home@example.test'
-         AND attempts = $1 AND last_error IS NOT NULL`,
+        `SELECT o.id, o.status, o.attempts, o.last_error, extract(epoch FROM j.run_at - now()) AS wait
+         FROM email_outbox o LEFT JOIN graphile_worker.jobs j ON j.key = '${JOBS.email.task}:' || o.id
+         WHERE o.to_address = 'nobody-home@example.test' AND o.attempts = $1 AND o.last_error IS NOT NULL
+           AND (o.status = 'failed' OR (j.id IS NOT NULL AND j.locked_at IS NULL))`,
         [attempt],
       );
-      return rows[0] as { status: string; attempts: number; last_error: string; wait: number } | undefined;
+      return rows[0] as { id: string; status: string; attempts: number; last_error: string; wait: number } | undefined;
     });
     if (row.status === 'failed') final = row;
     else {
       delays.push(Number(row.wait));
-      // Time passes: the next attempt is due now. last_error is cleared so that the attempt's own outcome is seen
-      // (a claim sets only the lease; the outcome sets last_error).
-      await sql.query(`UPDATE email_outbox SET next_attempt_at = now(), last_error = NULL WHERE to_address = 'nobody-home@example.test'`);
+      // Time passes: the next attempt is due now. last_error is cleared so that the attempt's own outcome is seen.
+      await sql.query(`UPDATE email_outbox SET last_error = NULL WHERE id = $1 AND attempts = $2`, [row.id, attempt]);
+      await makeDue(sql, JOBS.email, row.id);
     }
   }
   final ??= await until('the row to fail', async () => {
@@ -182,9 +199,14 @@ t.test('a webhook target that never answers is cut at its timeout; the run ends 
     });
     t.ok(Date.now() - started < 15_000, `attempt ${attempt} ended within the timeout (and the poll)`);
     t.match(run!.error_message, /timed out after 5 s/);
-    await sql.query(`UPDATE automation_runs SET next_attempt_at = now() WHERE id = $1 AND status = 'queued'`, [runId]);
+    if (run!.status === 'queued') await makeDue(sql, JOBS.automationRun, runId);
   }
   t.equal(run!.status, 'failed', 'failed after three attempts, never stuck in running');
   t.equal(target.requests.length - before, 3);
+  t.equal(
+    (await sql.query('SELECT 1 FROM graphile_worker.jobs WHERE key = $1', [jobKey(JOBS.automationRun, runId)])).rowCount,
+    0,
+    'no job left',
+  );
   t.equal(await stop(server), 0, 'clean exit');
 });

@@ -2,10 +2,12 @@
 import t from 'tap';
 import { buildTestApp, json } from '../helpers/app.js';
 import { createUser } from '../helpers/fixtures.js';
+import { storedJobOf } from '../helpers/jobs.js';
 import { holdLocks, track } from '../helpers/locks.js';
+import { JOBS } from '../../src/jobs/queue.js';
 
-// The worker stays idle during this test (its first poll runs at start, the next one in an hour): only the answers matter here.
-const { app, databaseUrl } = await buildTestApp(t, { OUTBOX_POLL_INTERVAL_MS: '3600000' });
+// No job runner in this app: the requests stay queued, only the answers matter here.
+const { app, databaseUrl } = await buildTestApp(t, {}, { backgroundWorkers: false });
 const known = await createUser(app, { email: 'known@example.test' });
 
 t.test('a known address is answered without touching its account, like an unknown one', async (t) => {
@@ -32,4 +34,8 @@ t.test('a known address is answered without touching its account, like an unknow
     ['known@example.test', 'unknown@example.test'],
     'both requests are queued alike',
   );
+  for (const request of await app.db.passwordResetRequest.findMany()) {
+    const job = await storedJobOf(app.pg, JOBS.passwordReset, request.id);
+    t.same(job?.payload, { id: request.id }, `the job of ${request.email} carries the request id, not the address`);
+  }
 });

@@ -68,8 +68,8 @@ t.test('without DATABASE_URL: embedded PostgreSQL in DATA_DIR, data kept across 
 t.test(
   'WEB_CONCURRENCY=2: migrated once, two processes on one port, each email and automation run handled once, SIGTERM drains all',
   async (t) => {
-    // Scenery through an in-process app whose own workers poll only at start, so the server processes do the work.
-    const { app, databaseUrl } = await buildTestApp(t, { OUTBOX_POLL_INTERVAL_MS: '3600000', AUTOMATION_WEBHOOK_ALLOW_PRIVATE: 'true' });
+    // Scenery through an in-process app without job runners of its own, so the server processes do the work.
+    const { app, databaseUrl } = await buildTestApp(t, { AUTOMATION_WEBHOOK_ALLOW_PRIVATE: 'true' }, { backgroundWorkers: false });
     const mailbox = await startMailbox(t);
     const target = await startWebhookTarget(t);
     const { admin, organizationId } = await setupInstallation(app, mailbox);
@@ -130,7 +130,8 @@ t.test(
     const pending = async () =>
       (
         await app.pg.query<{ n: number }>(
-          `SELECT (SELECT count(*) FROM email_outbox WHERE status <> 'sent') + (SELECT count(*) FROM automation_runs WHERE status <> 'success') AS n`,
+          `SELECT (SELECT count(*) FROM email_outbox WHERE status <> 'sent')
+                + (SELECT count(*) FROM automation_runs WHERE status <> 'success') AS n`,
         )
       ).rows[0]!.n;
     while (Number(await pending()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));

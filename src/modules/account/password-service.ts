@@ -1,9 +1,11 @@
 // Password change and reset by emailed link; either one ends every session and reset link the old password allowed.
-import type { Prisma } from '../../generated/prisma/client.js';
+import { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../../db/client.js';
 import { badRequest, notFound, unauthorized, validationFailed } from '../../lib/problem.js';
 import { hashPassword, passwordProblems, verifyPassword } from '../../lib/passwords.js';
 import { randomToken, sha256Hex } from '../../lib/crypto.js';
+import type { TaskList } from 'graphile-worker';
+import { addJobSql, JOBS, rowIdOf } from '../../jobs/queue.js';
 import { enqueueEmail } from '../email/outbox.js';
 import { renderEmail } from '../email/templates.js';
 import type { TokenService } from '../auth/token-service.js';
@@ -64,46 +66,48 @@ function decodeUid(uidb64: string): string | null {
 }
 
 /**
- * Queues the request and returns: the answer runs one insert whether or not the address belongs to an account, and
- * the lookup, the link and the email happen later in the worker (see `processPasswordResetRequests`), so neither
- * the answer nor its timing tells whether the address is known.
+ * Queues the request and returns: the answer runs one statement (the request row and its job, which carries only
+ * the row's id) whether or not the address belongs to an account, and the lookup, the link and the email happen
+ * later in the job (see `passwordResetTasks`), so neither the answer nor its timing tells whether the address is known.
  */
 export async function requestPasswordReset(db: Db, email: string): Promise<void> {
-  await db.passwordResetRequest.create({ data: { email: email.toLowerCase() } });
+  await db.$executeRaw`
+    WITH request AS (INSERT INTO password_reset_requests (id, email) VALUES (gen_random_uuid(), ${email.toLowerCase()}) RETURNING id)
+    SELECT (${Prisma.raw(addJobSql(JOBS.passwordReset, 'request.id'))}).id FROM request`;
 }
-
-const RESET_BATCH = 10;
 
 /**
- * The worker step behind `requestPasswordReset`: claims queued requests (FOR UPDATE SKIP LOCKED, safe with several
- * instances) and, for an address with an account, creates a single-use link valid for one hour and queues its email,
- * all in one transaction with the claim. Returns how many requests it handled.
+ * The job behind `requestPasswordReset`: takes its request off the table and, for an address with an account,
+ * creates a single-use link valid for one hour and queues its email, all in one transaction (a repeated job finds
+ * no request and does nothing).
  */
-export async function processPasswordResetRequests(db: Db, appUrl: string): Promise<number> {
-  return db.$transaction(async (tx) => {
-    const requests = await tx.$queryRaw<Array<{ email: string }>>`
-      DELETE FROM password_reset_requests WHERE id IN (
-        SELECT id FROM password_reset_requests ORDER BY created_at LIMIT ${RESET_BATCH} FOR UPDATE SKIP LOCKED
-      ) RETURNING email`;
-    for (const { email } of requests) {
-      const user = await tx.user.findUnique({ where: { email }, select: { id: true, username: true, email: true } });
-      if (!user) continue;
-      const token = randomToken();
-      await tx.passwordResetToken.create({
-        data: { userId: user.id, tokenHash: sha256Hex(token), expiresAt: new Date(Date.now() + RESET_LINK_TTL_MS) },
-      });
-      const message = renderEmail({
-        subject: 'Reset your password',
-        paragraphs: [`Someone asked to reset the password of the account "${user.username}". If it was you, choose a new password.`],
-        action: { label: 'Choose a new password', url: `${appUrl}/reset-password/${encodeUid(user.id)}/${token}` },
-        footer: 'This link works once and expires in one hour. If you did not ask for it, ignore this email: your password stays the same.',
-      });
-      // Queued even without a usable SMTP account: the worker records the failure, nobody is waiting for an answer.
-      await enqueueEmail(tx, { to: user.email, ...message }, { organizationId: null, requireAccount: false });
-    }
-    return requests.length;
+async function processPasswordResetRequest(db: Db, appUrl: string, id: string): Promise<void> {
+  await db.$transaction(async (tx) => {
+    const [request] = await tx.$queryRaw<
+      Array<{ email: string }>
+    >`DELETE FROM password_reset_requests WHERE id = ${id}::uuid RETURNING email`;
+    if (!request) return;
+    const user = await tx.user.findUnique({ where: { email: request.email }, select: { id: true, username: true, email: true } });
+    if (!user) return;
+    const token = randomToken();
+    await tx.passwordResetToken.create({
+      data: { userId: user.id, tokenHash: sha256Hex(token), expiresAt: new Date(Date.now() + RESET_LINK_TTL_MS) },
+    });
+    const message = renderEmail({
+      subject: 'Reset your password',
+      paragraphs: [`Someone asked to reset the password of the account "${user.username}". If it was you, choose a new password.`],
+      action: { label: 'Choose a new password', url: `${appUrl}/reset-password/${encodeUid(user.id)}/${token}` },
+      footer: 'This link works once and expires in one hour. If you did not ask for it, ignore this email: your password stays the same.',
+    });
+    // Queued even without a usable SMTP account: the outbox job records the failure, nobody is waiting for an answer.
+    await enqueueEmail(tx, { to: user.email, ...message }, { organizationId: null, requireAccount: false });
   });
 }
+
+/** The password-reset task for the job runner. */
+export const passwordResetTasks = (deps: { db: Db; appUrl: string }): TaskList => ({
+  [JOBS.passwordReset.task]: (payload) => processPasswordResetRequest(deps.db, deps.appUrl, rowIdOf(payload)),
+});
 
 const resetLinkInvalid = () => notFound('This password reset link is invalid, has expired or was already used.', 'reset_link_invalid');
 

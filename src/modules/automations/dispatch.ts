@@ -1,6 +1,7 @@
 // Dispatches a CRM event to the organization's active automation rules by queueing their runs in the caller's transaction.
-import type { Prisma } from '../../generated/prisma/client.js';
+import { Prisma } from '../../generated/prisma/client.js';
 import type { AutomationTrigger } from '../../generated/prisma/enums.js';
+import { RUN_JOBS_SQL } from '../../jobs/queue.js';
 
 import type { CrmEventName } from '../../lib/crm-events.js';
 
@@ -23,8 +24,8 @@ export const triggerOf = (name: CrmEventName): AutomationTrigger => name.replace
 
 /**
  * Call inside the transaction of the CRM write: queues one run per active rule of the organization for this
- * trigger, so the runs exist exactly when the change commits. Never executes an action itself (the automation
- * worker does), so a failing action can neither fail nor slow the write. One statement, served by the
+ * trigger, with its job, so the runs exist exactly when the change commits. Never executes an action itself (the
+ * job queue's worker does), so a failing action can neither fail nor slow the write. One statement, served by the
  * (organization_id, trigger, is_active) index, whatever the number of rules.
  */
 export async function dispatchEvent(
@@ -40,10 +41,14 @@ export async function dispatchEvent(
   };
   // `automation_trigger` stores the dotted name (the Prisma enum maps it), hence the cast of the event name itself.
   await tx.$executeRaw`
-    INSERT INTO automation_runs (id, organization_id, automation_id, trigger, payload)
-    SELECT gen_random_uuid(), a.organization_id, a.id, a.trigger, ${JSON.stringify(payload)}::jsonb
-    FROM automations a
-    WHERE a.organization_id = ${event.organizationId}::uuid
-      AND a.trigger = ${event.name}::automation_trigger
-      AND a.is_active`;
+    WITH runs AS (
+      INSERT INTO automation_runs (id, organization_id, automation_id, trigger, payload)
+      SELECT gen_random_uuid(), a.organization_id, a.id, a.trigger, ${JSON.stringify(payload)}::jsonb
+      FROM automations a
+      WHERE a.organization_id = ${event.organizationId}::uuid
+        AND a.trigger = ${event.name}::automation_trigger
+        AND a.is_active
+      RETURNING id
+    )
+    SELECT ${Prisma.raw(RUN_JOBS_SQL)}`;
 }

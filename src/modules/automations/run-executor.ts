@@ -1,6 +1,6 @@
 // Executes one automation's action for one event and reduces whatever happens to a storable outcome.
 import type { Automation } from '../../generated/prisma/client.js';
-import type { Db } from '../../db/client.js';
+import type { TenantDb } from '../../db/tenant-scope.js';
 import { decryptSecret } from '../../lib/crypto.js';
 import { ActionError, ActionSkipped } from './action-error.js';
 import type { EventPayload } from './dispatch.js';
@@ -14,15 +14,19 @@ export interface StoredWebhookConfig {
   secret_encrypted?: string;
 }
 
-export interface ActionDeps {
-  /** Unscoped client: used only to find the sending email account (see send-email.ts). */
-  db: Db;
+/** The server settings an action obeys. */
+export interface ActionSettings {
   encryptionKey: Buffer | null;
   allowPrivateTargets: boolean;
   /** AUTOMATION_EMAILS_PER_HOUR: send_email messages a workspace may send in any hour. */
   automationEmailsPerHour: number;
   /** EMAIL_SMTP_ALLOW_PRIVATE: otherwise a workspace's own account may only reach public addresses. */
   smtpAllowPrivate: boolean;
+}
+
+export interface ActionDeps extends ActionSettings {
+  /** The tenant client of the run's organization: the sending account, the policy's members and ledger. */
+  db: TenantDb;
   log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
 }
 

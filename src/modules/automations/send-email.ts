@@ -1,6 +1,5 @@
 // The send_email action: one message to the rule's recipients through the workspace's sending account, sent now.
-import type { Db } from '../../db/client.js';
-import { scopeToOrganization } from '../../db/tenant-scope.js';
+import { transactionView, type TenantDb } from '../../db/tenant-scope.js';
 import { lockOrganization } from '../../db/organization-lock.js';
 import { sendMail, settingsOfAccount, SmtpError, type SmtpSettings } from '../email/mailer.js';
 import { findSendingAccount, isWorkspaceAccount, type SendingAccount } from '../email/outbox.js';
@@ -18,12 +17,11 @@ const HOUR_MS = 60 * 60 * 1000;
  * concurrent runs cannot all slip under it; a retried run was admitted on its first attempt already.
  */
 async function assertSendingAllowed(
-  db: Db,
+  tenant: TenantDb,
   account: SendingAccount,
   context: { organizationId: string; runId: string; recipients: string[] },
   perHour: number,
 ): Promise<void> {
-  const tenant = scopeToOrganization(db, context.organizationId);
   if (!isWorkspaceAccount(account)) {
     const wanted = [...new Set(context.recipients.map((address) => address.toLowerCase()))];
     const members = await tenant.membership.findMany({
@@ -54,15 +52,15 @@ async function assertSendingAllowed(
 }
 
 /**
- * Sends through the organization's default account or the installation fallback. `db` is the unscoped client on
- * purpose: the fallback account belongs to no organization, so a tenant-scoped client could never find it.
+ * Sends through the organization's default account or the installation fallback (installation settings, which the
+ * tenant client reads like any non-tenant table).
  */
 export async function sendEmailAction(
   config: SendEmailConfig,
   context: { automationName: string; runId: string; payload: EventPayload },
-  deps: { db: Db; encryptionKey: Buffer | null; automationEmailsPerHour: number; smtpAllowPrivate: boolean },
+  deps: { db: TenantDb; encryptionKey: Buffer | null; automationEmailsPerHour: number; smtpAllowPrivate: boolean },
 ): Promise<void> {
-  const account = await findSendingAccount(deps.db, context.payload.organization_id);
+  const account = await findSendingAccount(transactionView(deps.db), context.payload.organization_id);
   if (!account) {
     throw new ActionError(
       'No email account can send this message: configure a default email account for the workspace or the installation fallback SMTP.',

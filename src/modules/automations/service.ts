@@ -6,7 +6,7 @@ import { afterPosition, newestFirst, pageOfDtos, type Page, type PageRequest } f
 import { badRequest, notFound, validationFailed } from '../../lib/problem.js';
 import type { Tenant } from '../../db/tenant.js';
 import { eventNameOf, triggerOf, type EventPayload } from './dispatch.js';
-import { executeAction, type ActionDeps, type StoredWebhookConfig } from './run-executor.js';
+import { executeAction, type ActionDeps, type ActionSettings, type StoredWebhookConfig } from './run-executor.js';
 import type { AutomationCreate, AutomationDto, AutomationRunDto, AutomationTest, SendEmailConfig, WebhookConfigInput } from './schemas.js';
 import { webhookUrlProblem } from './webhook.js';
 
@@ -147,7 +147,7 @@ export async function listRuns(tenant: Tenant, page: PageRequest, automationId?:
 }
 
 /** Automation rules, their test runs and run history; every method works in the tenant it is given. */
-export function createAutomationService(deps: Omit<ActionDeps, 'log'>) {
+export function createAutomationService(deps: ActionSettings) {
   /** Callers without MANAGE_AUTOMATIONS see only a webhook URL's origin. */
   const full = (tenant: Tenant) => tenant.can('MANAGE_AUTOMATIONS');
   return {
@@ -160,7 +160,7 @@ export function createAutomationService(deps: Omit<ActionDeps, 'log'>) {
         true,
       ),
     test: async (tenant: Tenant, id: string, input: AutomationTest, log: ActionDeps['log']) => {
-      const run = await testAutomation(tenant, id, input, { ...deps, log });
+      const run = await testAutomation(tenant, id, input, { ...deps, db: tenant.db, log });
       return { status: run.status, run: toRunDto(run) };
     },
     listRuns: async (tenant: Tenant, page: PageRequest, automationId?: string): Promise<Page<AutomationRunDto>> =>

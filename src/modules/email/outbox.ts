@@ -1,8 +1,10 @@
-// The email outbox: rows written in the caller's transaction, and the worker step that claims and sends them.
+// The email outbox: rows and their jobs written in the caller's transaction, and the job that sends one row.
 import type { EmailAccount, InstallationEmailAccount, Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../../db/client.js';
 import { badRequest } from '../../lib/problem.js';
-import { sendMail, settingsOfAccount, SmtpError, type OutgoingMessage } from './mailer.js';
+import { enqueueJob, isInterruptedAttempt, JOBS, mayRetry, RetryLater, rowIdOf } from '../../jobs/queue.js';
+import { sendMail, settingsOfAccount, SmtpError, type OutgoingMessage, type SmtpSettings } from './mailer.js';
+import type { TaskList } from 'graphile-worker';
 
 type DbClient = Db | Prisma.TransactionClient;
 
@@ -36,7 +38,8 @@ export const noEmailAccount = () =>
   );
 
 /**
- * Queues a message inside the caller's transaction, so it is sent only if the change that causes it commits.
+ * Queues a message inside the caller's transaction, so it is sent only if the change that causes it commits: the
+ * outbox row and its job (which carries only the row's id) are written together.
  * `requireAccount`: refuse (400) when no SMTP account can send it; otherwise queue anyway (e.g. password reset,
  * whose answer must not reveal anything) and let the worker record the failure.
  */
@@ -47,7 +50,7 @@ export async function enqueueEmail(
 ): Promise<void> {
   const account = await findSendingAccount(tx, options.installationOnly ? null : options.organizationId);
   if (!account && options.requireAccount) throw noEmailAccount();
-  await tx.emailOutbox.create({
+  const row = await tx.emailOutbox.create({
     data: {
       emailAccountId: outboxAccountId(account),
       toAddress: message.to,
@@ -55,16 +58,10 @@ export async function enqueueEmail(
       textBody: message.text,
       htmlBody: message.html,
     },
+    select: { id: true },
   });
+  await enqueueJob(tx, JOBS.email, row.id);
 }
-
-const MAX_ATTEMPTS = 6;
-/** Longer than a batch can take (10 messages, each bounded by 10 s SMTP timeouts): a row held longer was lost by its worker. */
-const LEASE_MS = 10 * 60_000;
-const BATCH = 10;
-
-/** Backoff before attempt n+1: 10 s, 40 s, 2.5 min, 10 min, 40 min (with ±20 % jitter). */
-export const retryDelayMs = (attempts: number) => Math.round(10_000 * 4 ** (attempts - 1) * (0.8 + Math.random() * 0.4));
 
 /**
  * The Message-ID of an outbox row: the same on every attempt, so a retry after a crash mid-send (the server may
@@ -72,7 +69,7 @@ export const retryDelayMs = (attempts: number) => Math.round(10_000 * 4 ** (atte
  */
 export const outboxMessageId = (rowId: string, fromEmail: string) => `<outbox.${rowId}@${fromEmail.split('@').pop() ?? 'localhost'}>`;
 
-interface ClaimedRow {
+interface OutboxRow {
   id: string;
   email_account_id: string | null;
   to_address: string;
@@ -80,6 +77,14 @@ interface ClaimedRow {
   text_body: string | null;
   html_body: string | null;
   attempts: number;
+}
+
+export interface OutboxDeps {
+  db: Db;
+  encryptionKey: Buffer | null;
+  /** EMAIL_SMTP_ALLOW_PRIVATE: otherwise workspace accounts may only reach public addresses. */
+  allowPrivateHosts: boolean;
+  log: { warn(obj: object, msg: string): void };
 }
 
 /** The account chosen when the row was queued; if it was deactivated or deleted since, whatever sends for its owner now. */
@@ -90,25 +95,18 @@ async function accountForRow(db: Db, accountId: string | null) {
 }
 
 /**
- * Sends one claimed row; resolves to null when the server accepted it, else to the failure and whether to retry.
- * Database errors propagate: the row then stays claimed until its lease ends and is tried again.
+ * Sends one row; resolves to null when the server accepted it, else to the failure and whether it is worth another
+ * attempt. Database errors propagate: the job fails and graphile-worker tries it again.
  */
-async function sendRow(
-  db: Db,
-  encryptionKey: Buffer | null,
-  allowPrivateHosts: boolean,
-  row: ClaimedRow,
-): Promise<{ reason: string; retry: boolean } | null> {
-  if (row.attempts > MAX_ATTEMPTS) return { reason: 'delivery was interrupted too often', retry: false };
-  const retryable = row.attempts < MAX_ATTEMPTS;
-  const account = await accountForRow(db, row.email_account_id);
-  if (!account) return { reason: 'no email account is configured', retry: false };
-  let settings;
+async function sendRow(deps: OutboxDeps, row: OutboxRow): Promise<{ reason: string; transient: boolean } | null> {
+  const account = await accountForRow(deps.db, row.email_account_id);
+  if (!account) return { reason: 'no email account is configured', transient: false };
+  let settings: SmtpSettings;
   try {
-    settings = settingsOfAccount(account, encryptionKey);
+    settings = settingsOfAccount(account, deps.encryptionKey);
   } catch {
     // Fixed by configuring the right key and restarting, so worth retrying.
-    return { reason: 'the stored SMTP password cannot be decrypted (EMAIL_ENCRYPTION_KEY missing or changed)', retry: retryable };
+    return { reason: 'the stored SMTP password cannot be decrypted (EMAIL_ENCRYPTION_KEY missing or changed)', transient: true };
   }
   try {
     await sendMail(
@@ -120,47 +118,43 @@ async function sendRow(
         html: row.html_body ?? '',
         messageId: outboxMessageId(row.id, settings.fromEmail),
       },
-      { publicOnly: isWorkspaceAccount(account) && !allowPrivateHosts },
+      { publicOnly: isWorkspaceAccount(account) && !deps.allowPrivateHosts },
     );
     return null;
   } catch (error) {
     if (!(error instanceof SmtpError)) throw error;
     // A 5xx refusal of the message or recipient is permanent; connection and login problems may be fixed meanwhile.
     const permanent = (error.category === 'rejected' && (error.responseCode ?? 0) >= 500) || error.category === 'blocked';
-    return { reason: error.message, retry: retryable && !permanent };
+    return { reason: error.message, transient: !permanent };
   }
 }
 
 /**
- * Claims due rows (safe with several instances: FOR UPDATE SKIP LOCKED plus a lease, so a crashed worker's rows
- * come back), sends them one by one, and records the outcome. Returns how many rows it claimed.
+ * The job of one outbox row (graphile-worker runs it: locked by one worker at a time, retried with its backoff,
+ * released after a crash). The attempt is counted on the row before the send, so a crash mid-send shows; a row no
+ * longer pending (sent, failed, deleted) is left alone, so a repeated job never sends twice.
  */
-export async function processOutboxBatch(
-  db: Db,
-  encryptionKey: Buffer | null,
-  log: { warn(obj: object, msg: string): void },
-  /** EMAIL_SMTP_ALLOW_PRIVATE: otherwise workspace accounts may only reach public addresses. */
-  allowPrivateHosts: boolean,
-): Promise<number> {
-  const rows = await db.$queryRaw<ClaimedRow[]>`
-    UPDATE email_outbox SET attempts = attempts + 1, next_attempt_at = now() + ${LEASE_MS} * interval '1 millisecond'
-    WHERE id IN (
-      SELECT id FROM email_outbox WHERE status = 'pending' AND next_attempt_at <= now()
-      ORDER BY next_attempt_at LIMIT ${BATCH} FOR UPDATE SKIP LOCKED
-    )
+async function deliverOutboxRow(deps: OutboxDeps, id: string, attempt: number): Promise<void> {
+  const [row] = await deps.db.$queryRaw<OutboxRow[]>`
+    UPDATE email_outbox SET attempts = attempts + 1 WHERE id = ${id}::uuid AND status = 'pending'
     RETURNING id, email_account_id, to_address, subject, text_body, html_body, attempts`;
-  for (const row of rows) {
-    const failure = await sendRow(db, encryptionKey, allowPrivateHosts, row);
-    if (failure)
-      log.warn({ outboxId: row.id, attempts: row.attempts, final: !failure.retry, reason: failure.reason }, 'email delivery failed');
-    // The bodies may carry single-use links: they are kept only while another attempt is due.
-    const data: Prisma.EmailOutboxUpdateManyMutationInput = !failure
-      ? { status: 'sent', sentAt: new Date(), textBody: null, htmlBody: null, lastError: null }
-      : failure.retry
-        ? { lastError: failure.reason, nextAttemptAt: new Date(Date.now() + retryDelayMs(row.attempts)) }
-        : { status: 'failed', lastError: failure.reason, textBody: null, htmlBody: null };
-    // Fenced by `attempts`: if this worker's lease ran out and another claimed the row, the newer attempt's result stands.
-    await db.emailOutbox.updateMany({ where: { id: row.id, status: 'pending', attempts: row.attempts }, data });
-  }
-  return rows.length;
+  if (!row) return;
+  const failure = isInterruptedAttempt(JOBS.email, attempt)
+    ? { reason: 'delivery was interrupted too often', transient: false }
+    : await sendRow(deps, row);
+  const retry = failure?.transient === true && mayRetry(JOBS.email, attempt);
+  if (failure) deps.log.warn({ outboxId: row.id, attempts: row.attempts, final: !retry, reason: failure.reason }, 'email delivery failed');
+  // The bodies may carry single-use links: they are kept only while another attempt is due.
+  const data: Prisma.EmailOutboxUpdateManyMutationInput = !failure
+    ? { status: 'sent', sentAt: new Date(), textBody: null, htmlBody: null, lastError: null }
+    : retry
+      ? { lastError: failure.reason }
+      : { status: 'failed', lastError: failure.reason, textBody: null, htmlBody: null };
+  await deps.db.emailOutbox.updateMany({ where: { id: row.id, status: 'pending' }, data });
+  if (failure && retry) throw new RetryLater(failure.reason);
 }
+
+/** The outbox's task for the job runner (and for tests that run due jobs themselves). */
+export const outboxTasks = (deps: OutboxDeps): TaskList => ({
+  [JOBS.email.task]: (payload, helpers) => deliverOutboxRow(deps, rowIdOf(payload), helpers.job.attempts),
+});

@@ -1,0 +1,47 @@
+// The composition root of the background work: which tasks each in-process job runner takes, built once from the config.
+import type { FastifyInstance } from 'fastify';
+import { keepJobRunner } from './jobs/queue.js';
+import { WorkerLiveness } from './jobs/liveness.js';
+import { passwordResetTasks } from './modules/account/password-service.js';
+import { outboxTasks } from './modules/email/outbox.js';
+import { automationTasks } from './modules/automations/run-queue.js';
+
+/** Emails sent at once by one process (each waits on an SMTP server for up to 10 s per phase). */
+const EMAIL_CONCURRENCY = 3;
+/** Runs executed at once by one process (a webhook may take its full 5 s). */
+const AUTOMATION_CONCURRENCY = 10;
+
+/**
+ * Keeps two runners going while the app is up: emails (password-reset requests become emails, outbox rows are sent)
+ * and automation runs, apart so that slow webhooks never hold mail back. The app's close drains both. The jobs of
+ * workers whose process died are released after JOB_RECOVERY_SECONDS (see jobs/liveness.ts).
+ */
+export function startJobWorkers(app: FastifyInstance): void {
+  const { config, db, log } = app;
+  const liveness = new WorkerLiveness(config.databaseUrl ?? '', config.jobRecoverySeconds, log);
+  app.addHook('onReady', async () => liveness.start());
+  // After the runners' own preClose hooks have drained them.
+  app.addHook('onClose', async () => liveness.close());
+  keepJobRunner(app, {
+    label: 'email',
+    liveness,
+    concurrency: EMAIL_CONCURRENCY,
+    taskList: {
+      ...passwordResetTasks({ db, appUrl: config.appUrl }),
+      ...outboxTasks({ db, encryptionKey: config.emailEncryptionKey, allowPrivateHosts: config.smtpAllowPrivate, log }),
+    },
+  });
+  keepJobRunner(app, {
+    label: 'automation',
+    liveness,
+    concurrency: AUTOMATION_CONCURRENCY,
+    taskList: automationTasks({
+      db,
+      encryptionKey: config.emailEncryptionKey,
+      allowPrivateTargets: config.webhookAllowPrivate,
+      automationEmailsPerHour: config.automationEmailsPerHour,
+      smtpAllowPrivate: config.smtpAllowPrivate,
+      log,
+    }),
+  });
+}

@@ -1,0 +1,65 @@
+// The job queue as tests see it: a row's job (graphile-worker's public `jobs` view), and moving a retry's due time.
+import { jobKey, type JobKind } from '../../src/jobs/queue.js';
+
+/** Anything that runs a parameterized query: a pg.Pool, pg.Client or the app's `app.pg`. */
+export interface Sql {
+  query<R extends object>(text: string, values?: unknown[]): Promise<{ rows: R[] }>;
+}
+
+export interface JobRow {
+  id: string;
+  run_at: Date;
+  attempts: number;
+  max_attempts: number;
+  locked_at: Date | null;
+  locked_by: string | null;
+  last_error: string | null;
+}
+
+/** The job of a row, if there is one. */
+export async function jobOf(sql: Sql, kind: JobKind, rowId: string): Promise<JobRow | undefined> {
+  const { rows } = await sql.query<JobRow>(
+    'SELECT id, run_at, attempts, max_attempts, locked_at, locked_by, last_error FROM graphile_worker.jobs WHERE key = $1',
+    [jobKey(kind, rowId)],
+  );
+  return rows[0];
+}
+
+/**
+ * Everything stored for a row's job, payload included. The public view leaves the payload out, so this reads
+ * graphile-worker's private table: only tests do, to prove that no body, link or secret reaches the queue.
+ */
+export async function storedJobOf(sql: Sql, kind: JobKind, rowId: string): Promise<Record<string, unknown> | undefined> {
+  const { rows } = await sql.query<Record<string, unknown>>('SELECT * FROM graphile_worker._private_jobs WHERE key = $1', [
+    jobKey(kind, rowId),
+  ]);
+  return rows[0];
+}
+
+/**
+ * What the passing of time does to a retry: the row's job becomes due now (optionally with `attempts` already
+ * made), through graphile-worker's administrative `reschedule_jobs`. That skips a job still locked by the attempt
+ * that just failed, so this waits until the attempt has released it; a job already done (gone) is left alone.
+ */
+export async function makeDue(sql: Sql, kind: JobKind, rowId: string, options: { attempts?: number } = {}, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await sql.query<{ rescheduled: number; present: number }>(
+      `WITH r AS (SELECT id FROM graphile_worker.reschedule_jobs(
+         ARRAY(SELECT id FROM graphile_worker.jobs WHERE key = $1), run_at := now(), attempts := $2::int))
+       SELECT (SELECT count(*) FROM r)::int AS rescheduled, (SELECT count(*) FROM graphile_worker.jobs WHERE key = $1)::int AS present`,
+      [jobKey(kind, rowId), options.attempts ?? null],
+    );
+    if (rows[0]!.rescheduled === 1 || rows[0]!.present === 0) return;
+    if (Date.now() > deadline) throw new Error(`the job of ${rowId} stayed locked`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Takes a row's waiting job out of the queue (graphile-worker's administrative `remove_job`). */
+export async function removeJob(sql: Sql, kind: JobKind, rowId: string): Promise<void> {
+  await sql.query('SELECT graphile_worker.remove_job($1)', [jobKey(kind, rowId)]);
+}
+
+/** graphile-worker's delay before retry n (its exponential backoff: exp(min(n, 10)) seconds), in milliseconds. */
+export const backoffMs = (attempt: number) => Math.exp(Math.min(attempt, 10)) * 1000;
