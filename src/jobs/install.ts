@@ -44,3 +44,12 @@ export async function installJobQueue(connectionString: string, log: (msg: strin
     await client.end().catch(() => {});
   }
 }
+
+/** Whether the job queue's schema is installed (readiness: without it no email or run could be queued). */
+export async function jobQueueInstalled(client: Pick<pg.Pool, 'query'>): Promise<boolean> {
+  const { rows } = await client.query<{ installed: boolean }>(
+    `SELECT to_regprocedure('${JOB_SCHEMA}.add_job(text, json, text, timestamptz, integer, text, integer, text[], text)')
+       IS NOT NULL AS installed`,
+  );
+  return rows[0]?.installed === true;
+}

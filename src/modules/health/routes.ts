@@ -1,7 +1,8 @@
-// Liveness (/healthz) and readiness (/readyz: database reachable, every migration applied).
+// Liveness (/healthz) and readiness (/readyz: database reachable, every migration applied, the job queue installed).
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { pendingMigrations } from '../../db/migrate.js';
+import { jobQueueInstalled } from '../../jobs/install.js';
 import { migrationsDir } from '../../lib/project-root.js';
 import { serviceUnavailable } from '../../lib/problem.js';
 import { responses } from '../../lib/http-schemas.js';
@@ -22,10 +23,15 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
    * unauthenticated flood then costs no connection beyond the pool and a single query per second.
    */
   let readiness: { at: number; result: Promise<string[] | Error> } | undefined;
+  /** What is missing: pending migrations, and the job queue's schema (installed at start, after them). */
+  const missing = async () => {
+    const pending = await pendingMigrations(app.pg, migrationsDir);
+    return (await jobQueueInstalled(app.pg)) ? pending : [...pending, 'the job queue schema'];
+  };
   const checkReadiness = () => {
     const now = Date.now();
     if (!readiness || now - readiness.at >= READINESS_CACHE_MS) {
-      readiness = { at: now, result: pendingMigrations(app.pg, migrationsDir).catch((error: Error) => error) };
+      readiness = { at: now, result: missing().catch((error: Error) => error) };
     }
     return readiness.result;
   };
@@ -36,7 +42,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['health'],
         operationId: 'getReadiness',
-        summary: 'The database is reachable and every migration is applied.',
+        summary: 'The database is reachable, every migration is applied and the job queue is installed.',
         description: "Checked through the application's connection pool; the answer is cached for one second.",
         response: responses({ 200: StatusSchema }, 503),
       },
@@ -47,7 +53,9 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         app.log.warn({ err: pending }, 'readiness check: database unreachable');
         throw serviceUnavailable('database_unavailable', 'The database is not reachable.');
       }
-      if (pending.length > 0) throw serviceUnavailable('migrations_pending', `${pending.length} database migration(s) are not applied.`);
+      if (pending.length > 0) {
+        throw serviceUnavailable('migrations_pending', `Not applied yet: ${pending.length} database migration(s) or schema(s).`);
+      }
       return { status: 'ok' as const };
     },
   );
