@@ -26,12 +26,12 @@ export interface ServiceInfrastructure {
 }
 
 export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure) {
-  const tokens = createTokenService({ db, jwt, accessTtl: config.accessTokenTtl, refreshTtl: config.refreshTokenTtl });
+  const tokens = createTokenService({ db, pool, jwt, accessTtl: config.accessTokenTtl, refreshTtl: config.refreshTokenTtl });
   const { appUrl, emailEncryptionKey: encryptionKey } = config;
   return {
     tokens,
     // Installation-wide: users, their accounts and tokens, setup, workspaces being created or handed over.
-    auth: createAuthService({ db, tokens }),
+    auth: createAuthService({ pool, tokens }),
     account: createAccountService({ db, pool, tokens, appUrl }),
     setup: createSetupService({ db, setupToken: config.setupToken, emailEncryptionKey: encryptionKey }),
     organizations: createOrganizationService({ db, appUrl }),

@@ -1,5 +1,6 @@
 // Signing in with a username and password: checks the credentials and opens a session (a refresh-token family).
-import type { Db } from '../../db/client.js';
+import type pg from 'pg';
+import { findSignInUser } from '../../db/token-store.js';
 import { unauthorized } from '../../lib/problem.js';
 import { burnPasswordCheck, verifyPassword } from '../../lib/passwords.js';
 import type { TokenPair, TokenService } from './token-service.js';
@@ -12,28 +13,22 @@ const invalidCredentials = () => unauthorized('invalid_credentials', 'No active 
  * deactivated account.
  */
 export async function signIn(
-  deps: { db: Db; tokens: TokenService },
+  deps: { pool: pg.Pool; tokens: TokenService },
   credentials: { username: string; password: string },
 ): Promise<TokenPair> {
-  const { db, tokens } = deps;
-  const user = await db.user.findUnique({
-    where: { username: credentials.username },
-    select: { id: true, passwordHash: true, tokenVersion: true, isActive: true },
-  });
+  const { pool, tokens } = deps;
+  const user = await findSignInUser(pool, credentials.username);
   if (!user) {
     await burnPasswordCheck(credentials.password);
     throw invalidCredentials();
   }
   // A deactivated account gets the wrong password's answer, after the same argon2 work.
   if (!(await verifyPassword(user.passwordHash, credentials.password)) || !user.isActive) throw invalidCredentials();
-  return db.$transaction(async (tx) => {
-    await tx.user.update({ where: { id: user.id }, data: { lastLogin: new Date() } });
-    return tokens.issuePair(user, tx);
-  });
+  return tokens.openSession(user);
 }
 
 /** The token endpoints: sign in, refresh with rotation, sign out. */
-export function createAuthService(deps: { db: Db; tokens: TokenService }) {
+export function createAuthService(deps: { pool: pg.Pool; tokens: TokenService }) {
   const { tokens } = deps;
   return {
     signIn: (credentials: { username: string; password: string }) => signIn(deps, credentials),

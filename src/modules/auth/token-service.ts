@@ -2,7 +2,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../../db/client.js';
+import type pg from 'pg';
 import { unauthorized } from '../../lib/problem.js';
+import { isUuid } from '../../lib/http-schemas.js';
+import { openSession as storeSession, revokeRefreshToken, rotateRefreshToken } from '../../db/token-store.js';
 
 type DbClient = Db | Prisma.TransactionClient;
 
@@ -27,17 +30,9 @@ export interface TokenPair {
 
 const invalidToken = () => unauthorized('token_not_valid', 'Token is invalid or expired.');
 
-/**
- * `FOR NO KEY UPDATE` on the user: conflicts with any UPDATE or DELETE of the row and with itself, but not with the
- * key-share locks that inserting a refresh token (foreign key) takes. Returns false when the user no longer exists.
- */
-async function lockUser(tx: Prisma.TransactionClient, userId: string): Promise<boolean> {
-  const rows = await tx.$queryRaw<unknown[]>`SELECT 1 FROM users WHERE id = ${userId}::uuid FOR NO KEY UPDATE`;
-  return rows.length > 0;
-}
-
-export function createTokenService(deps: { db: Db; jwt: JwtCodec; accessTtl: number; refreshTtl: number }) {
-  const { db, jwt, accessTtl, refreshTtl } = deps;
+export function createTokenService(deps: { db: Db; pool: pg.Pool; jwt: JwtCodec; accessTtl: number; refreshTtl: number }) {
+  const { db, pool, jwt, accessTtl, refreshTtl } = deps;
+  const refreshExpiry = () => new Date(Date.now() + refreshTtl * 1000);
 
   async function issuePair(
     user: { id: string; tokenVersion: number },
@@ -45,12 +40,8 @@ export function createTokenService(deps: { db: Db; jwt: JwtCodec; accessTtl: num
     familyId: string = randomUUID(),
   ): Promise<TokenPair> {
     const jti = randomUUID();
-    await client.refreshToken.create({
-      data: { id: jti, userId: user.id, familyId, expiresAt: new Date(Date.now() + refreshTtl * 1000) },
-    });
-    const access = jwt.sign({ sub: user.id, typ: 'access', ver: user.tokenVersion, sid: familyId }, { expiresIn: accessTtl });
-    const refresh = jwt.sign({ sub: user.id, typ: 'refresh', jti, fam: familyId }, { expiresIn: refreshTtl });
-    return { access, refresh };
+    await client.refreshToken.create({ data: { id: jti, userId: user.id, familyId, expiresAt: refreshExpiry() } });
+    return signPair(user, jti, familyId);
   }
 
   /** Verifies a refresh JWT's signature, expiry and type; the store is checked by the callers. */
@@ -62,54 +53,37 @@ export function createTokenService(deps: { db: Db; jwt: JwtCodec; accessTtl: num
       throw invalidToken();
     }
     const { sub, jti, fam, typ } = claims;
-    if (typ !== 'refresh' || typeof sub !== 'string' || typeof jti !== 'string' || typeof fam !== 'string') throw invalidToken();
+    if (typ !== 'refresh' || !isUuid(sub) || !isUuid(jti) || !isUuid(fam)) throw invalidToken();
     return { sub, jti, fam };
+  }
+
+  /** Signs the pair of a session whose refresh token `jti` is stored. */
+  function signPair(user: { id: string; tokenVersion: number }, jti: string, familyId: string): TokenPair {
+    const access = jwt.sign({ sub: user.id, typ: 'access', ver: user.tokenVersion, sid: familyId }, { expiresIn: accessTtl });
+    const refresh = jwt.sign({ sub: user.id, typ: 'refresh', jti, fam: familyId }, { expiresIn: refreshTtl });
+    return { access, refresh };
+  }
+
+  /** Sign-in's session: the login recorded and the first refresh token stored in one statement. */
+  async function openSession(user: { id: string; tokenVersion: number }): Promise<TokenPair> {
+    const session = { userId: user.id, tokenId: randomUUID(), familyId: randomUUID(), expiresAt: refreshExpiry() };
+    if (!(await storeSession(pool, session))) throw invalidToken();
+    return signPair(user, session.tokenId, session.familyId);
   }
 
   /** Exchanges a refresh token for a new pair; the old one is blacklisted, and reusing it revokes its family. */
   async function rotate(refreshToken: string): Promise<TokenPair> {
     const claims = decodeRefresh(refreshToken);
-    const now = new Date();
-    // The transaction returns null instead of throwing on a refused token: throwing would roll back the family
-    // revocation of a reused token.
-    const pair = await db.$transaction(async (tx) => {
-      // Serialized on the user row with every revocation (password change and reset update that row first, family
-      // revocation happens here under the lock): a successor inserted by a rotation in flight is then either
-      // committed before a revocation starts, so it is revoked with the rest, or issued after it, with the new state.
-      if (!(await lockUser(tx, claims.sub))) return null;
-      const claimed = await tx.refreshToken.updateMany({
-        where: { id: claims.jti, userId: claims.sub, usedAt: null, revokedAt: null, expiresAt: { gt: now } },
-        data: { usedAt: now },
-      });
-      if (claimed.count === 0) {
-        const row = await tx.refreshToken.findUnique({ where: { id: claims.jti } });
-        if (row?.usedAt) {
-          // A rotated token came back: someone holds a copy. End the whole login (OAuth 2.0 Security BCP).
-          await tx.refreshToken.updateMany({ where: { familyId: row.familyId, revokedAt: null }, data: { revokedAt: now } });
-        }
-        return null;
-      }
-      const user = await tx.user.findUnique({ where: { id: claims.sub }, select: { id: true, tokenVersion: true, isActive: true } });
-      // A deactivated user's sessions end here too; the claimed token stays used, so it cannot be tried again.
-      if (!user?.isActive) return null;
-      const issued = await issuePair(user, tx, claims.fam);
-      const next = decodeRefresh(issued.refresh);
-      await tx.refreshToken.update({ where: { id: claims.jti }, data: { replacedById: next.jti } });
-      return issued;
-    });
-    if (!pair) throw invalidToken();
-    return pair;
+    const next = { tokenId: randomUUID(), expiresAt: refreshExpiry() };
+    const result = await rotateRefreshToken(pool, { userId: claims.sub, tokenId: claims.jti, familyId: claims.fam }, next);
+    if (result.outcome !== 'rotated') throw invalidToken();
+    return signPair({ id: claims.sub, tokenVersion: result.tokenVersion }, next.tokenId, claims.fam);
   }
 
   /** Logout: blacklists the refresh token, which must belong to the caller. */
   async function revoke(refreshToken: string, userId: string): Promise<void> {
     const claims = decodeRefresh(refreshToken);
-    if (claims.sub !== userId) throw invalidToken();
-    const revoked = await db.refreshToken.updateMany({
-      where: { id: claims.jti, userId, usedAt: null, revokedAt: null, expiresAt: { gt: new Date() } },
-      data: { revokedAt: new Date() },
-    });
-    if (revoked.count === 0) throw invalidToken();
+    if (claims.sub !== userId || !(await revokeRefreshToken(pool, claims.jti, userId))) throw invalidToken();
   }
 
   /**
@@ -120,7 +94,7 @@ export function createTokenService(deps: { db: Db; jwt: JwtCodec; accessTtl: num
     await client.refreshToken.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: new Date() } });
   }
 
-  return { issuePair, rotate, revoke, revokeAllForUser };
+  return { issuePair, openSession, rotate, revoke, revokeAllForUser };
 }
 
 export type TokenService = ReturnType<typeof createTokenService>;
