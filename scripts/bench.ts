@@ -30,6 +30,8 @@ const DURATION_S = 10;
 const WARMUP_S = 3;
 /** A search matrix cell: single requests on the idle server, then a short run under CONNECTIONS connections. */
 const CELL_IDLE_REQUESTS = 5;
+/** The pause before a cell's idle requests (see `idleMs`). */
+const IDLE_SETTLE_MS = 2_000;
 const CELL_DURATION_S = 3;
 const PASSWORD = 'bench-password-not-secret';
 const MAX_RSS_MB = 250;
@@ -336,8 +338,14 @@ async function measure(
   };
 }
 
-/** The slowest of a few single requests, one after the other, on an otherwise idle server (ms). */
+/**
+ * The slowest of a few single requests, one after the other, on an otherwise idle server (ms). It first lets the
+ * server settle: the previous cell's 50-connection run has just ended, and the collection of its garbage and the
+ * closing of its sockets would otherwise land on the first of these requests (measured: about 25–35 ms on the first,
+ * 2–3 ms on the others).
+ */
 async function idleMs(server: Server, token: string, pathname: string): Promise<{ ms: number; ok: boolean }> {
+  await sleep(IDLE_SETTLE_MS);
   let slowest = 0;
   let ok = true;
   for (let n = 0; n < CELL_IDLE_REQUESTS; n++) {
@@ -345,6 +353,7 @@ async function idleMs(server: Server, token: string, pathname: string): Promise<
     const res = await fetch(server.origin + pathname, { headers: { authorization: `Bearer ${token}` } });
     await res.arrayBuffer();
     slowest = Math.max(slowest, performance.now() - started);
+    if (process.env.BENCH_TRACE) process.stderr.write(`IDLE ${(performance.now() - started).toFixed(1)}\n`);
     ok &&= res.ok;
   }
   return { ms: slowest, ok };
