@@ -2,7 +2,7 @@
 import type pg from 'pg';
 import type { Config } from './config.js';
 import type { Db } from './db/client.js';
-import type { JwtCodec } from './plugins/auth.js';
+import type { JwtCodec } from './lib/jwt-codec.js';
 import { createTokenService } from './modules/auth/token-service.js';
 import { createAuthService } from './modules/auth/service.js';
 import { createAccountService } from './modules/account/service.js';
@@ -29,7 +29,6 @@ export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure
   const tokens = createTokenService({ db, pool, jwt, accessTtl: config.accessTokenTtl, refreshTtl: config.refreshTokenTtl });
   const { appUrl, emailEncryptionKey: encryptionKey } = config;
   return {
-    tokens,
     // Installation-wide: users, their accounts and tokens, setup, workspaces being created or handed over.
     auth: createAuthService({ pool, tokens }),
     account: createAccountService({ db, pool, tokens, appUrl }),

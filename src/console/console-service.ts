@@ -192,6 +192,17 @@ export async function listAudit(db: Db, filter: { actor: string; action: string;
   return { rows: rows.slice(0, PAGE_SIZE), hasNext: rows.length > PAGE_SIZE };
 }
 
+/** The workspace columns the list and the detail page both show. */
+const WORKSPACE_COLUMNS = {
+  id: true,
+  name: true,
+  slug: true,
+  status: true,
+  isPersonal: true,
+  createdAt: true,
+  ownerEmail: true,
+} as const;
+
 /** Queues the ordinary reset email (the same worker path as the API's request) with its audit row. */
 export async function sendPasswordReset(db: Db, userId: string, audit: AuditContext): Promise<boolean> {
   return db.$transaction(async (tx) => {
@@ -224,13 +235,7 @@ export async function listWorkspaces(db: Db, filter: { search: string; status: s
     skip: (filter.page - 1) * PAGE_SIZE,
     take: PAGE_SIZE + 1,
     select: {
-      id: true,
-      name: true,
-      slug: true,
-      status: true,
-      isPersonal: true,
-      createdAt: true,
-      ownerEmail: true,
+      ...WORKSPACE_COLUMNS,
       memberships: { where: { role: 'owner' }, select: { user: { select: { username: true } } } },
       _count: { select: { memberships: true } },
     },
@@ -243,13 +248,7 @@ export async function workspaceDetail(db: Db, id: string) {
   return db.organization.findUnique({
     where: { id },
     select: {
-      id: true,
-      name: true,
-      slug: true,
-      status: true,
-      isPersonal: true,
-      createdAt: true,
-      ownerEmail: true,
+      ...WORKSPACE_COLUMNS,
       createdBy: { select: { username: true } },
       memberships: { select: { role: true, user: { select: { id: true, username: true } } }, orderBy: { createdAt: 'asc' } },
       _count: { select: { companies: true, contacts: true, automations: true, runs: true } },

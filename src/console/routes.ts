@@ -116,6 +116,13 @@ export default async function consoleRoutes(app: FastifyInstance) {
     request.consoleSession
       ? { username: request.consoleSession.user.username, csrf: csrfToken(secret, request.consoleSession.idHash) }
       : undefined;
+  /** The form token of the signed-in page's forms. */
+  const csrfOf = (request: FastifyRequest) => csrfToken(secret, sessionOf(request).idHash);
+  /** The message an action redirected with (`?done=`), as a status line; nothing without one. */
+  const doneNotice = (request: FastifyRequest) => {
+    const notice = query(request, 'done');
+    return notice ? html`<p class="notice" role="status">${notice}</p>` : '';
+  };
   const page = (reply: FastifyReply, body: string, status = 200) => reply.code(status).type('text/html; charset=utf-8').send(body);
 
   app.addHook('onSend', async (_request, reply, payload) => {
@@ -290,15 +297,14 @@ ${pager('/admin/users/', { search: filter.search, staff: filter.staff, active: f
   app.get('/users/:id/', async (request, reply) => {
     const user = await userDetail(app.db, idParam(request));
     if (!user) throw new ConsoleHttpError(404, 'Not found', 'No such user.');
-    const csrf = csrfToken(secret, sessionOf(request).idHash);
-    const notice = query(request, 'done');
+    const csrf = csrfOf(request);
     const base = `/admin/users/${user.id}`;
     return page(
       reply,
       layout(
         { title: `User ${user.username}`, user: pageUser(request) },
         html`
-${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
+${doneNotice(request)}
 <h2>Profile</h2>
 <dl><dt>Username</dt><dd>${user.username}</dd><dt>Email</dt><dd>${user.email}</dd><dt>Staff</dt><dd>${yesNo(user.isStaff)}</dd>
 <dt>Superuser</dt><dd>${yesNo(user.isSuperuser)}</dd>
@@ -377,14 +383,13 @@ ${pager('/admin/organizations/', { search, status }, pageNumber(request), hasNex
   app.get('/organizations/:id/', async (request, reply) => {
     const o = await workspaceDetail(app.db, idParam(request));
     if (!o) throw new ConsoleHttpError(404, 'Not found', 'No such workspace.');
-    const notice = query(request, 'done');
-    const csrf = csrfToken(secret, sessionOf(request).idHash);
+    const csrf = csrfOf(request);
     return page(
       reply,
       layout(
         { title: `Workspace ${o.name}`, user: pageUser(request) },
         html`
-${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
+${doneNotice(request)}
 <dl>
 <dt>Name</dt><dd>${o.name}</dd>
 <dt>Slug</dt><dd>${o.slug}</dd>
@@ -436,14 +441,13 @@ ${o.memberships.map((m) => html`<tr><td><a href="/admin/users/${m.user.id}/">${m
     const statuses = ['pending', 'accepted', 'expired', 'revoked'];
     const status = statuses.includes(query(request, 'status')) ? query(request, 'status') : '';
     const { rows, hasNext } = await listInvitationsAll(app.db, status, pageNumber(request));
-    const csrf = csrfToken(secret, sessionOf(request).idHash);
-    const notice = query(request, 'done');
+    const csrf = csrfOf(request);
     return page(
       reply,
       layout(
         { title: 'Invitations', user: pageUser(request) },
         html`
-${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
+${doneNotice(request)}
 <form method="get" action="/admin/invitations/">
 ${select('status', 'Status', status, [['', 'any'], ...statuses.map((s): [string, string] => [s, s])])}
 <button type="submit">Filter</button></form>
@@ -473,14 +477,13 @@ ${pager('/admin/invitations/', { status }, pageNumber(request), hasNext)}`,
 
   app.get('/installation-admins/', async (request, reply) => {
     const { administrators, invitations } = await app.services.installationAdmins.overview();
-    const csrf = csrfToken(secret, sessionOf(request).idHash);
-    const notice = query(request, 'done');
+    const csrf = csrfOf(request);
     return page(
       reply,
       layout(
         { title: 'Installation admins', user: pageUser(request) },
         html`
-${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
+${doneNotice(request)}
 <h2>Administrators</h2>
 <table><thead><tr><th scope="col">Username</th><th scope="col">Email</th></tr></thead><tbody>
 ${administrators.map((a) => html`<tr><td>${a.username}</td><td>${a.email}</td></tr>`)}
@@ -540,14 +543,13 @@ ${pager('/admin/automation-runs/', { status }, pageNumber(request), hasNext)}`,
     const status = query(request, 'status');
     const current = (OUTBOX_STATUSES as readonly string[]).includes(status) ? status : '';
     const { rows, hasNext } = await listOutbox(app.db, current, pageNumber(request));
-    const csrf = csrfToken(secret, sessionOf(request).idHash);
-    const notice = query(request, 'done');
+    const csrf = csrfOf(request);
     return page(
       reply,
       layout(
         { title: 'Email outbox', user: pageUser(request) },
         html`
-${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
+${doneNotice(request)}
 <form method="get" action="/admin/outbox/">${select('status', 'Status', current, [
           ['', 'any'],
           ['pending', 'queued'],

@@ -17,6 +17,3 @@ export function userAudit(request: FastifyRequest): AuditContext {
   const user = requireUser(request);
   return { actor: { type: 'user', userId: user.id, username: user.username }, ip: request.ip };
 }
-
-/** The audit context of an anonymous request (a public link): only the client address. */
-export const anonymousAudit = (request: FastifyRequest) => ({ ip: request.ip });

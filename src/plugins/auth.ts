@@ -5,13 +5,8 @@ import type { FastifyRequest } from 'fastify';
 import { unauthorized } from '../lib/problem.js';
 import { isUuid } from '../lib/http-schemas.js';
 import type { AccessClaims, CurrentUser } from '../lib/current-user.js';
+import type { JwtCodec } from '../lib/jwt-codec.js';
 import { authenticateClaims, invalidAccessToken } from '../db/authentication.js';
-
-/** Signs and verifies the service's JWTs (HS256); the token service issues and rotates them. */
-export interface JwtCodec {
-  sign(payload: Record<string, unknown>, options: { expiresIn: number }): string;
-  verify(token: string): Record<string, unknown>;
-}
 
 export default fp(
   async (app) => {

@@ -3,25 +3,12 @@ import { randomUUID } from 'node:crypto';
 import type { Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../../db/client.js';
 import type pg from 'pg';
+import type { JwtCodec } from '../../lib/jwt-codec.js';
 import { unauthorized } from '../../lib/problem.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import { openSession as storeSession, revokeRefreshToken, rotateRefreshToken } from '../../db/token-store.js';
 
 type DbClient = Db | Prisma.TransactionClient;
-
-export interface JwtCodec {
-  sign(payload: Record<string, unknown>, options: { expiresIn: number }): string;
-  verify(token: string): Record<string, unknown>;
-}
-
-export interface AccessClaims {
-  sub: string;
-  typ: 'access';
-  /** The user's token version when issued; a password change bumps it and kills older access tokens. */
-  ver: number;
-  /** Session (refresh family) id; logging out of the session kills its access tokens too. */
-  sid: string;
-}
 
 export interface TokenPair {
   access: string;

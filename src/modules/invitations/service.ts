@@ -8,7 +8,7 @@ import { lockOrganization } from '../../db/organization-lock.js';
 import { conflict, forbidden, notFound } from '../../lib/problem.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import { sha256Hex } from '../../lib/crypto.js';
-import { afterPosition, newestFirst, pageOfRows, type Page, type PagePosition, type PageRequest } from '../../lib/pagination.js';
+import { afterPosition, newestFirst, pageOfDtos, type Page, type PagePosition, type PageRequest } from '../../lib/pagination.js';
 import type { TokenService } from '../auth/token-service.js';
 import { issueInvitation } from './issue.js';
 import { invalidLink, linkStatus, lockInvitee, usableAt } from './invitation-link.js';
@@ -272,9 +272,9 @@ export function createInvitationService(deps: Pick<InvitationDeps, 'appUrl'>) {
   });
   return {
     list: async (tenant: Tenant, page: PageRequest): Promise<Page<InvitationDto>> => {
-      const rows = pageOfRows(await listInvitations(tenant.db, page), page.limit);
+      const rows = await listInvitations(tenant.db, page);
       const now = new Date();
-      return { items: rows.items.map((row) => toInvitationDto(row, now)), next: rows.next };
+      return pageOfDtos(rows, page.limit, (row) => toInvitationDto(row, now));
     },
     create: async (tenant: Tenant, user: CurrentUser, input: InvitationCreate, audit: AuditContext) =>
       toInvitationDto(await createInvitation(tenant.db, deps.appUrl, managerOf(tenant, user), input, audit), new Date()),
