@@ -183,3 +183,54 @@ t.test('a search finds every match, among the newest rows and far older ones, pa
   const hay = await app.db.company.findFirstOrThrow({ where: { organizationId: org.id, name: 'Hay 11970' } });
   t.same(rare.ids, [hay.id], 'a rare term far beyond the newest rows, at the end of the links');
 });
+
+t.test('timestamps read by lists, searches and pages are what the create answered and what to_char writes', async (t) => {
+  // PostgreSQL's own timestamp text drops trailing zeros of the fraction ('…:05', '…:05.7', '…:05.72'); the API
+  // always has three digits and a Z, like the create answer (formatted by the database) and the cursors.
+  const moments = ['2031-01-02 03:04:05', '2031-01-02 03:04:05.7', '2031-01-02 03:04:05.72', '2031-01-02 03:04:05.723'];
+  const made: Array<{ id: string; created_at: string; updated_at: string }> = [];
+  for (const [n, moment] of moments.entries()) {
+    const company = await created<{ id: string; created_at: string; updated_at: string }>(
+      a.call(memberA, 'POST', 'companies/', { name: `Stamp ${n} zzstamp` }),
+    );
+    t.match(company.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'the create answer');
+    await app.pg.query(
+      `UPDATE companies SET created_at = $2::timestamp AT TIME ZONE 'UTC', updated_at = $2::timestamp AT TIME ZONE 'UTC' WHERE id = $1`,
+      [company.id, moment],
+    );
+    made.push(company);
+  }
+  const { rows: expected } = await app.pg.query<{ id: string; iso: string }>(
+    `SELECT id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS iso FROM companies WHERE id = ANY($1::uuid[])`,
+    [made.map((company) => company.id)],
+  );
+  const wanted = new Map(expected.map((row) => [row.id, row.iso]));
+  t.same([...wanted.values()].sort(), [
+    '2031-01-02T03:04:05.000Z',
+    '2031-01-02T03:04:05.700Z',
+    '2031-01-02T03:04:05.720Z',
+    '2031-01-02T03:04:05.723Z',
+  ]);
+  const read = async (path: string) => {
+    const res = await a.call(viewerA, 'GET', path);
+    t.equal(res.statusCode, 200, path);
+    return json<Array<{ id: string; created_at: string; updated_at: string }>>(res).filter((row) => wanted.has(row.id));
+  };
+  // The plain list's first page (these are now the newest), a search page, and a cursor page after the newest one.
+  const first = await read('companies/?limit=10');
+  const searched = await read('companies/?search=zzstamp');
+  const newest = first[0]!;
+  const cursor = Buffer.from(JSON.stringify([newest.created_at, newest.id])).toString('base64url');
+  const after = await read(`companies/?limit=10&cursor=${cursor}`);
+  for (const [label, rows, count] of [
+    ['first page', first, 4],
+    ['search', searched, 4],
+    ['cursor page', after, 3],
+  ] as const) {
+    t.equal(rows.length, count, `${label}: the stamped companies`);
+    for (const row of rows) {
+      t.equal(row.created_at, wanted.get(row.id), `${label}: created_at of ${row.id}`);
+      t.equal(row.updated_at, wanted.get(row.id), `${label}: updated_at of ${row.id}`);
+    }
+  }
+});
