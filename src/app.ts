@@ -1,7 +1,6 @@
 // Builds the Fastify application from a validated config: plugins first, then the route modules. No I/O of its own.
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify';
-import helmet from '@fastify/helmet';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -10,6 +9,7 @@ import { redactUrl } from './lib/log-redaction.js';
 import { configurePasswordHashing } from './lib/passwords.js';
 import errorsPlugin, { renderError } from './plugins/errors.js';
 import storableTextPlugin from './plugins/storable-text.js';
+import securityHeadersPlugin from './plugins/security-headers.js';
 import dbPlugin from './plugins/db.js';
 import authPlugin from './plugins/auth.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
@@ -100,7 +100,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   await app.register(errorsPlugin);
   await app.register(storableTextPlugin);
-  await app.register(helmet, { global: true });
+  await app.register(securityHeadersPlugin);
   await app.register(dbPlugin);
   await app.register(metricsPlugin);
   await app.register(idempotencyPlugin);

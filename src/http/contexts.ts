@@ -1,5 +1,5 @@
 // The API's authentication contexts: where a route is registered decides who may call it, and what its OpenAPI operation says.
-import type { FastifyInstance, FastifyPluginAsync, FastifySchema, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, FastifySchema, RouteOptions } from 'fastify';
 import { problemResponse } from '../lib/http-schemas.js';
 
 /** `public`: anyone; `user`: a valid access token; `tenant`: a member of the organization in the path; `console`: a staff session. */
@@ -24,6 +24,15 @@ function addResponses(route: RouteOptions, statuses: number[]): void {
   for (const status of statuses) response[status] ??= problemResponse(status);
 }
 
+/**
+ * Adds a hook of the route's own, decided when the route is registered: route hooks run after the context's, and
+ * cost nothing on the routes that do not need them (reading `request.routeOptions` builds an object per request).
+ */
+function appendOnRequest(route: RouteOptions, hook: (request: FastifyRequest) => Promise<void>): void {
+  const own = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
+  route.onRequest = [...own, hook] as RouteOptions['onRequest'];
+}
+
 /** Marks every route registered below with its context (and what it means for the OpenAPI document). */
 function markRoutes(scope: FastifyInstance, context: AuthContext, document: (route: RouteOptions, schema: FastifySchema) => void): void {
   scope.addHook('onRoute', (route) => {
@@ -40,9 +49,7 @@ export function publicContext(routes: FastifyPluginAsync[]): FastifyPluginAsync 
       if (!route.config?.identifyUser) return;
       schema.security = [{}, ...BEARER];
       addResponses(route, [401]);
-    });
-    scope.addHook('onRequest', async (request) => {
-      if (request.routeOptions.config.identifyUser) await scope.authenticateOptional(request);
+      appendOnRequest(route, scope.authenticateOptional);
     });
     for (const plugin of routes) await scope.register(plugin);
   };
@@ -72,9 +79,11 @@ export function tenantContext(routes: FastifyPluginAsync[]): FastifyPluginAsync 
       if (access === undefined) throw new Error(`tenant route ${String(route.method)} ${route.url} declares no config.access`);
       schema.security = BEARER;
       addResponses(route, access === 'member' ? [401, 404] : [401, 403, 404]);
+      // The route's own hook, bound to its capability now (route hooks run after the context's resolveTenant),
+      // rather than a context hook reading the route's options on every request.
+      if (access !== 'member') appendOnRequest(route, scope.capabilityCheck(access));
     });
     scope.addHook('onRequest', scope.resolveTenant);
-    scope.addHook('onRequest', scope.checkCapability);
     for (const plugin of routes) await scope.register(plugin);
   };
 }

@@ -28,11 +28,9 @@ export default fp(
       request.tenant = bindTenant(app.db, app.pg, membership);
     });
 
-    app.decorate('checkCapability', async (request: FastifyRequest) => {
-      const access = request.routeOptions.config.access;
-      if (access === undefined || access === 'member') return;
-      if (!requireTenant(request).can(access)) {
-        throw forbidden('permission_denied', `Your role in this organization does not allow this action (${access}).`);
+    app.decorate('capabilityCheck', (capability: Capability) => async (request: FastifyRequest) => {
+      if (!requireTenant(request).can(capability)) {
+        throw forbidden('permission_denied', `Your role in this organization does not allow this action (${capability}).`);
       }
     });
   },
@@ -52,8 +50,8 @@ declare module 'fastify' {
      * path through the caller's membership (404 unless a member of the active organization) in one query.
      */
     resolveTenant: (request: FastifyRequest) => Promise<void>;
-    /** onRequest hook after `resolveTenant`: 403 unless the caller's role has the route's `access` capability. */
-    checkCapability: (request: FastifyRequest) => Promise<void>;
+    /** A route's onRequest hook (after `resolveTenant`): 403 unless the caller's role has `capability`. */
+    capabilityCheck: (capability: Capability) => (request: FastifyRequest) => Promise<void>;
   }
   interface FastifyRequest {
     tenant: Tenant | null;
