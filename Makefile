@@ -74,7 +74,10 @@ migration-check: generate ## fail when schema.prisma and prisma/migrations disag
 openapi: generate ## regenerate openapi/openapi.json from the route schemas
 	npm run --silent openapi
 
-bench: build ## seed 1M companies and measure the API with autocannon (not part of make test)
+# The load generator is Debian's wrk (a C program, light on the cores the servers share); installed here when missing.
+bench: build ## seed 1M companies and measure the API and a bare baseline with wrk (not part of make test)
+	@command -v wrk >/dev/null || { echo 'installing wrk (apt-get)'; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; } \
+	  || { echo 'make bench needs wrk: apt-get install wrk' >&2; exit 1; }
 	node --import tsx scripts/bench.ts
 
 fuzz: build ## fuzz every OpenAPI operation with 10,000 generated requests (FUZZ_RUNS, FUZZ_SEED); prints counts per operation and status

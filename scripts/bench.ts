@@ -1,16 +1,16 @@
 // Load benchmark: seeds 1,000,000 companies into a throwaway embedded PostgreSQL, starts the built server and a bare
-// baseline server (scripts/bench-baseline.ts) on it, drives both with autocannon, interleaved, and prints req/s,
+// baseline server (scripts/bench-baseline.ts) on it, drives both with wrk, interleaved, and prints req/s,
 // latency, errors, peak RSS and the service/baseline ratio; then the search matrix and the WEB_CONCURRENCY=2 gain.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { startEmbeddedPostgres, type RunningPostgres } from '../src/db/embedded-postgres.js';
 import { applyMigrations } from '../src/db/migrate.js';
@@ -27,7 +27,8 @@ const SMALL_CONTACTS = 100;
 const FRESH_COMPANIES = 50_000;
 const CONNECTIONS = 50;
 const DURATION_S = 10;
-const WARMUP_S = 3;
+/** Both servers get it before each scenario: the service has more code for V8 to compile than the baseline. */
+const WARMUP_S = 5;
 /** A search matrix cell: single requests on the idle server, then a short run under CONNECTIONS connections. */
 const CELL_IDLE_REQUESTS = 5;
 /** The pause before a cell's idle requests (see `idleMs`). */
@@ -36,23 +37,57 @@ const CELL_DURATION_S = 3;
 const PASSWORD = 'bench-password-not-secret';
 const MAX_RSS_MB = 250;
 
-/** The part of autocannon's API used here (the package ships no types). */
-interface AutocannonResult {
-  requests: { average: number };
-  latency: { p50: number; p99: number };
+/**
+ * The load generator is wrk (Debian's package; `make bench` installs it): a C program whose one thread costs a small
+ * part of a core, where autocannon, a Node program, took most of one of the two cores the servers and PostgreSQL
+ * share. Its Lua `done` hook prints the figures as one JSON line.
+ */
+const WRK_SCRIPT = (method: string, body: string | undefined) =>
+  [
+    `wrk.method = ${JSON.stringify(method)}`,
+    ...(body === undefined ? [] : [`wrk.body = ${JSON.stringify(body)}`, 'wrk.headers["Content-Type"] = "application/json"']),
+    'done = function(summary, latency, requests)',
+    '  local e = summary.errors',
+    '  io.write(string.format(\'WRK_JSON {"requests":%d,"duration_us":%d,"p50_us":%d,"p99_us":%d,"errors":%d,"non2xx":%d}\\n\',',
+    '    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),',
+    '    e.connect + e.read + e.write + e.timeout, e.status))',
+    'end',
+  ].join('\n');
+
+/** Where the wrk script of the current run is written (removed at the end). */
+const scriptDir = await mkdtemp(path.join(tmpdir(), 'crm-bench-wrk-'));
+
+interface WrkResult {
+  requests: number;
+  duration_us: number;
+  p50_us: number;
+  p99_us: number;
   errors: number;
-  timeouts: number;
   non2xx: number;
 }
-type Autocannon = (options: {
-  url: string;
-  connections: number;
-  duration: number;
-  method?: string;
-  headers?: Record<string, string>;
-  body?: string;
-}) => Promise<AutocannonResult>;
-const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
+async function wrk(
+  scriptDir: string,
+  options: { url: string; connections: number; seconds: number; method: string; headers: Record<string, string>; body?: string },
+): Promise<WrkResult> {
+  const script = path.join(scriptDir, 'bench.lua');
+  await writeFile(script, WRK_SCRIPT(options.method, options.body));
+  const headers = Object.entries(options.headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
+  const { stdout } = await promisify(execFile)('wrk', [
+    '-t1',
+    `-c${options.connections}`,
+    `-d${options.seconds}s`,
+    '--timeout',
+    '5s',
+    '-s',
+    script,
+    ...headers,
+    options.url,
+  ]);
+  const line = stdout.split('\n').find((l) => l.startsWith('WRK_JSON '));
+  if (!line) throw new Error(`wrk printed no result:\n${stdout}`);
+  return JSON.parse(line.slice('WRK_JSON '.length)) as WrkResult;
+}
 
 /**
  * 100 distinct made-up words (10 stems × 10 endings): company names, emails and websites take the word of
@@ -125,7 +160,7 @@ interface Seeded {
 
 /**
  * Loads the data with the non-unique indexes of companies/contacts dropped and rebuilt afterwards (as a bulk load
- * should; unique ones back foreign keys and stay), then ANALYZEs. The index definitions are read back from the migrated database, so they
+ * should; unique ones back foreign keys and stay), then VACUUMs and ANALYZEs. The index definitions are read back from the migrated database, so they
  * stay the ones
  * the migrations create.
  */
@@ -161,7 +196,8 @@ async function seed(url: string): Promise<Seeded> {
     }
     log(`rebuilding ${indexes.length} indexes`);
     for (const index of indexes) await client.query(index.definition);
-    await client.query('ANALYZE');
+    // VACUUM as well: after a million inserts autovacuum would otherwise process the table during the measurements.
+    await client.query('VACUUM (ANALYZE)');
 
     const { rows: users } = await client.query<{ id: string }>(
       `INSERT INTO users (id, username, email, password_hash, updated_at)
@@ -321,19 +357,19 @@ async function measure(
     url: server.origin + scenario.path,
     connections: CONNECTIONS,
     method: scenario.method ?? 'GET',
-    headers: { authorization: `Bearer ${token}`, ...(scenario.body ? { 'content-type': 'application/json' } : {}) },
+    headers: { authorization: `Bearer ${token}` },
     ...(scenario.body ? { body: JSON.stringify(scenario.body) } : {}),
   };
-  if (warmup > 0) await autocannon({ ...options, duration: warmup });
-  const result = await autocannon({ ...options, duration: seconds });
+  if (warmup > 0) await wrk(scriptDir, { ...options, seconds: warmup });
+  const result = await wrk(scriptDir, { ...options, seconds });
   if (server.process.exitCode !== null || server.process.signalCode !== null) {
     throw new Error(`the server exited (${server.process.exitCode ?? server.process.signalCode}) during "${scenario.name}"`);
   }
   return {
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.errors + result.timeouts + result.non2xx,
+    rps: result.requests / (result.duration_us / 1e6),
+    p50: result.p50_us / 1000,
+    p99: result.p99_us / 1000,
+    errors: result.errors + result.non2xx,
     rssMb: await peakRssMb(server.process.pid!),
   };
 }
@@ -386,6 +422,7 @@ async function main(): Promise<void> {
     for (const server of servers) await stopServer(server);
     if (postgres) await postgres.stop();
     if (!keptDir) await rm(workDir, { recursive: true, force: true });
+    await rm(scriptDir, { recursive: true, force: true });
   };
   const onSignal = () => {
     cleanup().finally(() => process.exit(130));
@@ -425,7 +462,7 @@ async function main(): Promise<void> {
       `Seeding: ${seeded.seconds.toFixed(1)} s (1 workspace with ${(BIG_COMPANIES + FRESH_COMPANIES).toLocaleString('en')} companies ` +
         `(the newest ${FRESH_COMPANIES.toLocaleString('en')} match no search term) and ${BIG_CONTACTS.toLocaleString('en')} contacts, ` +
         `${SMALL_WORKSPACES} small workspaces)`,
-      `autocannon: ${CONNECTIONS} connections, ${DURATION_S} s after a ${WARMUP_S} s warm-up, service then baseline for each ` +
+      `wrk: 1 thread, ${CONNECTIONS} connections, ${DURATION_S} s after a ${WARMUP_S} s warm-up, service then baseline for each ` +
         "scenario; server LOG_LEVEL=warn; peak RSS is the largest VmHWM of the server's processes",
       '',
     ];
