@@ -66,10 +66,14 @@ interface WrkResult {
   non2xx: number;
 }
 
-async function wrk(
-  scriptDir: string,
-  options: { url: string; connections: number; seconds: number; method: string; headers: Record<string, string>; body?: string },
-): Promise<WrkResult> {
+async function wrk(options: {
+  url: string;
+  connections: number;
+  seconds: number;
+  method: string;
+  headers: Record<string, string>;
+  body?: string;
+}): Promise<WrkResult> {
   const script = path.join(scriptDir, 'bench.lua');
   await writeFile(script, WRK_SCRIPT(options.method, options.body));
   const headers = Object.entries(options.headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
@@ -360,8 +364,8 @@ async function measure(
     headers: { authorization: `Bearer ${token}` },
     ...(scenario.body ? { body: JSON.stringify(scenario.body) } : {}),
   };
-  if (warmup > 0) await wrk(scriptDir, { ...options, seconds: warmup });
-  const result = await wrk(scriptDir, { ...options, seconds });
+  if (warmup > 0) await wrk({ ...options, seconds: warmup });
+  const result = await wrk({ ...options, seconds });
   if (server.process.exitCode !== null || server.process.signalCode !== null) {
     throw new Error(`the server exited (${server.process.exitCode ?? server.process.signalCode}) during "${scenario.name}"`);
   }

@@ -113,10 +113,11 @@ function conditionsOf<Filter extends string>(
   const reference = (index: number, type: string) => (opaque ? `(SELECT $${index}::${type})` : `$${index}`);
   const where = [`organization_id = ${reference(1, 'uuid')}`];
   const unindexed: string[] = [];
-  const parameter = (value: unknown, type = '') => reference(values.push(value), type);
+  const parameter = (value: unknown, type: string) => reference(values.push(value), type);
   for (const column of spec.filterColumns) {
     const value = filter.equals?.[column];
-    if (value !== undefined) (spec.indexedFilters.includes(column) ? where : unindexed).push(`${column} = ${parameter(value)}`);
+    // Only filterless shapes are opaque, so an equality value is always a plain parameter (planned with its value).
+    if (value !== undefined) (spec.indexedFilters.includes(column) ? where : unindexed).push(`${column} = $${values.push(value)}`);
   }
   if (filter.after) {
     // The redundant `created_at <=` bounds the index scan, so a deep page starts where the previous one ended.
@@ -168,8 +169,8 @@ function scanQuery<Filter extends string>(
   term: string,
 ): pg.QueryConfig {
   const { values, seek, unindexed, parameter } = conditionsOf(organizationId, spec, filter);
-  const limit = parameter(filter.limit + 1);
-  const hit = [`strpos(search_text, ${parameter(foldCase(term))}) > 0`, ...unindexed].join(' AND ');
+  const limit = parameter(filter.limit + 1, 'int');
+  const hit = [`strpos(search_text, ${parameter(foldCase(term), 'text')}) > 0`, ...unindexed].join(' AND ');
   const scanned =
     `(SELECT *, row_number() OVER (ORDER BY created_at DESC, id DESC) AS scan_row FROM ${spec.table} WHERE ${seek} ` +
     `ORDER BY created_at DESC, id DESC LIMIT ${SEARCH_SCAN_ROWS})`;
