@@ -1,5 +1,7 @@
 // The benchmark's baseline: a bare Fastify + pg server (JWT verification and nothing else, no Prisma) that answers
 // the benchmarked requests with the service's statements and response bodies, the limit the service is held to.
+import cluster from 'node:cluster';
+import { once } from 'node:events';
 import fastifyJwt from '@fastify/jwt';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
@@ -20,11 +22,19 @@ import type { CurrentUser } from '../src/lib/current-user.js';
 
 const { DATABASE_URL, JWT_SECRET, PORT } = process.env;
 if (!DATABASE_URL || !JWT_SECRET || !PORT) throw new Error('DATABASE_URL, JWT_SECRET and PORT are required');
-const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 10 });
-const app = Fastify({ logger: false });
-await app.register(fastifyJwt, { secret: JWT_SECRET, verify: { algorithms: ['HS256'] } });
-// The shared schemas the response bodies refer to.
-for (const schema of [RoleSchema, OrganizationSchema]) app.addSchema(schema);
+
+// WEB_CONCURRENCY > 1: that many processes on the port, as the service runs them (node:cluster), so the bench can show
+// what a second process gains when the server itself costs as little as it can on this machine.
+const processes = Number(process.env.WEB_CONCURRENCY ?? 1);
+if (cluster.isPrimary && processes > 1) {
+  const workers = Array.from({ length: processes }, () => cluster.fork());
+  process.on('SIGTERM', () => {
+    for (const worker of workers) worker.process.kill('SIGTERM');
+    void Promise.all(workers.map((worker) => (worker.isDead() ? undefined : once(worker, 'exit')))).then(() => process.exit(0));
+  });
+} else {
+  await serveBaseline(DATABASE_URL, JWT_SECRET, Number(PORT));
+}
 
 interface Claims {
   sub: string;
@@ -32,56 +42,65 @@ interface Claims {
   ver: number;
 }
 
-/** The service's authentication round trip (the same typed queries): the user and their live session, plus the membership when asked. */
-async function authenticate(request: FastifyRequest, organizationId?: string): Promise<CurrentUser> {
-  const claims = await request.jwtVerify<Claims>();
-  if (!organizationId) return authenticateClaims(pool, claims);
-  const { user, membership } = await authenticateMember(pool, claims, organizationId);
-  if (!membership) throw Object.assign(new Error('not found'), { statusCode: 404 });
-  return user;
-}
-
 type OrgRequest = FastifyRequest<{ Params: { organization_id: string }; Querystring: { limit?: string; cursor?: string } }>;
-const page = (request: OrgRequest) => ({ after: decodeCursor(request.query.cursor), limit: Number(request.query.limit ?? 50) });
 
-for (const [path, service, item] of [
-  ['companies', companyService, CompanySchema],
-  ['contacts', contactService, ContactSchema],
-] as const) {
-  app.get(
-    `/api/v1/organizations/:organization_id/${path}/`,
-    { schema: { response: { 200: Type.Array(item) } } },
-    async (request: OrgRequest, reply: FastifyReply) => {
+async function serveBaseline(databaseUrl: string, jwtSecret: string, port: number): Promise<void> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+  const app = Fastify({ logger: false });
+  await app.register(fastifyJwt, { secret: jwtSecret, verify: { algorithms: ['HS256'] } });
+  // The shared schemas the response bodies refer to.
+  for (const schema of [RoleSchema, OrganizationSchema]) app.addSchema(schema);
+
+  /** The service's authentication round trip (the same typed queries): the user and their live session, plus the membership when asked. */
+  async function authenticate(request: FastifyRequest, organizationId?: string): Promise<CurrentUser> {
+    const claims = await request.jwtVerify<Claims>();
+    if (!organizationId) return authenticateClaims(pool, claims);
+    const { user, membership } = await authenticateMember(pool, claims, organizationId);
+    if (!membership) throw Object.assign(new Error('not found'), { statusCode: 404 });
+    return user;
+  }
+
+  const page = (request: OrgRequest) => ({ after: decodeCursor(request.query.cursor), limit: Number(request.query.limit ?? 50) });
+
+  for (const [path, service, item] of [
+    ['companies', companyService, CompanySchema],
+    ['contacts', contactService, ContactSchema],
+  ] as const) {
+    app.get(
+      `/api/v1/organizations/:organization_id/${path}/`,
+      { schema: { response: { 200: Type.Array(item) } } },
+      async (request: OrgRequest, reply: FastifyReply) => {
+        const organizationId = request.params.organization_id;
+        await authenticate(request, organizationId);
+        const { limit, after } = page(request);
+        const { rows, scannedTo } = await service.list(scopePages(pool, organizationId), {}, { after, limit });
+        return paginate(request, reply, rows as Array<{ id: string; created_at: string }>, limit, positionOfApiRow, scannedTo);
+      },
+    );
+  }
+
+  app.get('/api/v1/auth/me/', { schema: { response: { 200: MeSchema } } }, async (request) => {
+    const user = await authenticate(request);
+    return getMe(pool, user);
+  });
+
+  // The service's statement: the company and its automation runs.
+  app.post(
+    '/api/v1/organizations/:organization_id/companies/',
+    { schema: { response: { 201: CompanySchema } } },
+    async (request: OrgRequest, reply) => {
       const organizationId = request.params.organization_id;
       await authenticate(request, organizationId);
-      const { limit, after } = page(request);
-      const { rows, scannedTo } = await service.list(scopePages(pool, organizationId), {}, { after, limit });
-      return paginate(request, reply, rows as Array<{ id: string; created_at: string }>, limit, positionOfApiRow, scannedTo);
+      reply.code(201);
+      return scopeWrites(pool, organizationId).insert(companyPage, request.body as Record<string, unknown>, 'company.created');
     },
   );
+
+  await app.listen({ port, host: '127.0.0.1' });
+  process.on('SIGTERM', () => {
+    void app
+      .close()
+      .then(() => pool.end())
+      .then(() => process.exit(0));
+  });
 }
-
-app.get('/api/v1/auth/me/', { schema: { response: { 200: MeSchema } } }, async (request) => {
-  const user = await authenticate(request);
-  return getMe(pool, user);
-});
-
-// The service's statement: the company and its automation runs.
-app.post(
-  '/api/v1/organizations/:organization_id/companies/',
-  { schema: { response: { 201: CompanySchema } } },
-  async (request: OrgRequest, reply) => {
-    const organizationId = request.params.organization_id;
-    await authenticate(request, organizationId);
-    reply.code(201);
-    return scopeWrites(pool, organizationId).insert(companyPage, request.body as Record<string, unknown>, 'company.created');
-  },
-);
-
-await app.listen({ port: Number(PORT), host: '127.0.0.1' });
-process.on('SIGTERM', () => {
-  void app
-    .close()
-    .then(() => pool.end())
-    .then(() => process.exit(0));
-});
