@@ -489,16 +489,13 @@ async function main(): Promise<void> {
       },
     ];
     const rows: string[][] = [];
-    let singleListRps: number | undefined;
-    let singleBaselineListRps: number | undefined;
+    /** The company list's req/s with one process each, which the WEB_CONCURRENCY=2 runs are compared with. */
+    let singleList: { service: number; baseline: number } | undefined;
     for (const scenario of scenarios.filter((s) => selected(s.name))) {
       log(`${scenario.name}: service, then baseline`);
       const ours = await measure(service, token, scenario);
       const theirs = await measure(baseline, token, scenario);
-      if (scenario.name.startsWith('company list')) {
-        singleListRps = ours.rps;
-        singleBaselineListRps = theirs.rps;
-      }
+      if (scenario.name.startsWith('company list')) singleList = { service: ours.rps, baseline: theirs.rps };
       const ratio = ours.rps / theirs.rps;
       errors += ours.errors + theirs.errors;
       peakRss = Math.max(peakRss, ours.rssMb);
@@ -585,7 +582,7 @@ async function main(): Promise<void> {
     }
     await stopped(service);
 
-    if (selected('WEB_CONCURRENCY') && singleListRps !== undefined && singleBaselineListRps !== undefined) {
+    if (selected('WEB_CONCURRENCY') && singleList !== undefined) {
       log('company list with WEB_CONCURRENCY=2');
       const two = await started(startService(postgres.url, appDir, jwtSecret, 2));
       const measured = await measure(two, await signIn(two.origin), scenarios[0]!);
@@ -598,13 +595,13 @@ async function main(): Promise<void> {
       await stopped(twoBaselines);
       errors += measured.errors + measuredBaseline.errors;
       peakRss = Math.max(peakRss, measured.rssMb);
-      const gain = measured.rps / singleListRps;
-      const baselineGain = measuredBaseline.rps / singleBaselineListRps;
+      const gain = measured.rps / singleList.service;
+      const baselineGain = measuredBaseline.rps / singleList.baseline;
       output.push(
         `company list with WEB_CONCURRENCY=2: ${measured.rps.toFixed(0)} req/s, p99 ${measured.p99.toFixed(1)} ms, ` +
-          `${gain.toFixed(2)}× one process (${singleListRps.toFixed(0)} req/s); peak RSS per process ${measured.rssMb.toFixed(0)} MB`,
+          `${gain.toFixed(2)}× one process (${singleList.service.toFixed(0)} req/s); peak RSS per process ${measured.rssMb.toFixed(0)} MB`,
         `baseline with 2 processes: ${measuredBaseline.rps.toFixed(0)} req/s, ${baselineGain.toFixed(2)}× its one process ` +
-          `(${singleBaselineListRps.toFixed(0)} req/s)`,
+          `(${singleList.baseline.toFixed(0)} req/s)`,
         '',
       );
       verdicts.push(
