@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
@@ -64,6 +64,8 @@ interface WrkResult {
   p99_us: number;
   errors: number;
   non2xx: number;
+  /** wrk's own CPU time (user + system), in seconds. */
+  cpuSeconds: number;
 }
 
 async function wrk(options: {
@@ -77,7 +79,11 @@ async function wrk(options: {
   const script = path.join(scriptDir, 'bench.lua');
   await writeFile(script, WRK_SCRIPT(options.method, options.body));
   const headers = Object.entries(options.headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
-  const { stdout } = await promisify(execFile)('wrk', [
+  // Through a shell whose `times` prints its children's CPU time (wrk's) on its second line.
+  const { stdout } = await promisify(execFile)('/bin/sh', [
+    '-c',
+    'wrk "$@"; code=$?; times; exit $code',
+    'wrk',
     '-t1',
     `-c${options.connections}`,
     `-d${options.seconds}s`,
@@ -90,7 +96,9 @@ async function wrk(options: {
   ]);
   const line = stdout.split('\n').find((l) => l.startsWith('WRK_JSON '));
   if (!line) throw new Error(`wrk printed no result:\n${stdout}`);
-  return JSON.parse(line.slice('WRK_JSON '.length)) as WrkResult;
+  const times = stdout.trimEnd().split('\n').at(-1)!;
+  const cpuSeconds = [...times.matchAll(/(\d+)m([\d.]+)s/g)].reduce((sum, [, m, sec]) => sum + Number(m) * 60 + Number(sec), 0);
+  return { ...(JSON.parse(line.slice('WRK_JSON '.length)) as Omit<WrkResult, 'cpuSeconds'>), cpuSeconds };
 }
 
 /**
@@ -311,14 +319,50 @@ async function stopServer(server: Server): Promise<void> {
   clearTimeout(timer);
 }
 
+/** The kernel's clock ticks per second (`getconf CLK_TCK`), the unit of /proc's CPU times. */
+const ticksPerSecond = Number((await promisify(execFile)('getconf', ['CLK_TCK'])).stdout.trim()) || 100;
+
+/** A process's direct children (PostgreSQL's backends, the cluster's server processes). */
+const childrenOf = (pid: number) =>
+  readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').then(
+    (text) => text.split(' ').filter(Boolean).map(Number),
+    () => [] as number[],
+  );
+
+/**
+ * CPU time (user + system, in seconds) of a process and of its children: the running ones, and the ones that ended
+ * (cutime and cstime, which the kernel adds up when the parent reaps them; backends end while the bench runs).
+ */
+async function treeCpuSeconds(pid: number): Promise<number> {
+  // The fields after the command name, which may hold spaces.
+  const statOf = async (id: number) => {
+    const stat = await readFile(`/proc/${id}/stat`, 'utf8').catch(() => '');
+    return stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number);
+  };
+  // utime and stime are the 12th and 13th of those fields, cutime and cstime the 14th and 15th.
+  const own = await statOf(pid);
+  let ticks = (own[11] || 0) + (own[12] || 0) + (own[13] || 0) + (own[14] || 0);
+  for (const id of await childrenOf(pid)) {
+    const child = await statOf(id);
+    ticks += (child[11] || 0) + (child[12] || 0);
+  }
+  return ticks / ticksPerSecond;
+}
+
+/** The machine's busy CPU time (everything but idle and I/O wait, all cores), in seconds. */
+async function machineBusySeconds(): Promise<number> {
+  const [, ...values] = (await readFile('/proc/stat', 'utf8')).split('\n')[0]!.trim().split(/\s+/).map(Number);
+  const total = values.slice(0, 8).reduce((sum, v) => sum + v, 0);
+  return (total - values[3]! - values[4]!) / ticksPerSecond;
+}
+
 /** The kernel's peak resident set (VmHWM) of the process and of each of its children (cluster workers), in MB. */
 async function peakRssMb(pid: number): Promise<number> {
-  const children = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').then(
-    (text) => text.split(' ').filter(Boolean).map(Number),
-    () => [],
-  );
   let peak = 0;
-  for (const id of [pid, ...children]) {
+  for (const id of [pid, ...(await childrenOf(pid))]) {
     const status = await readFile(`/proc/${id}/status`, 'utf8').catch(() => '');
     peak = Math.max(peak, Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1] ?? 0) / 1024);
   }
@@ -350,7 +394,14 @@ interface Measured {
   p99: number;
   errors: number;
   rssMb: number;
+  /** CPU per request in µs, measured over the run: the server's processes, PostgreSQL's, wrk's. */
+  cpu: { server: number; postgres: number; wrk: number };
+  /** The machine's busy cores during the run (all processes, this script and anything else included). */
+  busyCores: number;
 }
+
+/** The embedded PostgreSQL's postmaster, whose children are the backends serving both servers. */
+let postmasterPid = 0;
 
 async function measure(
   server: Server,
@@ -367,7 +418,10 @@ async function measure(
     ...(scenario.body ? { body: JSON.stringify(scenario.body) } : {}),
   };
   if (warmup > 0) await wrk({ ...options, seconds: warmup });
+  const before = await Promise.all([treeCpuSeconds(server.process.pid!), treeCpuSeconds(postmasterPid), machineBusySeconds()]);
   const result = await wrk({ ...options, seconds });
+  const after = await Promise.all([treeCpuSeconds(server.process.pid!), treeCpuSeconds(postmasterPid), machineBusySeconds()]);
+  const perRequest = (seconds: number) => (seconds * 1e6) / Math.max(result.requests, 1);
   if (server.process.exitCode !== null || server.process.signalCode !== null) {
     throw new Error(`the server exited (${server.process.exitCode ?? server.process.signalCode}) during "${scenario.name}"`);
   }
@@ -377,6 +431,8 @@ async function measure(
     p99: result.p99_us / 1000,
     errors: result.errors + result.non2xx,
     rssMb: await peakRssMb(server.process.pid!),
+    cpu: { server: perRequest(after[0] - before[0]), postgres: perRequest(after[1] - before[1]), wrk: perRequest(result.cpuSeconds) },
+    busyCores: (after[2] - before[2]) / (result.duration_us / 1e6),
   };
 }
 
@@ -447,6 +503,7 @@ async function main(): Promise<void> {
   try {
     // The cluster goes straight into the temporary folder: startEmbeddedPostgres opens it to PostgreSQL's user (root runs).
     postgres = await startEmbeddedPostgres({ dataDir: workDir });
+    postmasterPid = Number((await readFile(path.join(workDir, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0]);
     await applyMigrations(postgres.url);
     let seeded: Seeded;
     if (reuse) {
@@ -469,7 +526,8 @@ async function main(): Promise<void> {
         `(the newest ${FRESH_COMPANIES.toLocaleString('en')} match no search term) and ${BIG_CONTACTS.toLocaleString('en')} contacts, ` +
         `${SMALL_WORKSPACES} small workspaces)`,
       `wrk: 1 thread, ${CONNECTIONS} connections, ${DURATION_S} s after a ${WARMUP_S} s warm-up, service then baseline for each ` +
-        "scenario; server LOG_LEVEL=warn; peak RSS is the largest VmHWM of the server's processes",
+        "scenario; server LOG_LEVEL=warn; peak RSS is the largest VmHWM of the server's processes; CPU µs/req is a " +
+        'process tree’s CPU time (/proc) over the requests served',
       '',
     ];
     const verdicts: string[] = [];
@@ -489,13 +547,13 @@ async function main(): Promise<void> {
       },
     ];
     const rows: string[][] = [];
-    /** The company list's req/s with one process each, which the WEB_CONCURRENCY=2 runs are compared with. */
-    let singleList: { service: number; baseline: number } | undefined;
+    /** The company list with one process each, which the WEB_CONCURRENCY=2 runs are compared with. */
+    let singleList: { service: Measured; baseline: Measured } | undefined;
     for (const scenario of scenarios.filter((s) => selected(s.name))) {
       log(`${scenario.name}: service, then baseline`);
       const ours = await measure(service, token, scenario);
       const theirs = await measure(baseline, token, scenario);
-      if (scenario.name.startsWith('company list')) singleList = { service: ours.rps, baseline: theirs.rps };
+      if (scenario.name.startsWith('company list')) singleList = { service: ours, baseline: theirs };
       const ratio = ours.rps / theirs.rps;
       errors += ours.errors + theirs.errors;
       peakRss = Math.max(peakRss, ours.rssMb);
@@ -507,6 +565,9 @@ async function main(): Promise<void> {
         ours.p50.toFixed(1),
         ours.p99.toFixed(1),
         theirs.p99.toFixed(1),
+        ours.cpu.server.toFixed(0),
+        theirs.cpu.server.toFixed(0),
+        ours.cpu.postgres.toFixed(0),
         String(ours.errors + theirs.errors),
         ours.rssMb.toFixed(0),
       ]);
@@ -517,7 +578,23 @@ async function main(): Promise<void> {
     }
     if (rows.length > 0) {
       output.push(
-        ...table(['scenario', 'req/s', 'baseline req/s', 'ratio', 'p50 ms', 'p99 ms', 'baseline p99 ms', 'errors', 'peak RSS MB'], rows),
+        ...table(
+          [
+            'scenario',
+            'req/s',
+            'baseline req/s',
+            'ratio',
+            'p50 ms',
+            'p99 ms',
+            'baseline p99 ms',
+            'CPU µs/req',
+            'baseline CPU µs/req',
+            'PostgreSQL CPU µs/req',
+            'errors',
+            'peak RSS MB',
+          ],
+          rows,
+        ),
         '',
       );
     }
@@ -595,18 +672,28 @@ async function main(): Promise<void> {
       await stopped(twoBaselines);
       errors += measured.errors + measuredBaseline.errors;
       peakRss = Math.max(peakRss, measured.rssMb);
-      const gain = measured.rps / singleList.service;
-      const baselineGain = measuredBaseline.rps / singleList.baseline;
+      const gain = measured.rps / singleList.service.rps;
+      const baselineGain = measuredBaseline.rps / singleList.baseline.rps;
+      // What a second process can use at most is what the first one left idle: throughput cannot grow beyond the
+      // machine's cores over the cores the one-process run kept busy (the servers, PostgreSQL and wrk all scale with it).
+      const cores = availableParallelism();
+      const ceiling = (run: Measured) => cores / run.busyCores;
+      const split = (run: Measured) =>
+        `server ${((run.cpu.server * run.rps) / 1e6).toFixed(2)}, PostgreSQL ${((run.cpu.postgres * run.rps) / 1e6).toFixed(2)}, ` +
+        `wrk ${((run.cpu.wrk * run.rps) / 1e6).toFixed(2)}`;
       output.push(
         `company list with WEB_CONCURRENCY=2: ${measured.rps.toFixed(0)} req/s, p99 ${measured.p99.toFixed(1)} ms, ` +
-          `${gain.toFixed(2)}× one process (${singleList.service.toFixed(0)} req/s); peak RSS per process ${measured.rssMb.toFixed(0)} MB`,
+          `${gain.toFixed(2)}× one process (${singleList.service.rps.toFixed(0)} req/s); peak RSS per process ${measured.rssMb.toFixed(0)} MB`,
         `baseline with 2 processes: ${measuredBaseline.rps.toFixed(0)} req/s, ${baselineGain.toFixed(2)}× its one process ` +
-          `(${singleList.baseline.toFixed(0)} req/s)`,
+          `(${singleList.baseline.rps.toFixed(0)} req/s)`,
+        `the one-process runs kept ${singleList.service.busyCores.toFixed(2)} (service) and ${singleList.baseline.busyCores.toFixed(2)} ` +
+          `(baseline) of the machine's ${cores} cores busy (${split(singleList.service)}; baseline ${split(singleList.baseline)}): ` +
+          `more processes can gain at most ${ceiling(singleList.service).toFixed(2)}× and ${ceiling(singleList.baseline).toFixed(2)}× here`,
         '',
       );
       verdicts.push(
         `${mark(gain >= 1.3)} WEB_CONCURRENCY=2: company list >= 1.3× one process (${gain.toFixed(2)}×; ` +
-          `the baseline's 2 processes: ${baselineGain.toFixed(2)}×)`,
+          `at most ${ceiling(singleList.service).toFixed(2)}× on this machine; the baseline's 2 processes: ${baselineGain.toFixed(2)}×)`,
       );
     }
     verdicts.push(`${mark(errors === 0)} zero errors (${errors})`);
