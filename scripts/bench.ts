@@ -389,6 +389,8 @@ interface Scenario {
 }
 
 interface Measured {
+  requests: number;
+  seconds: number;
   rps: number;
   p50: number;
   p99: number;
@@ -426,6 +428,8 @@ async function measure(
     throw new Error(`the server exited (${server.process.exitCode ?? server.process.signalCode}) during "${scenario.name}"`);
   }
   return {
+    requests: result.requests,
+    seconds: result.duration_us / 1e6,
     rps: result.requests / (result.duration_us / 1e6),
     p50: result.p50_us / 1000,
     p99: result.p99_us / 1000,
@@ -434,6 +438,45 @@ async function measure(
     cpu: { server: perRequest(after[0] - before[0]), postgres: perRequest(after[1] - before[1]), wrk: perRequest(result.cpuSeconds) },
     busyCores: (after[2] - before[2]) / (result.duration_us / 1e6),
   };
+}
+
+/**
+ * Two runs of one server as one: throughput, CPU per request and busy cores over both; the median weighted by
+ * requests; the larger p99 (the exact one of both together is not known) and peak RSS.
+ */
+function combined(a: Measured, b: Measured): Measured {
+  const requests = a.requests + b.requests;
+  const seconds = a.seconds + b.seconds;
+  const byRequests = (x: number, y: number) => (x * a.requests + y * b.requests) / Math.max(requests, 1);
+  return {
+    requests,
+    seconds,
+    rps: requests / seconds,
+    p50: byRequests(a.p50, b.p50),
+    p99: Math.max(a.p99, b.p99),
+    errors: a.errors + b.errors,
+    rssMb: Math.max(a.rssMb, b.rssMb),
+    cpu: {
+      server: byRequests(a.cpu.server, b.cpu.server),
+      postgres: byRequests(a.cpu.postgres, b.cpu.postgres),
+      wrk: byRequests(a.cpu.wrk, b.cpu.wrk),
+    },
+    busyCores: (a.busyCores * a.seconds + b.busyCores * b.seconds) / seconds,
+  };
+}
+
+/**
+ * A scenario on the service and the baseline, interleaved: each warmed up, then half the run's time on the service,
+ * half on the baseline, and again, so that a machine that slows down or speeds up for a while (these are shared
+ * machines) weighs on both sides alike rather than on whichever ran then.
+ */
+async function measurePair(service: Server, baseline: Server, token: string, scenario: Omit<Scenario, 'minRatio'>) {
+  const half = DURATION_S / 2;
+  const firstOurs = await measure(service, token, scenario, half);
+  const firstTheirs = await measure(baseline, token, scenario, half);
+  const ours = combined(firstOurs, await measure(service, token, scenario, half, 0));
+  const theirs = combined(firstTheirs, await measure(baseline, token, scenario, half, 0));
+  return { ours, theirs };
 }
 
 /**
@@ -525,9 +568,10 @@ async function main(): Promise<void> {
       `Seeding: ${seeded.seconds.toFixed(1)} s (1 workspace with ${(BIG_COMPANIES + FRESH_COMPANIES).toLocaleString('en')} companies ` +
         `(the newest ${FRESH_COMPANIES.toLocaleString('en')} match no search term) and ${BIG_CONTACTS.toLocaleString('en')} contacts, ` +
         `${SMALL_WORKSPACES} small workspaces)`,
-      `wrk: 1 thread, ${CONNECTIONS} connections, ${DURATION_S} s after a ${WARMUP_S} s warm-up, service then baseline for each ` +
-        "scenario; server LOG_LEVEL=warn; peak RSS is the largest VmHWM of the server's processes; CPU µs/req is a " +
-        'process tree’s CPU time (/proc) over the requests served',
+      `wrk: 1 thread, ${CONNECTIONS} connections; each scenario after a ${WARMUP_S} s warm-up of each server, interleaved: ` +
+        `service ${DURATION_S / 2} s, baseline ${DURATION_S / 2} s, twice (p99: the larger of the two); server LOG_LEVEL=warn; ` +
+        "peak RSS is the largest VmHWM of the server's processes; CPU µs/req is a process tree's CPU time (/proc) over the " +
+        'requests served',
       '',
     ];
     const verdicts: string[] = [];
@@ -551,8 +595,7 @@ async function main(): Promise<void> {
     let singleList: { service: Measured; baseline: Measured } | undefined;
     for (const scenario of scenarios.filter((s) => selected(s.name))) {
       log(`${scenario.name}: service, then baseline`);
-      const ours = await measure(service, token, scenario);
-      const theirs = await measure(baseline, token, scenario);
+      const { ours, theirs } = await measurePair(service, baseline, token, scenario);
       if (scenario.name.startsWith('company list')) singleList = { service: ours, baseline: theirs };
       const ratio = ours.rps / theirs.rps;
       errors += ours.errors + theirs.errors;
