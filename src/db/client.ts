@@ -21,7 +21,11 @@ export interface Database {
 export function openDatabase(url: string, onIdleError: (error: Error) => void): Database {
   // A connection attempt that hangs (an unreachable host) fails after five seconds instead of holding the request.
   const pool = new pg.Pool({ connectionString: url, max: POOL_SIZE, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
-  pool.on('error', onIdleError);
+  // pool.end() resolves once it has asked each connection to close, not once they are closed: an embedded database
+  // stopped right after may end them first, which is no failure of ours.
+  pool.on('error', (error) => {
+    if (!pool.ending) onIdleError(error);
+  });
   const db = new PrismaClient({ adapter: new PrismaPg(pool) });
   return {
     db,
