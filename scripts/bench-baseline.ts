@@ -45,7 +45,8 @@ interface Claims {
 type OrgRequest = FastifyRequest<{ Params: { organization_id: string }; Querystring: { limit?: string; cursor?: string } }>;
 
 async function serveBaseline(databaseUrl: string, jwtSecret: string, port: number): Promise<void> {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+  // The service's pool size (DATABASE_POOL_SIZE, default 10): both sides hold as many connections.
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: Number(process.env.DATABASE_POOL_SIZE ?? 10) });
   const app = Fastify({ logger: false });
   await app.register(fastifyJwt, { secret: jwtSecret, verify: { algorithms: ['HS256'] } });
   // The shared schemas the response bodies refer to.

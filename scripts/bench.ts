@@ -263,6 +263,8 @@ const serverEnv = (databaseUrl: string, port: number, jwtSecret: string) => ({
   JWT_SECRET: jwtSecret,
   ACCESS_TOKEN_TTL: '3600',
   LOG_LEVEL: 'warn',
+  // A pool size given to the bench goes to the service and the baseline alike.
+  ...(process.env.DATABASE_POOL_SIZE ? { DATABASE_POOL_SIZE: process.env.DATABASE_POOL_SIZE } : {}),
 });
 
 /** Starts `command` (through /bin/sh, whose `exec` makes its PID the server's) and waits until `readyPath` answers. */

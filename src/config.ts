@@ -91,6 +91,11 @@ const variables = {
   host: text('HOST', '127.0.0.1'),
   /** Unset until server.ts starts the embedded PostgreSQL (withDatabaseUrl); buildApp requires it. */
   databaseUrl: variable('DATABASE_URL', Type.String({ pattern: '^postgres(ql)?://' }), (value) => value),
+  /**
+   * Connections of each server process's pool (API requests; the email and automation workers open their own). Bounded
+   * by what one PostgreSQL serves: every process opens up to this many, so WEB_CONCURRENCY × it must fit max_connections.
+   */
+  databasePoolSize: integer('DATABASE_POOL_SIZE', 10, Type.String({ pattern: '^[1-9][0-9]{0,2}$' })),
   dataDir: variable('DATA_DIR', Type.String({ minLength: 1 }), (value) => path.resolve(value ?? '.data')),
   /** null when unset or shorter than 32 characters: setup is then unavailable. */
   setupToken: variable('SERVICE_SETUP_TOKEN', Type.String(), (value, { warnings }) => {

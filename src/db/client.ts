@@ -8,7 +8,6 @@ export type Db = PrismaClient;
 /** What a raw reader needs of the pool (a pool or one checked-out client). */
 export type Queryable = Pick<pg.Pool, 'query'>;
 
-const POOL_SIZE = 10;
 const CONNECT_TIMEOUT_MS = 5_000;
 
 export interface Database {
@@ -17,10 +16,13 @@ export interface Database {
   close(): Promise<void>;
 }
 
-/** Opens the pool and the Prisma client over it; `onIdleError` hears about idle connections that fail (the pool replaces them). */
-export function openDatabase(url: string, onIdleError: (error: Error) => void): Database {
+/**
+ * Opens the pool of `poolSize` connections and the Prisma client over it; `onIdleError` hears about idle connections
+ * that fail (the pool replaces them).
+ */
+export function openDatabase(url: string, poolSize: number, onIdleError: (error: Error) => void): Database {
   // A connection attempt that hangs (an unreachable host) fails after five seconds instead of holding the request.
-  const pool = new pg.Pool({ connectionString: url, max: POOL_SIZE, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   // pool.end() resolves once it has asked each connection to close, not once they are closed: an embedded database
   // stopped right after may end them first, which is no failure of ours.
   pool.on('error', (error) => {

@@ -8,7 +8,9 @@ export default fp(
     const url = app.config.databaseUrl;
     if (!url) throw new Error('databaseUrl is not set: start the embedded PostgreSQL or set DATABASE_URL first.');
     // An idle client losing its connection must not crash the process.
-    const database = openDatabase(url, (error) => app.log.warn({ err: error }, 'idle database connection failed'));
+    const database = openDatabase(url, app.config.databasePoolSize, (error) =>
+      app.log.warn({ err: error }, 'idle database connection failed'),
+    );
     app.decorate('db', database.db);
     app.decorate('pg', database.pool);
     app.addHook('onClose', () => database.close());

@@ -79,6 +79,13 @@ t.test('WEB_CONCURRENCY: 1 in development, every CPU in production, a warning wh
     t.throws(() => loadConfig({ ...BASE, WEB_CONCURRENCY: value }), { message: /WEB_CONCURRENCY/ }, value);
 });
 
+t.test('DATABASE_POOL_SIZE: 10 unless set, 1 to 999', async (t) => {
+  t.equal(loadConfig(BASE).databasePoolSize, 10);
+  t.equal(loadConfig({ ...BASE, DATABASE_POOL_SIZE: '4' }).databasePoolSize, 4);
+  for (const value of ['0', '1000', '-1', 'ten'])
+    t.throws(() => loadConfig({ ...BASE, DATABASE_POOL_SIZE: value }), { message: /DATABASE_POOL_SIZE/ }, value);
+});
+
 t.test('outside production JWT_SECRET is required too: loadConfig generates nothing, server.ts brings it (below)', async (t) => {
   for (const NODE_ENV of [undefined, 'development', 'test']) {
     t.throws(
