@@ -1,6 +1,7 @@
 // Password hashing (argon2id) and the password rules every endpoint that sets a password applies.
 import argon2 from 'argon2';
 import { serviceUnavailable } from './problem.js';
+import { Slots } from './slots.js';
 
 export const MAX_PASSWORD_BYTES = 1024;
 
@@ -14,7 +15,7 @@ const HASH_OPTIONS = { type: argon2.argon2id, memoryCost: 19_456, timeCost: 2, p
  * Bounds concurrent argon2 work: each hash holds a libuv thread (the pool DNS lookups and file I/O share) and 19 MiB
  * for its whole duration. Up to `concurrency` hashes run, up to `queue` more wait; beyond that the caller gets 503.
  */
-const hashing = { concurrency: 2, queue: 32, running: 0, waiting: [] as Array<() => void> };
+const hashing = new Slots(2, 32);
 
 /** Sets the bounds once at boot (PASSWORD_HASH_CONCURRENCY, PASSWORD_HASH_QUEUE). */
 export function configurePasswordHashing(limits: { concurrency: number; queue: number }): void {
@@ -25,22 +26,7 @@ export function configurePasswordHashing(limits: { concurrency: number; queue: n
 const hashingBusy = () =>
   serviceUnavailable('server_busy', 'Too many password checks are in progress; try again in a moment.', { 'retry-after': '1' });
 
-async function withHashingSlot<T>(work: () => Promise<T>): Promise<T> {
-  if (hashing.running >= hashing.concurrency) {
-    if (hashing.waiting.length >= hashing.queue) throw hashingBusy();
-    await new Promise<void>((resolve) => hashing.waiting.push(resolve));
-  } else {
-    hashing.running += 1;
-  }
-  try {
-    return await work();
-  } finally {
-    // The slot passes straight to the next waiter, so `running` never drops below what is actually running.
-    const next = hashing.waiting.shift();
-    if (next) next();
-    else hashing.running -= 1;
-  }
-}
+const withHashingSlot = <T>(work: () => Promise<T>): Promise<T> => hashing.run(work, hashingBusy);
 
 export const hashPassword = (password: string): Promise<string> => withHashingSlot(() => argon2.hash(password, HASH_OPTIONS));
 
