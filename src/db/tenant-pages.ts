@@ -185,8 +185,8 @@ function scanQuery<Filter extends string>(
 /**
  * Search scans this process runs at once. Each costs PostgreSQL about a millisecond of CPU: with more running than
  * its cores can serve they only take turns, and fill the pool that every other request needs for its round trips.
- * Measured on 2 cores with PostgreSQL on the same machine: with the whole pool of 10 open to them, the search
- * matrix's worst p99 was 74–127 ms; with at most 5 connections in all, 63–73 ms at higher throughput.
+ * Measured on 2 cores with PostgreSQL on the same machine, the bench's search matrix on a reused seed: with the whole
+ * pool of 10 open to them, worst p99 127 and 74 ms (most cells 50–70); with this bound, 77 and 68 ms (most 40–55).
  */
 const searchScans = new Slots(2 * availableParallelism());
 
