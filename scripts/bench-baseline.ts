@@ -6,6 +6,7 @@ import fastifyJwt from '@fastify/jwt';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import pg from 'pg';
+import { DEFAULT_DATABASE_POOL_SIZE } from '../src/config.js';
 import { scopePages } from '../src/db/tenant-pages.js';
 import { scopeWrites } from '../src/db/tenant-writes.js';
 import { decodeCursor, positionOfApiRow } from '../src/lib/pagination.js';
@@ -45,8 +46,8 @@ interface Claims {
 type OrgRequest = FastifyRequest<{ Params: { organization_id: string }; Querystring: { limit?: string; cursor?: string } }>;
 
 async function serveBaseline(databaseUrl: string, jwtSecret: string, port: number): Promise<void> {
-  // The service's pool size (DATABASE_POOL_SIZE, default 10): both sides hold as many connections.
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: Number(process.env.DATABASE_POOL_SIZE ?? 10) });
+  // The service's pool size (DATABASE_POOL_SIZE, empty or unset: its default): both sides hold as many connections.
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: Number(process.env.DATABASE_POOL_SIZE || DEFAULT_DATABASE_POOL_SIZE) });
   const app = Fastify({ logger: false });
   await app.register(fastifyJwt, { secret: jwtSecret, verify: { algorithms: ['HS256'] } });
   // The shared schemas the response bodies refer to.

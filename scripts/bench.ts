@@ -422,9 +422,10 @@ async function measure(
     ...(scenario.body ? { body: JSON.stringify(scenario.body) } : {}),
   };
   if (warmup > 0) await wrk({ ...options, seconds: warmup });
-  const before = await Promise.all([treeCpuSeconds(server.process.pid!), treeCpuSeconds(postmasterPid), machineBusySeconds()]);
+  const cpuNow = () => Promise.all([treeCpuSeconds(server.process.pid!), treeCpuSeconds(postmasterPid), machineBusySeconds()]);
+  const before = await cpuNow();
   const result = await wrk({ ...options, seconds });
-  const after = await Promise.all([treeCpuSeconds(server.process.pid!), treeCpuSeconds(postmasterPid), machineBusySeconds()]);
+  const after = await cpuNow();
   const perRequest = (seconds: number) => (seconds * 1e6) / Math.max(result.requests, 1);
   if (server.process.exitCode !== null || server.process.signalCode !== null) {
     throw new Error(`the server exited (${server.process.exitCode ?? server.process.signalCode}) during "${scenario.name}"`);

@@ -77,6 +77,9 @@ function decodeEncryptionKey(value: string | undefined): Buffer | null {
   return key;
 }
 
+/** DATABASE_POOL_SIZE when unset (node-postgres's own default); the bench's baseline holds as many. */
+export const DEFAULT_DATABASE_POOL_SIZE = 10;
+
 // NODE_ENV is read before the others, whose context it is; its own default depends on nothing.
 const NODE_ENV = {
   env: 'NODE_ENV',
@@ -95,7 +98,7 @@ const variables = {
    * Connections of each server process's pool (API requests; the email and automation workers open their own). Bounded
    * by what one PostgreSQL serves: every process opens up to this many, so WEB_CONCURRENCY × it must fit max_connections.
    */
-  databasePoolSize: integer('DATABASE_POOL_SIZE', 10, Type.String({ pattern: '^[1-9][0-9]{0,2}$' })),
+  databasePoolSize: integer('DATABASE_POOL_SIZE', DEFAULT_DATABASE_POOL_SIZE, Type.String({ pattern: '^[1-9][0-9]{0,2}$' })),
   dataDir: variable('DATA_DIR', Type.String({ minLength: 1 }), (value) => path.resolve(value ?? '.data')),
   /** null when unset or shorter than 32 characters: setup is then unavailable. */
   setupToken: variable('SERVICE_SETUP_TOKEN', Type.String(), (value, { warnings }) => {
