@@ -11,11 +11,14 @@ export const MAX_PASSWORD_BYTES = 1024;
  */
 const HASH_OPTIONS = { type: argon2.argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
 
+const hashingBusy = () =>
+  serviceUnavailable('server_busy', 'Too many password checks are in progress; try again in a moment.', { 'retry-after': '1' });
+
 /**
  * Bounds concurrent argon2 work: each hash holds a libuv thread (the pool DNS lookups and file I/O share) and 19 MiB
  * for its whole duration. Up to `concurrency` hashes run, up to `queue` more wait; beyond that the caller gets 503.
  */
-const hashing = new Slots(2, 32);
+const hashing = new Slots(2, 32, hashingBusy);
 
 /** Sets the bounds once at boot (PASSWORD_HASH_CONCURRENCY, PASSWORD_HASH_QUEUE). */
 export function configurePasswordHashing(limits: { concurrency: number; queue: number }): void {
@@ -23,16 +26,11 @@ export function configurePasswordHashing(limits: { concurrency: number; queue: n
   hashing.queue = limits.queue;
 }
 
-const hashingBusy = () =>
-  serviceUnavailable('server_busy', 'Too many password checks are in progress; try again in a moment.', { 'retry-after': '1' });
-
-const withHashingSlot = <T>(work: () => Promise<T>): Promise<T> => hashing.run(work, hashingBusy);
-
-export const hashPassword = (password: string): Promise<string> => withHashingSlot(() => argon2.hash(password, HASH_OPTIONS));
+export const hashPassword = (password: string): Promise<string> => hashing.run(() => argon2.hash(password, HASH_OPTIONS));
 
 export async function verifyPassword(hash: string, password: string): Promise<boolean> {
   if (Buffer.byteLength(password, 'utf8') > MAX_PASSWORD_BYTES) return false;
-  return withHashingSlot(async () => {
+  return hashing.run(async () => {
     try {
       return await argon2.verify(hash, password);
     } catch {
