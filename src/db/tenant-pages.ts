@@ -161,8 +161,12 @@ function listQuery<Filter extends string>(
 /**
  * The scanned part of a search page: the next SEARCH_SCAN_ROWS rows in list order (the organization's
  * (created_at, id) index, read lazily), of which it returns the matches (`strpos` of the folded term: the same test
- * as the LIKE) up to `limit + 1`, plus the last row read (`scan_end`) when the scan went that far, whether it
- * matches or not: where the next page resumes.
+ * as the LIKE) up to `limit + 1`, plus the last row of the scan (`scan_end`) when there are that many rows, whether
+ * it matches or not: where the next page resumes. That last row is found first, on the index alone (the rows it
+ * skips are not read from the table), and bounds the scan for matches. Numbering the rows of one scan instead (a
+ * window function, which copies every row it reads) took 0.93–1.19 ms a statement on the bench's million companies
+ * against 0.73–0.85 ms; named (a shape is parsed once per connection), PostgreSQL's CPU per search request fell from
+ * about 950 to 770 µs.
  */
 function scanQuery<Filter extends string>(
   organizationId: string,
@@ -173,13 +177,23 @@ function scanQuery<Filter extends string>(
   const { values, seek, unindexed, parameter } = conditionsOf(organizationId, spec, filter);
   const limit = parameter(filter.limit + 1, 'int');
   const hit = [`strpos(search_text, ${parameter(foldCase(term), 'text')}) > 0`, ...unindexed].join(' AND ');
-  const scanned =
-    `(SELECT *, row_number() OVER (ORDER BY created_at DESC, id DESC) AS scan_row FROM ${spec.table} WHERE ${seek} ` +
-    `ORDER BY created_at DESC, id DESC LIMIT ${SEARCH_SCAN_ROWS})`;
+  const { table } = spec;
+  const order = (alias: string) => `ORDER BY ${alias}.created_at DESC, ${alias}.id DESC`;
+  const last = (column: string) => `(SELECT ${column} FROM scan_end)`;
+  const lastAt = `coalesce(${last('created_at')}, '-infinity')`;
+  // `created_at >=` bounds the index scan; the OR settles rows of the same millisecond. Without a last row: no bound.
+  const within = `${table}.created_at >= ${lastAt} AND (${table}.created_at > ${lastAt} OR ${table}.id >= ${last('id')})`;
   const text =
-    `SELECT ${spec.readList}, ${hit} AS scan_hit, scan_row = ${SEARCH_SCAN_ROWS} AS scan_end FROM ${scanned} AS ${spec.table} ` +
-    `WHERE (${hit}) OR scan_row = ${SEARCH_SCAN_ROWS} ORDER BY ${spec.table}.created_at DESC, ${spec.table}.id DESC LIMIT ${limit}`;
-  return { text, values, types: pageTypes };
+    `WITH scan_end AS MATERIALIZED (SELECT created_at, id FROM ${table} WHERE ${seek} ` +
+    `ORDER BY created_at DESC, id DESC OFFSET ${SEARCH_SCAN_ROWS - 1} LIMIT 1) ` +
+    `SELECT * FROM ((SELECT ${spec.readList}, true AS scan_hit, false AS scan_end FROM ${table} ` +
+    `WHERE ${seek} AND ${within} AND ${hit} ${order(table)} LIMIT ${limit}) ` +
+    `UNION ALL (SELECT ${spec.readList}, false, true FROM ${table} WHERE organization_id = $1 AND id = ${last('id')})) ` +
+    `AS page ${order('page')}`;
+  // Named by what shapes the text (the filters present, a cursor), so each connection parses a shape once.
+  const shape = spec.filterColumns.filter((column) => filter.equals?.[column] !== undefined);
+  const name = [`${table}-search`, ...shape, ...(filter.after ? ['after'] : [])].join('-');
+  return { name, text, values, types: pageTypes };
 }
 
 /**

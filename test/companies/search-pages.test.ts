@@ -3,10 +3,10 @@
 import t from 'tap';
 import { foldCase, SEARCH_SCAN_ROWS } from '../../src/lib/text-search.js';
 import { buildTestApp, json } from '../helpers/app.js';
-import { created, crmWorkspaces, type Workspace } from '../tenancy/crm-workspaces.js';
+import { created, crmWorkspaces, type Workspace, walkPages } from '../tenancy/crm-workspaces.js';
 
 const { app } = await buildTestApp(t);
-const { a, memberA, viewerA } = await crmWorkspaces(app);
+const { a, b, memberA, viewerA, memberB } = await crmWorkspaces(app);
 
 // Row n (1 = newest) of 2.5 scan windows: common names, a rare name only among the oldest rows, a two-letter mail
 // domain on a few rows, phone digits, literal `%` and `_`, and lifecycle stages in turn.
@@ -152,4 +152,27 @@ t.test('contacts: searched within one company across pages (its index is sought,
   t.equal(expected.length, 6, "six of its contacts match (and six of the other company's)");
   t.same(ids, expected, 'the six, newest first');
   t.equal(pages, 3, "two full pages, then the last within the company's second scan window");
+});
+
+t.test('rows of one millisecond across the scan bound: each match once, in (created_at, id) order', async (t) => {
+  // Workspace B: 2.5 windows of rows in runs of 400 sharing one timestamp, so every scan bound falls inside a run
+  // and the next page must resume by id within it; every twentieth row matches.
+  const rows = Math.round(SEARCH_SCAN_ROWS * 2.5);
+  await app.pg.query(
+    `INSERT INTO companies (id, organization_id, name, lifecycle_stage, created_at, updated_at)
+     SELECT gen_random_uuid(), $1, CASE WHEN n % 20 = 0 THEN 'Tied match ' ELSE 'Tied other ' END || n, 'lead',
+            date_trunc('milliseconds', now()) - make_interval(secs => n / 400), now()
+     FROM generate_series(1, $2) AS n`,
+    [b.id, rows],
+  );
+  const expected = (
+    await app.pg.query<{ id: string }>(
+      `SELECT id FROM companies WHERE organization_id = $1 AND name LIKE 'Tied match %' ORDER BY created_at DESC, id DESC`,
+      [b.id],
+    )
+  ).rows.map((row) => row.id);
+  const { ids, pages } = await walkPages(b, memberB, 'companies/?limit=100&search=tied%20match');
+  t.equal(expected.length, Math.floor(rows / 20));
+  t.same(ids, expected, 'every match once, in list order');
+  t.equal(pages, Math.ceil(rows / SEARCH_SCAN_ROWS), 'one page per scan window (fewer than 100 matches in each)');
 });
