@@ -139,6 +139,15 @@ const variables = {
   /** Whether workspace email accounts may point at loopback/private hosts (the installation fallback always may). */
   smtpAllowPrivate: flag('EMAIL_SMTP_ALLOW_PRIVATE'),
   outboxPollIntervalMs: integer('OUTBOX_POLL_INTERVAL_MS', 2000),
+  /**
+   * Jobs each server process runs at once, per queue: emails (each may wait on an SMTP server for up to 10 s a
+   * phase) and automation runs (a webhook may take its 5 s). Each queue's runner holds a pool of this many plus 2
+   * connections (its LISTEN and job fetches), so they count against max_connections like DATABASE_POOL_SIZE.
+   */
+  workerConcurrency: {
+    email: integer('EMAIL_WORKER_CONCURRENCY', 3, Type.String({ pattern: '^[1-9][0-9]?$' })),
+    automation: integer('AUTOMATION_WORKER_CONCURRENCY', 10, Type.String({ pattern: '^[1-9][0-9]?$' })),
+  },
   /** A job locked this long by a worker whose process is gone (its liveness lock is free) is released to the others. */
   jobRecoverySeconds: integer('JOB_RECOVERY_SECONDS', 60),
   /** send_email automation messages one workspace may send per hour; beyond it runs end `skipped`. */

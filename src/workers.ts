@@ -6,11 +6,6 @@ import { passwordResetTasks } from './modules/account/password-service.js';
 import { outboxTasks } from './modules/email/outbox.js';
 import { automationTasks } from './modules/automations/run-queue.js';
 
-/** Emails sent at once by one process (each waits on an SMTP server for up to 10 s per phase). */
-const EMAIL_CONCURRENCY = 3;
-/** Runs executed at once by one process (a webhook may take its full 5 s). */
-const AUTOMATION_CONCURRENCY = 10;
-
 /**
  * Keeps two runners going while the app is up: emails (password-reset requests become emails, outbox rows are sent)
  * and automation runs, apart so that slow webhooks never hold mail back. The app's close drains both. The jobs of
@@ -25,7 +20,7 @@ export function startJobWorkers(app: FastifyInstance): void {
   keepJobRunner(app, {
     label: 'email',
     liveness,
-    concurrency: EMAIL_CONCURRENCY,
+    concurrency: config.workerConcurrency.email,
     taskList: {
       ...passwordResetTasks({ db, appUrl: config.appUrl }),
       ...outboxTasks({ db, encryptionKey: config.emailEncryptionKey, allowPrivateHosts: config.smtpAllowPrivate, log }),
@@ -34,7 +29,7 @@ export function startJobWorkers(app: FastifyInstance): void {
   keepJobRunner(app, {
     label: 'automation',
     liveness,
-    concurrency: AUTOMATION_CONCURRENCY,
+    concurrency: config.workerConcurrency.automation,
     taskList: automationTasks({
       db,
       encryptionKey: config.emailEncryptionKey,

@@ -86,6 +86,18 @@ t.test('DATABASE_POOL_SIZE: 10 unless set, 1 to 999', async (t) => {
     t.throws(() => loadConfig({ ...BASE, DATABASE_POOL_SIZE: value }), { message: /DATABASE_POOL_SIZE/ }, value);
 });
 
+t.test('EMAIL_WORKER_CONCURRENCY and AUTOMATION_WORKER_CONCURRENCY: 3 and 10 unless set, 1 to 99', async (t) => {
+  t.same(loadConfig(BASE).workerConcurrency, { email: 3, automation: 10 });
+  t.same(loadConfig({ ...BASE, EMAIL_WORKER_CONCURRENCY: '1', AUTOMATION_WORKER_CONCURRENCY: '99' }).workerConcurrency, {
+    email: 1,
+    automation: 99,
+  });
+  for (const env of ['EMAIL_WORKER_CONCURRENCY', 'AUTOMATION_WORKER_CONCURRENCY']) {
+    for (const value of ['0', '100', '-1', 'three'])
+      t.throws(() => loadConfig({ ...BASE, [env]: value }), { message: new RegExp(env) }, value);
+  }
+});
+
 t.test('outside production JWT_SECRET is required too: loadConfig generates nothing, server.ts brings it (below)', async (t) => {
   for (const NODE_ENV of [undefined, 'development', 'test']) {
     t.throws(
