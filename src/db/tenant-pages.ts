@@ -131,12 +131,14 @@ function conditionsOf<Filter extends string>(
 }
 
 /**
- * The page, newest first by (created_at, id): `limit + 1` rows. `source` is what is read, aliased to the table's
- * name; the ORDER BY is qualified because a bare `created_at` would be the output column.
+ * List order, newest first by (created_at, id), of the rows of `alias`: qualified, because in a statement that
+ * selects `readList` a bare `created_at` would be its output column (a UTC `timestamp`, which no index serves).
  */
+const listOrder = (alias: string) => `ORDER BY ${alias}.created_at DESC, ${alias}.id DESC`;
+
+/** The page in list order: `limit + 1` rows. `source` is what is read, aliased to the table's name. */
 const pageFrom = (spec: PageTable<unknown, string>, source: string, limit: string) =>
-  `SELECT ${spec.readList} FROM ${source} AS ${spec.table} ` +
-  `ORDER BY ${spec.table}.created_at DESC, ${spec.table}.id DESC LIMIT ${limit}`;
+  `SELECT ${spec.readList} FROM ${source} AS ${spec.table} ${listOrder(spec.table)} LIMIT ${limit}`;
 
 /**
  * A list without search. Filterless shapes (the first page and the cursor pages of a plain list, the hot path) are
@@ -178,18 +180,17 @@ function scanQuery<Filter extends string>(
   const limit = parameter(filter.limit + 1, 'int');
   const hit = [`strpos(search_text, ${parameter(foldCase(term), 'text')}) > 0`, ...unindexed].join(' AND ');
   const { table } = spec;
-  const order = (alias: string) => `ORDER BY ${alias}.created_at DESC, ${alias}.id DESC`;
   const last = (column: string) => `(SELECT ${column} FROM scan_end)`;
   const lastAt = `coalesce(${last('created_at')}, '-infinity')`;
   // `created_at >=` bounds the index scan; the OR settles rows of the same millisecond. Without a last row: no bound.
   const within = `${table}.created_at >= ${lastAt} AND (${table}.created_at > ${lastAt} OR ${table}.id >= ${last('id')})`;
   const text =
     `WITH scan_end AS MATERIALIZED (SELECT created_at, id FROM ${table} WHERE ${seek} ` +
-    `ORDER BY created_at DESC, id DESC OFFSET ${SEARCH_SCAN_ROWS - 1} LIMIT 1) ` +
+    `${listOrder(table)} OFFSET ${SEARCH_SCAN_ROWS - 1} LIMIT 1) ` +
     `SELECT * FROM ((SELECT ${spec.readList}, true AS scan_hit, false AS scan_end FROM ${table} ` +
-    `WHERE ${seek} AND ${within} AND ${hit} ${order(table)} LIMIT ${limit}) ` +
+    `WHERE ${seek} AND ${within} AND ${hit} ${listOrder(table)} LIMIT ${limit}) ` +
     `UNION ALL (SELECT ${spec.readList}, false, true FROM ${table} WHERE organization_id = $1 AND id = ${last('id')})) ` +
-    `AS page ${order('page')}`;
+    `AS page ${listOrder('page')}`;
   // Named by what shapes the text (the filters present, a cursor), so each connection parses a shape once.
   const shape = spec.filterColumns.filter((column) => filter.equals?.[column] !== undefined);
   const name = [`${table}-search`, ...shape, ...(filter.after ? ['after'] : [])].join('-');
