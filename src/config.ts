@@ -48,6 +48,8 @@ type TextSchema = TSchema & { static: string };
 const BooleanString = Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Literal('1'), Type.Literal('0')]);
 const PositiveInteger = Type.String({ pattern: '^[1-9][0-9]{0,9}$' });
 const PortNumber = Type.String({ pattern: '^[0-9]{1,5}$' });
+/** 1 to 99: the jobs one job runner takes at once. */
+const WorkerConcurrency = Type.String({ pattern: '^[1-9][0-9]?$' });
 
 /** A number, with a default that may depend on NODE_ENV. */
 const integer = (env: string, fallback: number | ((context: Context) => number), schema: TextSchema = PositiveInteger) =>
@@ -145,8 +147,8 @@ const variables = {
    * connections (its LISTEN and job fetches), so they count against max_connections like DATABASE_POOL_SIZE.
    */
   workerConcurrency: {
-    email: integer('EMAIL_WORKER_CONCURRENCY', 3, Type.String({ pattern: '^[1-9][0-9]?$' })),
-    automation: integer('AUTOMATION_WORKER_CONCURRENCY', 10, Type.String({ pattern: '^[1-9][0-9]?$' })),
+    email: integer('EMAIL_WORKER_CONCURRENCY', 3, WorkerConcurrency),
+    automation: integer('AUTOMATION_WORKER_CONCURRENCY', 10, WorkerConcurrency),
   },
   /** A job locked this long by a worker whose process is gone (its liveness lock is free) is released to the others. */
   jobRecoverySeconds: integer('JOB_RECOVERY_SECONDS', 60),
