@@ -84,6 +84,9 @@ bench: build ## seed 1M companies and measure the API and a bare baseline with w
 fuzz: build ## fuzz every OpenAPI operation with 10,000 generated requests (FUZZ_RUNS, FUZZ_SEED); prints counts per operation and status
 	FUZZ_RUNS=$${FUZZ_RUNS:-10000} npm test -- --timeout=3600 test/fuzz/fuzz.test.ts
 
+demo: build ## create the demo workspace, user and CRM records (idempotent; refused when NODE_ENV=production) and print the sign-in
+	DATA_DIR=$(DATA_DIR) node --import tsx scripts/demo.ts
+
 backup: build ## consistent online backup of the embedded database into BACKUP_DIR (default backups/); recorded in backup-status
 	DATA_DIR=$(DATA_DIR) node --import tsx scripts/backup.ts "$(BACKUP_DIR)"
 
