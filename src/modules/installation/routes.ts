@@ -2,7 +2,7 @@
 import { Readable } from 'node:stream';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { requireUser, userAudit } from '../../http/request.js';
+import { requestTransport, requireUser, userAudit } from '../../http/request.js';
 import { paginate } from '../../http/pagination.js';
 import { responses } from '../../lib/http-schemas.js';
 import { pageOf, pageResponse, positionOfApiRow } from '../../lib/pagination.js';
@@ -34,13 +34,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: responses({ 200: Type.Ref(ProductionReadinessSchema) }),
       },
     },
-    async (request) =>
-      installation.readiness({
-        servedOverHttps: request.protocol === 'https',
-        forwardedButUntrusted:
-          app.config.trustProxy === false &&
-          (request.headers['x-forwarded-for'] !== undefined || request.headers['x-forwarded-proto'] !== undefined),
-      }),
+    async (request) => installation.readiness(requestTransport(request, app.config.trustProxy)),
   );
 
   app.get(
