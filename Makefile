@@ -57,8 +57,15 @@ format: install ## format and apply safe lint fixes
 lint-openapi: install ## lint openapi/openapi.json: zero errors and zero warnings
 	redocly lint --max-problems 1000 openapi/openapi.json
 
-test: build typecheck lint lint-openapi ## install, build and run the whole test suite (embedded PostgreSQL, real SMTP server)
+# The part of the suite that runs a second time through PgBouncer in transaction mode (Debian's 1.18: no prepared
+# statements kept across transactions): every CRM read and write, sign-in and tokens, automations and their job
+# queue, idempotency, tenancy and invitations.
+PGBOUNCER_TESTS := test/companies test/contacts test/auth test/automations test/idempotency test/tenancy test/invitations test/email
+
+test: build typecheck lint lint-openapi ## install, build and run the whole test suite (embedded PostgreSQL, real SMTP server), then a part of it through PgBouncer
 	npm test
+	@command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || { echo 'make test needs PgBouncer for its pooler run: apt-get install pgbouncer' >&2; exit 1; }
+	TEST_VIA_PGBOUNCER=1 npm test -- $(PGBOUNCER_TESTS)
 
 migrate: generate ## apply pending migrations to DATABASE_URL (or the embedded database in DATA_DIR)
 	DATA_DIR=$(DATA_DIR) npm run --silent migrate

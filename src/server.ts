@@ -6,7 +6,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { once } from 'node:events';
 import closeWithGrace from 'close-with-grace';
 import pg from 'pg';
-import { ConfigError, loadConfig, withDatabaseUrl, type Config } from './config.js';
+import { ConfigError, loadConfig, sessionDatabaseUrl, withDatabaseUrl, type Config } from './config.js';
 import { buildApp } from './app.js';
 import { startEmbeddedPostgres, type RunningPostgres } from './db/embedded-postgres.js';
 import { applyMigrations } from './db/migrate.js';
@@ -124,7 +124,8 @@ async function main(): Promise<void> {
   try {
     // A new frozen config with the embedded database's URL: the one loaded at boot is never changed.
     const runtimeConfig = embedded ? withDatabaseUrl(config, embedded.url) : config;
-    const databaseUrl = embedded?.url ?? config.databaseUrl;
+    // Migrations and the job queue's schema need a session: PostgreSQL itself, not a transaction pooler.
+    const databaseUrl = embedded?.url ?? sessionDatabaseUrl(config);
     if (!databaseUrl) throw new Error('no database: DATABASE_URL is unset and the embedded PostgreSQL did not start');
     const applied = await applyMigrations(databaseUrl);
     if (applied.length > 0) process.stdout.write(`Applied migrations: ${applied.join(', ')}\n`);
