@@ -11,6 +11,7 @@ import errorsPlugin, { renderError } from './plugins/errors.js';
 import storableTextPlugin from './plugins/storable-text.js';
 import securityHeadersPlugin from './plugins/security-headers.js';
 import dbPlugin from './plugins/db.js';
+import readReplicaPlugin from './plugins/read-replica.js';
 import authPlugin from './plugins/auth.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
 import openapiPlugin from './plugins/openapi.js';
@@ -102,6 +103,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(storableTextPlugin);
   await app.register(securityHeadersPlugin);
   await app.register(dbPlugin);
+  await app.register(readReplicaPlugin);
   await app.register(metricsPlugin);
   await app.register(idempotencyPlugin);
   await app.register(authPlugin);
