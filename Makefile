@@ -8,7 +8,7 @@ NPM_FLAGS := --no-audit --no-fund --loglevel=error
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 # fuzz: see test/fuzz/. FUZZ_RUNS and FUZZ_SEED choose the size and the sequence.
-.PHONY: fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
+.PHONY: stack fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -89,6 +89,13 @@ bench: build ## seed 1M companies and measure the API and a bare baseline with w
 
 fuzz: build ## fuzz every OpenAPI operation with 10,000 generated requests (FUZZ_RUNS, FUZZ_SEED); prints counts per operation and status
 	FUZZ_RUNS=$${FUZZ_RUNS:-10000} npm test -- --timeout=3600 test/fuzz/fuzz.test.ts
+
+# Debian's packages for the parts in front of the service, installed when missing (as root: apt-get).
+stack: build ## primary + replica PostgreSQL, PgBouncer, Redis and two instances behind HAProxy on STACK_PORT (8080); Ctrl-C stops all
+	@missing=""; test -x /usr/sbin/pgbouncer || missing="$$missing pgbouncer"; test -x /usr/sbin/haproxy || missing="$$missing haproxy"; \
+	  test -x /usr/bin/redis-server || missing="$$missing redis-server"; \
+	  if [ -n "$$missing" ]; then echo "installing$$missing (apt-get)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+	node --import tsx scripts/stack.ts
 
 clean: ## remove build output (keeps $(DATA_DIR))
 	rm -rf dist src/generated .tap

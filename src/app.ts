@@ -96,6 +96,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // Only JSON bodies are accepted (415 otherwise).
   app.removeContentTypeParser(['text/plain']);
   app.decorate('config', config);
+  // Set by server.ts on SIGTERM, before the server closes: readiness fails and connections are not kept alive.
+  app.decorate('lifecycle', { draining: false });
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (app.lifecycle.draining) reply.header('connection', 'close');
+    return payload;
+  });
   configurePasswordHashing(config.passwordHashing);
   for (const warning of config.warnings) app.log.warn(warning);
 
@@ -155,5 +161,7 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Every registered route's final options, in registration order. */
     routeCatalog: readonly RouteOptions[];
+    /** `draining`: this process is about to stop (SIGTERM received, SHUTDOWN_DELAY_MS running). */
+    lifecycle: { draining: boolean };
   }
 }

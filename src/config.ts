@@ -158,6 +158,11 @@ const variables = {
     email: integer('EMAIL_WORKER_CONCURRENCY', 3, WorkerConcurrency),
     automation: integer('AUTOMATION_WORKER_CONCURRENCY', 10, WorkerConcurrency),
   },
+  /**
+   * On SIGTERM, how long /readyz answers 503 (and answers carry `Connection: close`) before the server stops accepting
+   * connections and drains: long enough for a load balancer's health checks to take it out of rotation (two intervals).
+   */
+  shutdownDelayMs: integer('SHUTDOWN_DELAY_MS', 0, Type.String({ pattern: '^[0-9]{1,6}$' })),
   /** A job locked this long by a worker whose process is gone (its liveness lock is free) is released to the others. */
   jobRecoverySeconds: integer('JOB_RECOVERY_SECONDS', 60),
   /** send_email automation messages one workspace may send per hour; beyond it runs end `skipped`. */

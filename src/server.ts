@@ -42,12 +42,20 @@ function banner(config: Config, embedded: RunningPostgres | undefined, counts: {
 async function serve(config: Config, after: () => Promise<void>) {
   const app = await buildApp(config);
   if (cluster.isWorker) process.on('SIGINT', () => {});
-  closeWithGrace({ delay: DRAIN_MS, logger: false, skip: cluster.isWorker ? ['SIGINT'] : [] }, async ({ signal, err }) => {
-    if (err) app.log.error({ err }, 'shutting down after an error');
-    else app.log.info({ signal }, 'shutting down: draining in-flight requests');
-    await app.close();
-    await after();
-  });
+  closeWithGrace(
+    { delay: DRAIN_MS + config.shutdownDelayMs, logger: false, skip: cluster.isWorker ? ['SIGINT'] : [] },
+    async ({ signal, err }) => {
+      if (err) app.log.error({ err }, 'shutting down after an error');
+      else app.log.info({ signal }, 'shutting down: draining in-flight requests');
+      if (!err && config.shutdownDelayMs > 0) {
+        // Out of the load balancer's rotation first (readiness fails), then stop accepting connections.
+        app.lifecycle.draining = true;
+        await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
+      }
+      await app.close();
+      await after();
+    },
+  );
   await app.listen({ port: config.port, host: config.host });
   return app;
 }
@@ -65,9 +73,12 @@ async function supervise(config: Config, embedded: RunningPostgres | undefined):
     stopping = true;
     const alive = workers.filter((worker) => !worker.isDead());
     for (const worker of alive) worker.process.kill('SIGTERM');
-    const timer = setTimeout(() => {
-      for (const worker of alive) worker.process.kill('SIGKILL');
-    }, DRAIN_MS + 2_000);
+    const timer = setTimeout(
+      () => {
+        for (const worker of alive) worker.process.kill('SIGKILL');
+      },
+      DRAIN_MS + config.shutdownDelayMs + 2_000,
+    );
     await Promise.all(alive.map((worker) => (worker.isDead() ? undefined : once(worker, 'exit'))));
     clearTimeout(timer);
     await embedded?.stop();

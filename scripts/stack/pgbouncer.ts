@@ -2,11 +2,10 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { chmod, chown, mkdir, writeFile } from 'node:fs/promises';
-import { createConnection } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execFileSync } from 'node:child_process';
-import { freePort } from '../../test/helpers/net.js';
+import { freePort, waitForPort } from '../../test/helpers/net.js';
 
 export const PGBOUNCER_BIN = '/usr/sbin/pgbouncer';
 
@@ -24,22 +23,6 @@ function postgresIds(): { uid: number; gid: number } | null {
     uid: Number(execFileSync('id', ['-u', 'postgres']).toString().trim()),
     gid: Number(execFileSync('id', ['-g', 'postgres']).toString().trim()),
   };
-}
-
-async function waitForPort(port: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = createConnection({ host: '127.0.0.1', port }, () => {
-        socket.end();
-        resolve(true);
-      });
-      socket.once('error', () => resolve(false));
-    });
-    if (open) return;
-    if (Date.now() > deadline) throw new Error(`nothing listens on 127.0.0.1:${port} after ${timeoutMs} ms`);
-    await sleep(50);
-  }
 }
 
 /**
