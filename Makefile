@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 # fuzz: see test/fuzz/. FUZZ_RUNS and FUZZ_SEED choose the size and the sequence.
 BACKUP_DIR ?= backups
-.PHONY: stack backup restore-test demo fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
+.PHONY: stack bench-stack backup restore-test demo fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -97,6 +97,10 @@ stack: build ## primary + replica PostgreSQL, PgBouncer, Redis and two instances
 	  test -x /usr/bin/redis-server || missing="$$missing redis-server"; \
 	  if [ -n "$$missing" ]; then echo "installing$$missing (apt-get)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 	node --import tsx scripts/stack.ts
+
+bench-stack: build ## list and create through the stack (HAProxy, PgBouncer, replica) against one instance straight on PostgreSQL
+	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+	node --import tsx scripts/bench-stack.ts
 
 demo: build ## create the demo workspace, user and CRM records (idempotent; refused when NODE_ENV=production) and print the sign-in
 	DATA_DIR=$(DATA_DIR) node --import tsx scripts/demo.ts

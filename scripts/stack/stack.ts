@@ -33,6 +33,8 @@ export interface Instance {
 export interface Stack {
   origin: string;
   setupToken: string;
+  /** The instances' environment (secrets included), for starting another instance beside them. */
+  env: NodeJS.ProcessEnv;
   primary: RunningPostgres;
   replica: Replica;
   bouncer: PgBouncer;
@@ -73,6 +75,23 @@ async function waitReady(origin: string, output: () => string, child: ChildProce
     await sleep(100);
   }
   throw new Error(`instance not ready within 60 s:\n${output()}`);
+}
+
+/** A service process (the built server) on `port` with `env`; not started yet. */
+export function serviceInstance(name: string, port: number, env: NodeJS.ProcessEnv): Instance {
+  const serverJs = path.join(projectRoot, 'dist', 'src', 'server.js');
+  let current: ReturnType<typeof spawnLogged> | undefined;
+  return {
+    name,
+    port,
+    async start() {
+      const node = path.join(projectRoot, 'node_modules', '.bin', 'node');
+      current = spawnLogged(node, ['--max-old-space-size=1024', serverJs], { ...env, PORT: String(port) });
+      await waitReady(`http://127.0.0.1:${port}`, current.output, current.child);
+    },
+    stop: () => stopChild(current?.child),
+    output: () => current?.output() ?? '',
+  };
 }
 
 function haproxyConfig(frontPort: number, instances: Array<{ name: string; port: number }>): string {
@@ -193,18 +212,7 @@ export async function startStack(options: {
     for (let n = 1; n <= (options.instances ?? 2); n++) {
       const name = `app${n}`;
       const port = await freePort();
-      let current: ReturnType<typeof spawnLogged> | undefined;
-      const instance: Instance = {
-        name,
-        port,
-        async start() {
-          const node = path.join(projectRoot, 'node_modules', '.bin', 'node');
-          current = spawnLogged(node, ['--max-old-space-size=1024', serverJs], { ...env, PORT: String(port) });
-          await waitReady(`http://127.0.0.1:${port}`, current.output, current.child);
-        },
-        stop: () => stopChild(current?.child),
-        output: () => current?.output() ?? '',
-      };
+      const instance = serviceInstance(name, port, env);
       log(`starting instance ${name} on 127.0.0.1:${port}`);
       await instance.start();
       cleanups.push(() => instance.stop());
@@ -223,7 +231,7 @@ export async function startStack(options: {
     const origin = `http://127.0.0.1:${frontPort}`;
     // Both servers up in HAProxy's eyes (rise 2 × 500 ms).
     await sleep(1_500);
-    return { origin, setupToken: env.SERVICE_SETUP_TOKEN as string, primary, replica, bouncer, instances, stop };
+    return { origin, setupToken: env.SERVICE_SETUP_TOKEN as string, env, primary, replica, bouncer, instances, stop };
   } catch (error) {
     await stop();
     throw error;
