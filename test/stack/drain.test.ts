@@ -22,7 +22,7 @@ t.test('readiness fails first, then the process drains and exits 0', async (t) =
   await new Promise((resolve) => setTimeout(resolve, 300));
   const ready = await fetch(`${server.origin}/readyz`);
   t.equal(ready.status, 503, 'not ready while draining');
-  t.equal((await ready.json()).code, 'shutting_down');
+  t.equal(((await ready.json()) as { code: string }).code, 'shutting_down');
   t.equal(ready.headers.get('connection'), 'close', 'keep-alive connections are closed');
   const health = await fetch(`${server.origin}/healthz`);
   t.equal(health.status, 200, 'still serving requests meanwhile');
