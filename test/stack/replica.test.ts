@@ -5,6 +5,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
+
+// Several processes start here (databases, PgBouncer, HAProxy, instances): room for a slow, loaded machine.
+t.setTimeout(600_000);
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { startEmbeddedPostgres } from '../../src/db/embedded-postgres.js';

@@ -6,6 +6,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
+
+// Several processes start here (databases, PgBouncer, HAProxy, instances): room for a slow, loaded machine.
+t.setTimeout(600_000);
 import { startStack } from '../../scripts/stack/stack.js';
 
 const dir = await mkdtemp(path.join(tmpdir(), 'crm-stack-test-'));
