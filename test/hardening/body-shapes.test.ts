@@ -56,3 +56,32 @@ t.test('wide, long, duplicate-key, prototype-key, huge-number and surrogate bodi
   const names = (await app.db.company.findMany({ select: { name: true } })).map((c) => c.name).sort();
   t.same(names, ['b', '\uffff\ufffe'], 'only the two valid bodies wrote');
 });
+
+t.test('API answers are never cached; the public documents are', async (t) => {
+  const token = await app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/token/',
+    payload: { username: 'admin', password: 'correct-horse-battery' },
+  });
+  const kinds = [
+    ['token response', token],
+    ['user read', await app.inject({ method: 'GET', url: '/api/v1/auth/me/', headers: admin.headers })],
+    ['tenant read', await app.inject({ method: 'GET', url: companies, headers: admin.headers })],
+    ['tenant write', await send('{"name":"Cached?"}')],
+    ['401', await app.inject({ method: 'GET', url: '/api/v1/auth/me/' })],
+    [
+      '404 of a tenant record',
+      await app.inject({ method: 'GET', url: `${companies}00000000-0000-4000-8000-000000000000/`, headers: admin.headers }),
+    ],
+    ['public read', await app.inject({ method: 'GET', url: '/api/v1/setup/' })],
+  ] as const;
+  for (const [kind, res] of kinds) {
+    t.equal(res.headers['cache-control'], 'no-store', `${kind}: Cache-Control`);
+    t.equal(res.headers.pragma, 'no-cache', `${kind}: Pragma`);
+  }
+  for (const url of ['/openapi.json', '/docs/json']) {
+    const res = await app.inject({ method: 'GET', url });
+    t.equal(res.statusCode, 200);
+    t.not(res.headers['cache-control'], 'no-store', `${url} stays cacheable`);
+  }
+});
