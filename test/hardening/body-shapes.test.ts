@@ -15,7 +15,7 @@ t.test('deep bodies answer 400, whatever the depth', async (t) => {
     for (const [open, close] of [
       ['[', ']'],
       ['{"a":', '}'],
-    ]) {
+    ] as const) {
       const res = await send(`{"name": ${open.repeat(depth)}1${close.repeat(depth)}}`);
       t.equal(res.statusCode, 400, `${open} × ${depth}`);
       t.equal(json(res).code, 'validation_failed');
