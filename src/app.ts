@@ -130,6 +130,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(publicContext([healthRoutes]));
   await app.register(
     async (api) => {
+      // Every API answer (tokens, accounts, workspace data, errors) is for one caller only: no browser or proxy keeps
+      // a copy (OWASP ASVS 8.2.1). ETags stay, for clients that keep their own cache. /openapi.json and /docs,
+      // outside this prefix, stay cacheable.
+      api.addHook('onSend', async (_request, reply, payload) => {
+        reply.header('cache-control', 'no-store');
+        reply.header('pragma', 'no-cache');
+        return payload;
+      });
       await api.register(
         publicContext([
           auth.publicRoutes,

@@ -60,10 +60,15 @@ async function serve(config: Config, after: () => Promise<void>) {
   return app;
 }
 
+/** A crash loop: this many server processes dying within CRASH_WINDOW_MS stops the instance instead of replacing them. */
+const CRASH_LOOP_DEATHS = 5;
+const CRASH_WINDOW_MS = 60_000;
+
 /**
  * Forks the server processes and waits for all of them to listen. SIGTERM or SIGINT is passed on as SIGTERM to
- * each; the database stops after the last has exited. A process that exits on its own takes the others down: the
- * service never runs short-handed.
+ * each; the database stops after the last has exited. A process that exits on its own (a signal, a crash, the OOM
+ * killer) is replaced at once while the others keep serving; only a crash loop (CRASH_LOOP_DEATHS deaths within a
+ * minute) stops the instance, for the host's supervisor to see.
  */
 async function supervise(config: Config, embedded: RunningPostgres | undefined): Promise<void> {
   const workers: Worker[] = [];
@@ -85,13 +90,30 @@ async function supervise(config: Config, embedded: RunningPostgres | undefined):
     process.exit(code);
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void stopAll(0));
-  cluster.on('exit', (worker, code, signal) => {
-    if (stopping) return;
-    process.stderr.write(`Server process ${worker.process.pid} exited (${signal ?? code}): stopping the others.\n`);
-    void stopAll(1);
-  });
   // The processes read the same environment, plus the database this process started.
   const env = embedded ? { DATABASE_URL: embedded.url } : {};
+  const deaths: number[] = [];
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) return;
+    const now = Date.now();
+    deaths.push(now);
+    while ((deaths[0] ?? now) <= now - CRASH_WINDOW_MS) deaths.shift();
+    if (deaths.length >= CRASH_LOOP_DEATHS) {
+      process.stderr.write(
+        `Server process ${worker.process.pid} exited (${signal ?? code}): ${deaths.length} exits within ${CRASH_WINDOW_MS / 1000} s, ` +
+          'a crash loop: stopping the instance.\n',
+      );
+      void stopAll(1);
+      return;
+    }
+    const index = workers.indexOf(worker);
+    const replacement = cluster.fork(env);
+    workers.splice(index === -1 ? workers.length : index, index === -1 ? 0 : 1, replacement);
+    process.stderr.write(
+      `Server process ${worker.process.pid} exited (${signal ?? code}): started ${replacement.process.pid} in its place.\n`,
+    );
+    replacement.once('listening', () => process.stderr.write(`Server process ${replacement.process.pid} is serving.\n`));
+  });
   for (let n = 0; n < config.webConcurrency; n++) workers.push(cluster.fork(env));
   await Promise.all(workers.map((worker) => once(worker, 'listening')));
   const client = new pg.Client({ connectionString: config.databaseUrl });
