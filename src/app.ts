@@ -29,8 +29,10 @@ import * as emailAccounts from './modules/email-accounts/routes.js';
 import * as companies from './modules/companies/routes.js';
 import * as contacts from './modules/contacts/routes.js';
 import * as automations from './modules/automations/routes.js';
+import { installationRoutes } from './modules/installation/routes.js';
+import { INSTALLATION_SCHEMAS } from './modules/installation/schemas.js';
 import { OrganizationSchema, RoleSchema } from './modules/organizations/organization-dto.js';
-import { publicContext, TENANT_PREFIX, tenantContext, userContext } from './http/contexts.js';
+import { installationContext, publicContext, TENANT_PREFIX, tenantContext, userContext } from './http/contexts.js';
 import { composeServices } from './services.js';
 import { startJobWorkers } from './workers.js';
 import consoleRoutes from './console/routes.js';
@@ -114,6 +116,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // Shared by several modules' schemas (they reference them by $id).
   app.addSchema(RoleSchema);
   app.addSchema(OrganizationSchema);
+  for (const schema of INSTALLATION_SCHEMAS) app.addSchema(schema);
 
   // Who may call a route is decided by the context it is registered in, never by the route itself.
   await app.register(publicContext([healthRoutes]));
@@ -129,6 +132,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         ]),
       );
       await api.register(userContext([auth.userRoutes, account.userRoutes, organizations.userRoutes, installationAdmins.userRoutes]));
+      await api.register(installationContext([installationRoutes]));
       await api.register(
         tenantContext([
           organizations.tenantRoutes,

@@ -17,3 +17,15 @@ export function userAudit(request: FastifyRequest): AuditContext {
   const user = requireUser(request);
   return { actor: { type: 'user', userId: user.id, username: user.username }, ip: request.ip };
 }
+
+/**
+ * How a request reached the service, for the readiness checks: over HTTPS (directly, or per X-Forwarded-Proto from a
+ * trusted proxy), and whether it carried forwarding headers that TRUST_PROXY makes the service ignore.
+ */
+export function requestTransport(request: FastifyRequest, trustProxy: unknown) {
+  return {
+    servedOverHttps: request.protocol === 'https',
+    forwardedButUntrusted:
+      trustProxy === false && (request.headers['x-forwarded-for'] !== undefined || request.headers['x-forwarded-proto'] !== undefined),
+  };
+}
