@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 # fuzz: see test/fuzz/. FUZZ_RUNS and FUZZ_SEED choose the size and the sequence.
 BACKUP_DIR ?= backups
-.PHONY: backup restore-test demo fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
+.PHONY: stack bench-stack backup restore-test demo fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -58,8 +58,15 @@ format: install ## format and apply safe lint fixes
 lint-openapi: install ## lint openapi/openapi.json: zero errors and zero warnings
 	redocly lint --max-problems 1000 openapi/openapi.json
 
-test: build typecheck lint lint-openapi ## install, build and run the whole test suite (embedded PostgreSQL, real SMTP server)
+# The part of the suite that runs a second time through PgBouncer in transaction mode (Debian's 1.18: no prepared
+# statements kept across transactions): every CRM read and write, sign-in and tokens, automations and their job
+# queue, idempotency, tenancy and invitations.
+PGBOUNCER_TESTS := test/companies test/contacts test/auth test/automations test/idempotency test/tenancy test/invitations test/email
+
+test: build typecheck lint lint-openapi ## install, build and run the whole test suite (embedded PostgreSQL, real SMTP server), then a part of it through PgBouncer
 	npm test
+	@command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || { echo 'make test needs PgBouncer for its pooler run: apt-get install pgbouncer' >&2; exit 1; }
+	TEST_VIA_PGBOUNCER=1 npm test -- $(PGBOUNCER_TESTS)
 
 migrate: generate ## apply pending migrations to DATABASE_URL (or the embedded database in DATA_DIR)
 	DATA_DIR=$(DATA_DIR) npm run --silent migrate
@@ -83,6 +90,17 @@ bench: build ## seed 1M companies and measure the API and a bare baseline with w
 
 fuzz: build ## fuzz every OpenAPI operation with 10,000 generated requests (FUZZ_RUNS, FUZZ_SEED); prints counts per operation and status
 	FUZZ_RUNS=$${FUZZ_RUNS:-10000} npm test -- --timeout=3600 test/fuzz/fuzz.test.ts
+
+# Debian's packages for the parts in front of the service, installed when missing (as root: apt-get).
+stack: build ## primary + replica PostgreSQL, PgBouncer, Redis and two instances behind HAProxy on STACK_PORT (8080); Ctrl-C stops all
+	@missing=""; test -x /usr/sbin/pgbouncer || missing="$$missing pgbouncer"; test -x /usr/sbin/haproxy || missing="$$missing haproxy"; \
+	  test -x /usr/bin/redis-server || missing="$$missing redis-server"; \
+	  if [ -n "$$missing" ]; then echo "installing$$missing (apt-get)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+	node --import tsx scripts/stack.ts
+
+bench-stack: build ## list and create through the stack (HAProxy, PgBouncer, replica) against one instance straight on PostgreSQL
+	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+	node --import tsx scripts/bench-stack.ts
 
 demo: build ## create the demo workspace, user and CRM records (idempotent; refused when NODE_ENV=production) and print the sign-in
 	DATA_DIR=$(DATA_DIR) node --import tsx scripts/demo.ts

@@ -10,6 +10,7 @@ import { applyMigrations } from '../src/db/migrate.js';
 import { installJobQueue } from '../src/jobs/install.js';
 import { adminQuery, databaseUrl } from '../src/db/server-admin.js';
 import { projectRoot } from '../src/lib/project-root.js';
+import { startPgBouncer } from './stack/pgbouncer.js';
 
 const SIGNAL_EXIT_CODES: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
 
@@ -20,13 +21,13 @@ const KILL_GRACE_MS = 5_000;
  * runs in its own process group: on a signal it would otherwise wait for the running test files to finish, so the
  * whole group (tap and its test processes) gets the signal, then SIGKILL after a grace period or a second signal.
  */
-function runTap(args: string[], templateUrl: string): Promise<number> {
+function runTap(args: string[], templateUrl: string, extraEnv: Record<string, string> = {}): Promise<number> {
   return new Promise((resolve, reject) => {
     const tap = spawn(path.join(projectRoot, 'node_modules', '.bin', 'tap'), args, {
       cwd: projectRoot,
       stdio: ['inherit', 'pipe', 'inherit'],
       detached: true,
-      env: { ...process.env, TEST_DATABASE_URL: templateUrl },
+      env: { ...process.env, TEST_DATABASE_URL: templateUrl, ...extraEnv },
     });
     const signalGroup = (signal: NodeJS.Signals): void => {
       try {
@@ -111,10 +112,22 @@ async function main(): Promise<number> {
     const { hostname, port } = new URL(server);
     console.error(`test database: template ${template} (${applied.length} migrations) on ${hostname}:${port}`);
 
+    // TEST_VIA_PGBOUNCER=1: the apps under test reach the database through PgBouncer in transaction mode (their
+    // DATABASE_URL), with DATABASE_DIRECT_URL for what needs a session (test/helpers/app.ts).
+    const extraEnv: Record<string, string> = {};
+    if (process.env.TEST_VIA_PGBOUNCER === '1') {
+      const dir = await mkdtemp(path.join(tmpdir(), 'crm-pgbouncer-'));
+      cleanups.push(() => rm(dir, { recursive: true, force: true }));
+      const bouncer = await startPgBouncer({ serverUrl: server, dir, poolSize: 60 });
+      cleanups.push(bouncer.stop);
+      extraEnv.TEST_PGBOUNCER_PORT = String(bouncer.port);
+      console.error(`through PgBouncer (transaction mode) on 127.0.0.1:${bouncer.port}`);
+    }
+
     if (interrupted !== undefined) return SIGNAL_EXIT_CODES[interrupted] ?? 1;
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
-    return await runTap(process.argv.slice(2), templateUrl);
+    return await runTap(process.argv.slice(2), templateUrl, extraEnv);
   } catch (error) {
     if (interrupted !== undefined) return SIGNAL_EXIT_CODES[interrupted] ?? 1;
     console.error(error instanceof Error ? error.message : error);

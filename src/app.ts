@@ -11,6 +11,7 @@ import errorsPlugin, { renderError } from './plugins/errors.js';
 import storableTextPlugin from './plugins/storable-text.js';
 import securityHeadersPlugin from './plugins/security-headers.js';
 import dbPlugin from './plugins/db.js';
+import readReplicaPlugin from './plugins/read-replica.js';
 import authPlugin from './plugins/auth.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
 import openapiPlugin from './plugins/openapi.js';
@@ -97,6 +98,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // Only JSON bodies are accepted (415 otherwise).
   app.removeContentTypeParser(['text/plain']);
   app.decorate('config', config);
+  // Set by server.ts on SIGTERM, before the server closes: readiness fails and connections are not kept alive.
+  app.decorate('lifecycle', { draining: false });
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (app.lifecycle.draining) reply.header('connection', 'close');
+    return payload;
+  });
   configurePasswordHashing(config.passwordHashing);
   for (const warning of config.warnings) app.log.warn(warning);
 
@@ -104,6 +111,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(storableTextPlugin);
   await app.register(securityHeadersPlugin);
   await app.register(dbPlugin);
+  await app.register(readReplicaPlugin);
   await app.register(metricsPlugin);
   await app.register(idempotencyPlugin);
   await app.register(authPlugin);
@@ -122,6 +130,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(publicContext([healthRoutes]));
   await app.register(
     async (api) => {
+      // Every API answer (tokens, accounts, workspace data, errors) is for one caller only: no browser or proxy keeps
+      // a copy (OWASP ASVS 8.2.1). ETags stay, for clients that keep their own cache. /openapi.json and /docs,
+      // outside this prefix, stay cacheable.
+      api.addHook('onSend', async (_request, reply, payload) => {
+        reply.header('cache-control', 'no-store');
+        reply.header('pragma', 'no-cache');
+        return payload;
+      });
       await api.register(
         publicContext([
           auth.publicRoutes,
@@ -157,5 +173,7 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Every registered route's final options, in registration order. */
     routeCatalog: readonly RouteOptions[];
+    /** `draining`: this process is about to stop (SIGTERM received, SHUTDOWN_DELAY_MS running). */
+    lifecycle: { draining: boolean };
   }
 }

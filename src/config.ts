@@ -97,6 +97,14 @@ const variables = {
   /** Unset until server.ts starts the embedded PostgreSQL (withDatabaseUrl); buildApp requires it. */
   databaseUrl: variable('DATABASE_URL', Type.String({ pattern: '^postgres(ql)?://' }), (value) => value),
   /**
+   * PostgreSQL itself when DATABASE_URL points at a transaction-mode pooler (PgBouncer): migrations, the job queue
+   * (LISTEN/NOTIFY, its locks) and the workers' liveness locks need a session of their own. Setting it also tells the
+   * service that DATABASE_URL is such a pooler: no named prepared statements are sent through it.
+   */
+  databaseDirectUrl: variable('DATABASE_DIRECT_URL', Type.String({ pattern: '^postgres(ql)?://' }), (value) => value),
+  /** A streaming replica for GET reads of CRM records (lists, searches, single records); see db/read-routing.ts. */
+  databaseReplicaUrl: variable('DATABASE_REPLICA_URL', Type.String({ pattern: '^postgres(ql)?://' }), (value) => value),
+  /**
    * Connections of each server process's pool (API requests; the email and automation workers open their own). Bounded
    * by what one PostgreSQL serves: every process opens up to this many, so WEB_CONCURRENCY × it must fit max_connections.
    */
@@ -150,6 +158,11 @@ const variables = {
     email: integer('EMAIL_WORKER_CONCURRENCY', 3, WorkerConcurrency),
     automation: integer('AUTOMATION_WORKER_CONCURRENCY', 10, WorkerConcurrency),
   },
+  /**
+   * On SIGTERM, how long /readyz answers 503 (and answers carry `Connection: close`) before the server stops accepting
+   * connections and drains: long enough for a load balancer's health checks to take it out of rotation (two intervals).
+   */
+  shutdownDelayMs: integer('SHUTDOWN_DELAY_MS', 0, Type.String({ pattern: '^[0-9]{1,6}$' })),
   /** A job locked this long by a worker whose process is gone (its liveness lock is free) is released to the others. */
   jobRecoverySeconds: integer('JOB_RECOVERY_SECONDS', 60),
   /** send_email automation messages one workspace may send per hour; beyond it runs end `skipped`. */
@@ -274,6 +287,10 @@ const bootstrap = { nodeEnv: variables.nodeEnv, dataDir: variables.dataDir } sat
 export function loadBootstrapConfig(source: Record<string, string | undefined>): Pick<Config, 'nodeEnv' | 'dataDir'> {
   return deepFreeze(resolve(bootstrap, validate(envSchema(bootstrap), source), []));
 }
+
+/** Where a session of its own is needed (migrations, job queue, advisory locks): PostgreSQL itself, never the pooler. */
+export const sessionDatabaseUrl = (config: Pick<Config, 'databaseUrl' | 'databaseDirectUrl'>): string | undefined =>
+  config.databaseDirectUrl ?? config.databaseUrl;
 
 /**
  * The same config on another database: server.ts calls it once the embedded PostgreSQL runs. A new frozen object,

@@ -6,7 +6,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { once } from 'node:events';
 import closeWithGrace from 'close-with-grace';
 import pg from 'pg';
-import { ConfigError, loadConfig, withDatabaseUrl, type Config } from './config.js';
+import { ConfigError, loadConfig, sessionDatabaseUrl, withDatabaseUrl, type Config } from './config.js';
 import { buildApp } from './app.js';
 import { startEmbeddedPostgres, type RunningPostgres } from './db/embedded-postgres.js';
 import { applyMigrations } from './db/migrate.js';
@@ -42,20 +42,33 @@ function banner(config: Config, embedded: RunningPostgres | undefined, counts: {
 async function serve(config: Config, after: () => Promise<void>) {
   const app = await buildApp(config);
   if (cluster.isWorker) process.on('SIGINT', () => {});
-  closeWithGrace({ delay: DRAIN_MS, logger: false, skip: cluster.isWorker ? ['SIGINT'] : [] }, async ({ signal, err }) => {
-    if (err) app.log.error({ err }, 'shutting down after an error');
-    else app.log.info({ signal }, 'shutting down: draining in-flight requests');
-    await app.close();
-    await after();
-  });
+  closeWithGrace(
+    { delay: DRAIN_MS + config.shutdownDelayMs, logger: false, skip: cluster.isWorker ? ['SIGINT'] : [] },
+    async ({ signal, err }) => {
+      if (err) app.log.error({ err }, 'shutting down after an error');
+      else app.log.info({ signal }, 'shutting down: draining in-flight requests');
+      if (!err && config.shutdownDelayMs > 0) {
+        // Out of the load balancer's rotation first (readiness fails), then stop accepting connections.
+        app.lifecycle.draining = true;
+        await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
+      }
+      await app.close();
+      await after();
+    },
+  );
   await app.listen({ port: config.port, host: config.host });
   return app;
 }
 
+/** A crash loop: this many server processes dying within CRASH_WINDOW_MS stops the instance instead of replacing them. */
+const CRASH_LOOP_DEATHS = 5;
+const CRASH_WINDOW_MS = 60_000;
+
 /**
  * Forks the server processes and waits for all of them to listen. SIGTERM or SIGINT is passed on as SIGTERM to
- * each; the database stops after the last has exited. A process that exits on its own takes the others down: the
- * service never runs short-handed.
+ * each; the database stops after the last has exited. A process that exits on its own (a signal, a crash, the OOM
+ * killer) is replaced at once while the others keep serving; only a crash loop (CRASH_LOOP_DEATHS deaths within a
+ * minute) stops the instance, for the host's supervisor to see.
  */
 async function supervise(config: Config, embedded: RunningPostgres | undefined): Promise<void> {
   const workers: Worker[] = [];
@@ -65,22 +78,42 @@ async function supervise(config: Config, embedded: RunningPostgres | undefined):
     stopping = true;
     const alive = workers.filter((worker) => !worker.isDead());
     for (const worker of alive) worker.process.kill('SIGTERM');
-    const timer = setTimeout(() => {
-      for (const worker of alive) worker.process.kill('SIGKILL');
-    }, DRAIN_MS + 2_000);
+    const timer = setTimeout(
+      () => {
+        for (const worker of alive) worker.process.kill('SIGKILL');
+      },
+      DRAIN_MS + config.shutdownDelayMs + 2_000,
+    );
     await Promise.all(alive.map((worker) => (worker.isDead() ? undefined : once(worker, 'exit'))));
     clearTimeout(timer);
     await embedded?.stop();
     process.exit(code);
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void stopAll(0));
-  cluster.on('exit', (worker, code, signal) => {
-    if (stopping) return;
-    process.stderr.write(`Server process ${worker.process.pid} exited (${signal ?? code}): stopping the others.\n`);
-    void stopAll(1);
-  });
   // The processes read the same environment, plus the database this process started.
   const env = embedded ? { DATABASE_URL: embedded.url } : {};
+  const deaths: number[] = [];
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) return;
+    const now = Date.now();
+    deaths.push(now);
+    while ((deaths[0] ?? now) <= now - CRASH_WINDOW_MS) deaths.shift();
+    if (deaths.length >= CRASH_LOOP_DEATHS) {
+      process.stderr.write(
+        `Server process ${worker.process.pid} exited (${signal ?? code}): ${deaths.length} exits within ${CRASH_WINDOW_MS / 1000} s, ` +
+          'a crash loop: stopping the instance.\n',
+      );
+      void stopAll(1);
+      return;
+    }
+    const index = workers.indexOf(worker);
+    const replacement = cluster.fork(env);
+    workers.splice(index === -1 ? workers.length : index, index === -1 ? 0 : 1, replacement);
+    process.stderr.write(
+      `Server process ${worker.process.pid} exited (${signal ?? code}): started ${replacement.process.pid} in its place.\n`,
+    );
+    replacement.once('listening', () => process.stderr.write(`Server process ${replacement.process.pid} is serving.\n`));
+  });
   for (let n = 0; n < config.webConcurrency; n++) workers.push(cluster.fork(env));
   await Promise.all(workers.map((worker) => once(worker, 'listening')));
   const client = new pg.Client({ connectionString: config.databaseUrl });
@@ -124,7 +157,8 @@ async function main(): Promise<void> {
   try {
     // A new frozen config with the embedded database's URL: the one loaded at boot is never changed.
     const runtimeConfig = embedded ? withDatabaseUrl(config, embedded.url) : config;
-    const databaseUrl = embedded?.url ?? config.databaseUrl;
+    // Migrations and the job queue's schema need a session: PostgreSQL itself, not a transaction pooler.
+    const databaseUrl = embedded?.url ?? sessionDatabaseUrl(config);
     if (!databaseUrl) throw new Error('no database: DATABASE_URL is unset and the embedded PostgreSQL did not start');
     const applied = await applyMigrations(databaseUrl);
     if (applied.length > 0) process.stdout.write(`Applied migrations: ${applied.join(', ')}\n`);

@@ -1,5 +1,6 @@
 // The composition root of the background work: which tasks each in-process job runner takes, built once from the config.
 import type { FastifyInstance } from 'fastify';
+import { sessionDatabaseUrl } from './config.js';
 import { keepJobRunner } from './jobs/queue.js';
 import { WorkerLiveness } from './jobs/liveness.js';
 import { passwordResetTasks } from './modules/account/password-service.js';
@@ -13,7 +14,8 @@ import { automationTasks } from './modules/automations/run-queue.js';
  */
 export function startJobWorkers(app: FastifyInstance): void {
   const { config, db, log } = app;
-  const liveness = new WorkerLiveness(config.databaseUrl ?? '', config.jobRecoverySeconds, log);
+  // Session-level advisory locks: PostgreSQL itself, never a transaction pooler.
+  const liveness = new WorkerLiveness(sessionDatabaseUrl(config) ?? '', config.jobRecoverySeconds, log);
   app.addHook('onReady', async () => liveness.start());
   // After the runners' own preClose hooks have drained them.
   app.addHook('onClose', async () => liveness.close());

@@ -36,6 +36,8 @@ export async function consoleSignIn(
   }
   return db.$transaction(async (tx) => {
     const id = await openSession(tx as unknown as Db, user.id, maxSeconds);
+    // A console sign-in is a sign-in: the Users page's "Last sign-in" counts it as it counts the API's.
+    await tx.user.update({ where: { id: user.id }, data: { lastLogin: new Date() } });
     await recordAudit(tx, {
       actor: { type: 'user', userId: user.id, username: user.username },
       ip,
@@ -179,6 +181,10 @@ export async function retryEmail(db: Db, id: string, audit: AuditContext): Promi
   });
 }
 
+/**
+ * A page of the audit log, each row with the names of the users and workspaces it refers to as they are now (null
+ * when deleted since: the ids stay in the row, and the actor's username as it was when the row was written).
+ */
 export async function listAudit(db: Db, filter: { actor: string; action: string; page: number }) {
   const rows = await db.auditLog.findMany({
     where: {
@@ -189,7 +195,39 @@ export async function listAudit(db: Db, filter: { actor: string; action: string;
     skip: (filter.page - 1) * PAGE_SIZE,
     take: PAGE_SIZE + 1,
   });
-  return { rows: rows.slice(0, PAGE_SIZE), hasNext: rows.length > PAGE_SIZE };
+  const shown = rows.slice(0, PAGE_SIZE);
+  const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+  const userIds = new Set<string>();
+  const workspaceIds = new Set<string>();
+  for (const row of shown) {
+    if (row.actorUserId) userIds.add(row.actorUserId);
+    if (row.organizationId) workspaceIds.add(row.organizationId);
+    if (row.targetId && uuid.test(row.targetId) && row.targetType === 'user') userIds.add(row.targetId);
+    if (row.targetId && uuid.test(row.targetId) && row.targetType === 'organization') workspaceIds.add(row.targetId);
+  }
+  const [users, workspaces] = await Promise.all([
+    db.user.findMany({ where: { id: { in: [...userIds] } }, select: { id: true, username: true } }),
+    db.organization.findMany({ where: { id: { in: [...workspaceIds] } }, select: { id: true, name: true } }),
+  ]);
+  const usernames = new Map(users.map((u) => [u.id, u.username]));
+  const names = new Map(workspaces.map((w) => [w.id, w.name]));
+  const targetName = (row: (typeof shown)[number]) =>
+    !row.targetId
+      ? undefined
+      : row.targetType === 'user'
+        ? (usernames.get(row.targetId) ?? null)
+        : row.targetType === 'organization'
+          ? (names.get(row.targetId) ?? null)
+          : undefined;
+  return {
+    rows: shown.map((row) => ({
+      ...row,
+      actorName: row.actorUserId ? (usernames.get(row.actorUserId) ?? null) : null,
+      targetName: targetName(row),
+      workspaceName: row.organizationId ? (names.get(row.organizationId) ?? null) : null,
+    })),
+    hasNext: rows.length > PAGE_SIZE,
+  };
 }
 
 /** The workspace columns the list and the detail page both show. */

@@ -616,6 +616,10 @@ ${pager('/admin/outbox/', { status: current }, pageNumber(request), hasNext)}`,
     return reply.redirect(`/admin/outbox/?done=${encodeURIComponent(done)}`, 303);
   });
 
+  /** A name beside its id (ids stay: the record of a deleted user or workspace); `gone` marks a deleted one. */
+  const named = (name: string | null | undefined, id: string | null, gone: boolean) =>
+    html`${name ? html`<strong>${name}</strong> ` : ''}<code>${id ?? ''}</code>${gone ? ' (deleted)' : ''}`;
+
   app.get('/audit/', async (request, reply) => {
     const actor = query(request, 'actor').slice(0, 150);
     const action = (AUDIT_ACTIONS as readonly string[]).includes(query(request, 'action')) ? query(request, 'action') : '';
@@ -631,10 +635,10 @@ ${select('action', 'Action', action, [['', 'any'], ...AUDIT_ACTIONS.map((a): [st
 <button type="submit">Filter</button></form>
 ${dataTable(['Time', 'Actor', 'Action', 'Target', 'Workspace', 'Client IP'], rows, (r) => [
   r.createdAt,
-  r.actorType === 'user' ? r.actorUsername : r.actorType,
+  r.actorType === 'user' ? named(r.actorName ?? r.actorUsername, r.actorUserId, r.actorName === null) : r.actorType,
   r.action,
-  `${r.targetType}${r.targetId ? ` ${r.targetId}` : ''}`,
-  r.organizationId ?? '',
+  html`${r.targetType} ${r.targetId ? named(r.targetName, r.targetId, r.targetName === null) : ''}`,
+  r.organizationId ? named(r.workspaceName, r.organizationId, r.workspaceName === null) : '',
   r.clientIp ?? '',
 ])}
 ${pager('/admin/audit/', { actor, action }, pageNumber(request), hasNext)}`,

@@ -17,12 +17,40 @@ export interface Database {
 }
 
 /**
+ * Makes a client send every statement unnamed. A named prepared statement lives in one server session, which a
+ * transaction-mode pooler (PgBouncer before 1.21, or without max_prepared_statements) does not keep for us: the next
+ * execution may reach a session that never prepared it. Unnamed statements are parsed again each time (the saving
+ * named ones bring is small here) and work through any pooler.
+ */
+function sendUnnamed(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (config: unknown, ...rest: unknown[]) => {
+    if (config !== null && typeof config === 'object' && 'name' in config) {
+      const { name: _name, ...unnamed } = config as Record<string, unknown>;
+      return query(unnamed, ...rest);
+    }
+    return query(config, ...rest);
+  };
+}
+
+export interface OpenDatabaseOptions {
+  /** DATABASE_URL is a transaction-mode pooler: no named prepared statements (see sendUnnamed). */
+  pooler?: boolean;
+}
+
+/**
  * Opens the pool of `poolSize` connections and the Prisma client over it; `onIdleError` hears about idle connections
  * that fail (the pool replaces them).
  */
-export function openDatabase(url: string, poolSize: number, onIdleError: (error: Error) => void): Database {
+export function openDatabase(
+  url: string,
+  poolSize: number,
+  onIdleError: (error: Error) => void,
+  options: OpenDatabaseOptions = {},
+): Database {
   // A connection attempt that hangs (an unreachable host) fails after five seconds instead of holding the request.
   const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  if (options.pooler) pool.on('connect', sendUnnamed);
   // pool.end() resolves once it has asked each connection to close, not once they are closed: an embedded database
   // stopped right after may end them first, which is no failure of ours.
   pool.on('error', (error) => {

@@ -1,6 +1,7 @@
 // Online physical backups of the embedded PostgreSQL and their restore test (`make backup`, `make restore-test`).
 import { execFile } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile, appendFile, chmod } from 'node:fs/promises';
+import { copyTree } from './cluster-copy.js';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -9,10 +10,6 @@ import { pendingMigrations } from './migrate.js';
 import { runningEmbeddedUrl, startEmbeddedPostgres } from './embedded-postgres.js';
 
 const exec = promisify(execFile);
-
-/** Directories whose contents PostgreSQL rebuilds at start (the base-backup protocol leaves them out too). */
-const EMPTIED = new Set(['pg_wal', 'pg_replslot', 'pg_dynshmem', 'pg_notify', 'pg_serial', 'pg_snapshots', 'pg_stat_tmp', 'pg_subtrans']);
-const SKIPPED_FILES = new Set(['postmaster.pid', 'postmaster.opts', 'backup_label', 'tablespace_map']);
 
 export interface BackupManifest {
   format: 'crm-embedded-backup/1';
@@ -23,24 +20,6 @@ export interface BackupManifest {
   restore_point: string;
   migrations: string[];
   counts: Record<string, number>;
-}
-
-const isMissing = (error: unknown) => (error as NodeJS.ErrnoException).code === 'ENOENT';
-
-/** Copies a live directory tree; files that vanish meanwhile are skipped (WAL replay restores what they held). */
-async function copyTree(from: string, to: string, top = true): Promise<void> {
-  await mkdir(to, { recursive: true, mode: 0o700 });
-  const entries = await readdir(from, { withFileTypes: true }).catch((error: unknown) => (isMissing(error) ? [] : Promise.reject(error)));
-  for (const entry of entries) {
-    const source = path.join(from, entry.name);
-    const target = path.join(to, entry.name);
-    if (entry.isDirectory()) {
-      if (top && EMPTIED.has(entry.name)) await mkdir(target, { recursive: true, mode: 0o700 });
-      else await copyTree(source, target, false);
-    } else if (entry.isFile() && !(top && SKIPPED_FILES.has(entry.name))) {
-      await copyFile(source, target).catch((error: unknown) => (isMissing(error) ? undefined : Promise.reject(error)));
-    }
-  }
 }
 
 /** The database of `dataDir`'s embedded server: the running one (service up), or one started for the job. */
@@ -100,7 +79,7 @@ export async function takeBackup(options: { dataDir: string; backupDir: string; 
     await mkdir(target, { recursive: true, mode: 0o700 });
     await client.query('SELECT pg_backup_start($1, true)', [label]);
     log(`copying ${clusterDir}`);
-    await copyTree(clusterDir, path.join(target, 'postgres'));
+    await copyTree(clusterDir, path.join(target, 'postgres'), true);
     const stop = (await client.query<{ labelfile: string; spcmapfile: string | null }>('SELECT * FROM pg_backup_stop(false)')).rows[0];
     if (!stop) throw new Error('pg_backup_stop answered nothing');
     await writeFile(path.join(target, 'postgres', 'backup_label'), stop.labelfile, { mode: 0o600 });
@@ -116,7 +95,7 @@ export async function takeBackup(options: { dataDir: string; backupDir: string; 
     // Closes the WAL segment holding the restore point, so that the copy below has it on disk.
     await client.query('SELECT pg_switch_wal()');
     // The WAL goes beside the data, as an archive that recovery's restore_command reads (segments only).
-    await copyTree(path.join(clusterDir, 'pg_wal'), path.join(target, 'wal'), false);
+    await copyTree(path.join(clusterDir, 'pg_wal'), path.join(target, 'wal'));
     await rm(path.join(target, 'wal', 'archive_status'), { recursive: true, force: true });
     await rm(path.join(target, 'wal', 'summaries'), { recursive: true, force: true });
     // The cluster's password goes with it: the restored copy is reached the way the original was.
@@ -162,8 +141,8 @@ export async function restoreTest(options: { dataDir: string; backup: string; lo
   const scratch = await mkdtemp(path.join(tmpdir(), 'crm-restore-test-'));
   try {
     const manifest = JSON.parse(await readFile(path.join(backup, 'manifest.json'), 'utf8')) as BackupManifest;
-    await copyTree(path.join(backup, 'postgres'), path.join(scratch, 'postgres'), false);
-    await copyTree(path.join(backup, 'wal'), path.join(scratch, 'wal'), false);
+    await copyTree(path.join(backup, 'postgres'), path.join(scratch, 'postgres'));
+    await copyTree(path.join(backup, 'wal'), path.join(scratch, 'wal'));
     await copyFile(path.join(backup, 'postgres-password'), path.join(scratch, 'postgres-password'));
     const restored = path.join(scratch, 'postgres');
     await appendFile(

@@ -5,6 +5,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { Logger, run, runOnce, type LogLevel, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import type { WorkerLiveness } from './liveness.js';
 import pg from 'pg';
+import { sessionDatabaseUrl } from '../config.js';
 import type { Prisma } from '../generated/prisma/client.js';
 
 /** Where graphile-worker keeps its tables and functions (its default); installed by `installJobQueue`. */
@@ -143,7 +144,8 @@ export function keepJobRunner(app: FastifyInstance, options: JobRunnerOptions): 
   let restartTimer: NodeJS.Timeout | undefined;
   let closing = false;
   const pool = new pg.Pool({
-    connectionString: app.config.databaseUrl,
+    // LISTEN/NOTIFY and graphile-worker's locks need sessions: PostgreSQL itself, never a transaction pooler.
+    connectionString: sessionDatabaseUrl(app.config),
     max: concurrency + 2,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
   });

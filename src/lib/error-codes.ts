@@ -66,6 +66,7 @@ export const ERROR_CODES = {
   server_busy: 'Too many password checks are queued; see Retry-After.',
   database_unavailable: 'The database is not reachable; see Retry-After.',
   migrations_pending: 'The database schema is behind the code (readiness).',
+  shutting_down: 'This server process is draining before it stops (readiness): a load balancer sends requests elsewhere.',
   smtp_failed: 'The SMTP server refused or could not be reached.',
   internal_error: 'An unexpected error; the server logged it with the request id given as `instance`.',
 } as const;

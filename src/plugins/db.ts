@@ -8,8 +8,12 @@ export default fp(
     const url = app.config.databaseUrl;
     if (!url) throw new Error('databaseUrl is not set: start the embedded PostgreSQL or set DATABASE_URL first.');
     // An idle client losing its connection must not crash the process.
-    const database = openDatabase(url, app.config.databasePoolSize, (error) =>
-      app.log.warn({ err: error }, 'idle database connection failed'),
+    const database = openDatabase(
+      url,
+      app.config.databasePoolSize,
+      (error) => app.log.warn({ err: error }, 'idle database connection failed'),
+      // A direct URL beside DATABASE_URL means DATABASE_URL is a transaction-mode pooler.
+      { pooler: app.config.databaseDirectUrl !== undefined },
     );
     app.decorate('db', database.db);
     app.decorate('pg', database.pool);

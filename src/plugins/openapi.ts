@@ -26,6 +26,9 @@ Conventions:
 - Organizations the caller cannot access answer 404, never 403, so their existence is not revealed.
 - Lists return a JSON array, newest first; pass \`limit\` (1-200, default 50) and follow the \`Link: <...>; rel="next"\` header.
 - Bodies over 1 MiB answer 413; bodies that are not JSON answer 415; rate limits answer 429 with \`Retry-After\`.
+- Bodies (and query strings) nested more than 32 levels deep answer 400 \`validation_failed\`, however they are shaped.
+- Every answer under \`/api/v1/\` carries \`Cache-Control: no-store\` (and \`Pragma: no-cache\`): browsers and proxies keep
+  no copy of a user's data or tokens. This document and Swagger UI stay cacheable.
 - Public operations say \`security: []\`; the others need the bearer token (\`bearerAuth\`).
 - Path ids are UUIDs: \`/api/v1/organizations/provisioning/{organization_id}/\` and
   \`/api/v1/organizations/{organization_id}/...\` never match the same URL, since \`provisioning\` is not a UUID.

@@ -1,27 +1,41 @@
-// Refuses, for every route at once, request text that PostgreSQL cannot store: NUL characters and unpaired UTF-16 surrogates.
+// Refuses, for every route at once, request input that is nested too deeply or holds text PostgreSQL cannot store
+// (NUL characters, unpaired UTF-16 surrogates).
 import fp from 'fastify-plugin';
 import { validationFailed, type FieldErrors } from '../lib/problem.js';
 
 const MESSAGE = 'Must not contain NUL characters or unpaired surrogates.';
 
+/**
+ * Objects and arrays nested deeper than this are refused with 400 before anything else reads the body: no API body
+ * needs more than a few levels, and every later step (validation, hashing, logging) may recurse over it.
+ */
+export const MAX_DEPTH = 32;
+
 /** PostgreSQL's text types reject U+0000, and a lone surrogate has no UTF-8 form: both would fail deep in a query. */
 const storable = (text: string) => !text.includes('\u0000') && text.isWellFormed();
 
-/** Collects the dotted paths of every unstorable string (keys included) below `value`. */
-function unstorablePaths(value: unknown, path: string, found: string[]): void {
-  if (typeof value === 'string') {
-    if (!storable(value)) found.push(path);
-  } else if (Array.isArray(value)) {
-    value.forEach((item, index) => {
-      unstorablePaths(item, path ? `${path}.${index}` : String(index), found);
-    });
-  } else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) {
+/**
+ * Collects the dotted paths of every unstorable string (keys included) below `value`, iteratively (a body nested
+ * 100,000 levels deep must not exhaust the stack); returns false as soon as a value is nested deeper than MAX_DEPTH.
+ */
+function collectUnstorable(root: unknown, found: string[]): boolean {
+  const pending: Array<{ value: unknown; path: string; depth: number }> = [{ value: root, path: '', depth: 0 }];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const { value, path, depth } = next;
+    if (typeof value === 'string') {
+      if (!storable(value)) found.push(path);
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= MAX_DEPTH) return false;
+    const entries = Array.isArray(value) ? value.map((item, index) => [String(index), item] as const) : Object.entries(value);
+    for (const [key, item] of entries) {
       const itemPath = path ? `${path}.${key}` : key;
       if (!storable(key)) found.push(itemPath);
-      else unstorablePaths(item, itemPath, found);
+      else pending.push({ value: item, path: itemPath, depth: depth + 1 });
     }
   }
+  return true;
 }
 
 export default fp(
@@ -29,7 +43,15 @@ export default fp(
     // preValidation: after parsing (so JSON escapes such as \u0000 are decoded), before the schema and any handler.
     app.addHook('preValidation', async (request) => {
       const found: string[] = [];
-      for (const part of [request.params, request.query, request.body]) unstorablePaths(part, '', found);
+      for (const [name, part] of [
+        ['params', request.params],
+        ['query', request.query],
+        ['body', request.body],
+      ] as const) {
+        if (!collectUnstorable(part, found)) {
+          throw validationFailed({ [name]: [`Nested more than ${MAX_DEPTH} levels deep.`] }, 'The request is nested too deeply.');
+        }
+      }
       if (found.length === 0) return;
       const errors: FieldErrors = Object.fromEntries(new Map(found.map((field) => [field || 'body', [MESSAGE]])));
       throw validationFailed(errors, 'The request contains text that cannot be stored.');

@@ -25,7 +25,10 @@ export default fp(
       const { user, membership } = await authenticateMember(app.pg, claims, orgId);
       request.currentUser = user;
       if (!membership) throw organizationNotFound();
-      request.tenant = bindTenant(app.db, app.pg, membership);
+      // Membership is always checked on the primary (a removed member is out at once); a GET's data may come from
+      // the replica when it has replayed this user's own last write.
+      const reader = request.method === 'GET' ? await app.readHandles(user.id) : null;
+      request.tenant = bindTenant(reader?.db ?? app.db, reader?.pool ?? app.pg, membership);
     });
 
     app.decorate('capabilityCheck', (capability: Capability) => async (request: FastifyRequest) => {
@@ -34,7 +37,7 @@ export default fp(
       }
     });
   },
-  { name: 'tenancy', dependencies: ['db', 'auth'] },
+  { name: 'tenancy', dependencies: ['db', 'auth', 'read-replica'] },
 );
 
 /** The resolved tenant of a route in the `tenant` context. */

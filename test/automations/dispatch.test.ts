@@ -183,6 +183,8 @@ t.test('transient failures are retried with backoff, up to three attempts', asyn
   t.match(recovered, { attempts: 2, error_message: null });
   t.equal(target.requests.length, 2);
   t.equal(target.requests[0]!.headers['x-webhook-delivery'], target.requests[1]!.headers['x-webhook-delivery'], 'same delivery id');
+  t.equal(target.requests[0]!.headers['webhook-id'], target.requests[1]!.headers['webhook-id'], 'same Standard Webhooks id');
+  t.equal(target.requests[0]!.headers['webhook-id'], target.requests[0]!.headers['x-webhook-delivery']);
 
   target.respondWith.push(503, 502, 500);
   await inject('POST', `${api(orgId)}/companies/`, { name: 'Raviga' });

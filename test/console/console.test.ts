@@ -355,3 +355,32 @@ t.test('losing staff status ends the console session at its next request', async
   t.match(res.headers.location, /^\/admin\/login\//);
   t.equal(await app.db.adminSession.count({ where: { userId: staff.id } }), 0, 'the session row is gone');
 });
+
+t.test('a console sign-in counts as a sign-in; the audit log names users and workspaces beside their ids', async (t) => {
+  const staff = await createUser(app, { username: 'stella', email: 'stella@example.test' });
+  await app.db.user.update({ where: { id: staff.id }, data: { isStaff: true, lastLogin: null } });
+  const { cookie } = await session('stella', staff.password);
+  const row = await app.db.user.findUniqueOrThrow({ where: { id: staff.id }, select: { lastLogin: true } });
+  t.ok(row.lastLogin && Date.now() - row.lastLogin.getTime() < 60_000, 'last sign-in set by the console sign-in');
+  const detail = await app.inject({ method: 'GET', url: `/admin/users/${staff.id}/`, headers: { cookie } });
+  t.notMatch(detail.body, /Last sign-in<\/dt><dd>never/, 'the Users page no longer says never');
+
+  const org = await app.db.organization.findFirstOrThrow({ where: { slug: 'acme' } });
+  const gone = await createUser(app, { username: 'ghost-user' });
+  await app.db.auditLog.create({
+    data: {
+      actorType: 'user',
+      actorUserId: staff.id,
+      actorUsername: 'stella',
+      action: 'user.deactivated',
+      targetType: 'user',
+      targetId: gone.id,
+      organizationId: org.id,
+    },
+  });
+  await app.db.user.delete({ where: { id: gone.id } });
+  const audit = await app.inject({ method: 'GET', url: '/admin/audit/?action=user.deactivated', headers: { cookie } });
+  t.match(audit.body, new RegExp(`<strong>stella</strong> <code>${staff.id}</code>`), 'actor name beside the id');
+  t.match(audit.body, new RegExp(`<strong>Acme</strong> <code>${org.id}</code>`), 'workspace name beside the id');
+  t.match(audit.body, new RegExp(`user <code>${gone.id}</code> \\(deleted\\)`), 'a deleted target keeps its id');
+});

@@ -15,12 +15,24 @@ export interface TestApp {
   logs: string[];
 }
 
+/**
+ * DATABASE_URL for an app under test: the database itself, or (a run with TEST_VIA_PGBOUNCER=1) the same database
+ * through PgBouncer in transaction mode with DATABASE_DIRECT_URL beside it, as an operator behind a pooler sets them.
+ */
+export function databaseEnv(url: string): { DATABASE_URL: string; DATABASE_DIRECT_URL?: string } {
+  const bouncerPort = process.env.TEST_PGBOUNCER_PORT;
+  if (!bouncerPort) return { DATABASE_URL: url };
+  const pooled = new URL(url);
+  pooled.port = bouncerPort;
+  return { DATABASE_URL: pooled.toString(), DATABASE_DIRECT_URL: url };
+}
+
 /** Starts an app on a fresh database. `env` overrides the test defaults (same names as the real env vars). */
 export async function buildTestApp(t: Test, env: Record<string, string | undefined> = {}, options: BuildOptions = {}): Promise<TestApp> {
   const database = await createTestDatabase();
   const config = loadConfig({
     NODE_ENV: 'test',
-    DATABASE_URL: database.url,
+    ...databaseEnv(database.url),
     DATA_DIR: '/nonexistent-data-dir-not-used-by-tests',
     JWT_SECRET: 'test-jwt-secret-0123456789-0123456789-abcdef',
     SERVICE_SETUP_TOKEN: TEST_SETUP_TOKEN,

@@ -1,10 +1,9 @@
 // Starts a real Redis (Debian's redis-server) on a free port for one test file; without one, CI fails and a local run skips loudly.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createConnection } from 'node:net';
 import { once } from 'node:events';
 import type { Test } from 'tap';
-import { freePort } from './net.js';
+import { freePort, waitForPort } from './net.js';
 
 const REDIS_SERVER = process.env.REDIS_SERVER_BIN ?? '/usr/bin/redis-server';
 
@@ -14,22 +13,6 @@ export interface TestRedis {
   /** Stops the server (a simulated outage); `start()` brings it back on the same port, empty. */
   stop(): Promise<void>;
   start(): Promise<void>;
-}
-
-async function waitForPort(port: number): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = createConnection({ port, host: '127.0.0.1' }, () => {
-        socket.end();
-        resolve(true);
-      });
-      socket.on('error', () => resolve(false));
-    });
-    if (open) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`redis-server did not listen on ${port} within 10 s`);
 }
 
 /**

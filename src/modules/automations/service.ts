@@ -8,7 +8,7 @@ import type { Tenant } from '../../db/tenant.js';
 import { eventNameOf, triggerOf, type EventPayload } from './dispatch.js';
 import { executeAction, type ActionDeps, type ActionSettings, type StoredWebhookConfig } from './run-executor.js';
 import type { AutomationCreate, AutomationDto, AutomationRunDto, AutomationTest, SendEmailConfig, WebhookConfigInput } from './schemas.js';
-import { webhookUrlProblem } from './webhook.js';
+import { webhookSecretProblem, webhookUrlProblem } from './webhook.js';
 
 const automationNotFound = () => notFound('Automation not found.', 'automation_not_found');
 
@@ -62,6 +62,8 @@ function storedWebhookConfig(
   const urlProblem = webhookUrlProblem(input.url, settings.allowPrivateTargets);
   if (urlProblem) throw validationFailed({ 'action_config.url': [urlProblem] });
   if (input.secret === undefined) return { url: input.url };
+  const secretProblem = webhookSecretProblem(input.secret);
+  if (secretProblem) throw validationFailed({ 'action_config.secret': [secretProblem] });
   if (!settings.encryptionKey) {
     throw badRequest('encryption_key_missing', 'Webhook secrets cannot be stored: the server has no EMAIL_ENCRYPTION_KEY configured.', {
       'action_config.secret': ['Cannot be stored without a server-side encryption key.'],

@@ -1,4 +1,4 @@
-// The webhook action: POSTs the event JSON to a checked public address, signed with HMAC-SHA256, within 5 seconds.
+// The webhook action: POSTs the event JSON to a checked public address, signed per Standard Webhooks (and the legacy header), within 5 seconds.
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
@@ -19,9 +19,43 @@ export interface WebhookDelivery {
   deliveryId: string;
 }
 
-/** `X-Webhook-Signature` value: hex HMAC-SHA256 of the raw body with the rule's secret. */
+/**
+ * Legacy `X-Webhook-Signature` value: hex HMAC-SHA256 of the raw body with the rule's secret as given. Deprecated:
+ * it dates nothing, so a captured delivery replays; sent until 2027-06-01 beside the Standard Webhooks headers.
+ */
 export const webhookSignature = (body: string, secret: string): string =>
   `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`;
+
+const WHSEC_PREFIX = 'whsec_';
+
+/** Why a secret cannot sign, or null: a `whsec_` secret must carry base64 (the specification's form). */
+export function webhookSecretProblem(secret: string): string | null {
+  if (!secret.startsWith(WHSEC_PREFIX)) return null;
+  const encoded = secret.slice(WHSEC_PREFIX.length);
+  const valid = encoded.length > 0 && /^[A-Za-z0-9+/]+={0,2}$/.test(encoded) && encoded.length % 4 === 0;
+  return valid ? null : 'A `whsec_` secret must be followed by base64 (Standard Webhooks); other secrets sign with their UTF-8 bytes.';
+}
+
+/** The HMAC key: a `whsec_` secret's base64-decoded bytes (as the specification says), any other secret's UTF-8 bytes. */
+const signingKey = (secret: string): Buffer =>
+  secret.startsWith(WHSEC_PREFIX) ? Buffer.from(secret.slice(WHSEC_PREFIX.length), 'base64') : Buffer.from(secret, 'utf8');
+
+/** Standard Webhooks `webhook-signature`: `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body`. */
+export const standardWebhookSignature = (id: string, timestamp: number, body: string, secret: string): string =>
+  `v1,${createHmac('sha256', signingKey(secret)).update(`${id}.${timestamp}.${body}`, 'utf8').digest('base64')}`;
+
+/** The signing headers of one attempt: dated now, so a receiver refuses a delivery replayed later. */
+function signatureHeaders(delivery: WebhookDelivery): Record<string, string> {
+  const timestamp = Math.floor(Date.now() / 1000);
+  // webhook-id is the run id: the same across retries of one event, so a receiver can drop duplicates.
+  const headers: Record<string, string> = { 'webhook-id': delivery.deliveryId, 'webhook-timestamp': String(timestamp) };
+  if (!delivery.secret) return headers;
+  return {
+    ...headers,
+    'webhook-signature': standardWebhookSignature(delivery.deliveryId, timestamp, delivery.body, delivery.secret),
+    'x-webhook-signature': webhookSignature(delivery.body, delivery.secret),
+  };
+}
 
 /** Why a webhook URL cannot be saved, or null. Only what is knowable without DNS; the rest is checked per delivery. */
 export function webhookUrlProblem(value: string, allowPrivate: boolean): string | null {
@@ -68,7 +102,7 @@ function post(url: URL, target: ResolvedAddress, delivery: WebhookDelivery, sign
     'user-agent': 'WorkspaceCRM-Webhook/1.0',
     'x-webhook-event': delivery.event,
     'x-webhook-delivery': delivery.deliveryId,
-    ...(delivery.secret ? { 'x-webhook-signature': webhookSignature(delivery.body, delivery.secret) } : {}),
+    ...signatureHeaders(delivery),
   };
   return new Promise((resolve, reject) => {
     const client = url.protocol === 'https:' ? https : http;

@@ -42,12 +42,13 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['health'],
         operationId: 'getReadiness',
-        summary: 'The database is reachable, every migration is applied and the job queue is installed.',
+        summary: 'The database is reachable, every migration is applied and the job queue is installed; 503 while draining.',
         description: "Checked through the application's connection pool; the answer is cached for one second.",
         response: responses({ 200: StatusSchema }, 503),
       },
     },
     async () => {
+      if (app.lifecycle.draining) throw serviceUnavailable('shutting_down', 'This server process is draining before it stops.');
       const pending = await checkReadiness();
       if (pending instanceof Error) {
         app.log.warn({ err: pending }, 'readiness check: database unreachable');

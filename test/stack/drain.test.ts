@@ -1,0 +1,34 @@
+// SIGTERM behind a load balancer: for SHUTDOWN_DELAY_MS the process keeps serving but fails readiness and closes
+// keep-alive connections, then stops accepting and exits 0.
+import { once } from 'node:events';
+import t from 'tap';
+import { createTestDatabase } from '../helpers/database.js';
+import { killGroup, startServer } from '../helpers/server.js';
+
+const database = await createTestDatabase();
+t.teardown(() => database.drop());
+
+t.test('readiness fails first, then the process drains and exits 0', async (t) => {
+  const server = await startServer({
+    DATABASE_URL: database.url,
+    JWT_SECRET: 'drain-test-jwt-secret-0123456789-abcdefgh',
+    SHUTDOWN_DELAY_MS: '5000',
+  });
+  t.teardown(() => killGroup(server));
+  t.equal((await fetch(`${server.origin}/readyz`)).status, 200);
+  const exited = once(server.child, 'exit');
+  const signalledAt = Date.now();
+  process.kill(-server.child.pid!, 'SIGTERM');
+  // The signal is handled within moments; poll rather than guess how long a loaded machine takes.
+  let ready = await fetch(`${server.origin}/readyz`);
+  while (ready.status === 200 && Date.now() - signalledAt < 4_000) ready = await fetch(`${server.origin}/readyz`);
+  t.equal(ready.status, 503, 'not ready while draining');
+  t.equal(((await ready.json()) as { code: string }).code, 'shutting_down');
+  t.equal(ready.headers.get('connection'), 'close', 'keep-alive connections are closed');
+  const health = await fetch(`${server.origin}/healthz`);
+  t.equal(health.status, 200, 'still serving requests meanwhile');
+  const [code] = await exited;
+  t.equal(code, 0, 'exits 0');
+  t.ok(Date.now() - signalledAt >= 4_900, 'after the delay');
+  await t.rejects(fetch(`${server.origin}/healthz`), 'no longer listening');
+});

@@ -1,0 +1,100 @@
+// The whole stack (`make stack`: PgBouncer, primary and replica, Redis, two instances behind HAProxy) under steady
+// traffic through the load balancer: a rolling restart of both instances, then the replica stopped and restarted,
+// each without one failed request.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import t from 'tap';
+
+// Several processes start here (databases, PgBouncer, HAProxy, instances): room for a slow, loaded machine.
+t.setTimeout(600_000);
+import { startStack } from '../../scripts/stack/stack.js';
+
+const dir = await mkdtemp(path.join(tmpdir(), 'crm-stack-test-'));
+t.teardown(() => rm(dir, { recursive: true, force: true }));
+const stack = await startStack({ dir, instances: 2 });
+t.teardown(stack.stop);
+
+const api = async (method: string, url: string, body?: unknown, access?: string) => {
+  const res = await fetch(`${stack.origin}/api/v1${url}`, {
+    method,
+    headers: { ...(body ? { 'content-type': 'application/json' } : {}), ...(access ? { authorization: `Bearer ${access}` } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, body: await res.json().catch(() => undefined) };
+};
+
+const setup = await api('POST', '/setup/', {
+  setup_token: stack.setupToken,
+  username: 'admin',
+  email: 'admin@example.test',
+  password: 'a long stack password',
+  organization_name: 'Acme',
+  organization_slug: 'acme',
+});
+if (setup.status !== 201) throw new Error(`setup failed: ${JSON.stringify(setup)}`);
+const { access } = (await api('POST', '/auth/token/', { username: 'admin', password: 'a long stack password' })).body as { access: string };
+const organizationId = ((await api('GET', '/auth/me/', undefined, access)).body as { organizations: Array<{ id: string }> })
+  .organizations[0]?.id;
+const companies = `/organizations/${organizationId}/companies/`;
+
+/** Eight clients on keep-alive connections, each creating a company then listing, until stopped. */
+function steadyTraffic() {
+  let running = true;
+  const failures: string[] = [];
+  let served = 0;
+  const client = async (n: number) => {
+    for (let i = 0; running; i++) {
+      for (const [method, body] of [
+        ['POST', { name: `client ${n} #${i}` }],
+        ['GET', undefined],
+      ] as const) {
+        try {
+          const res = await api(method, companies, body, access);
+          if (res.status === (method === 'POST' ? 201 : 200)) served += 1;
+          else failures.push(`${method} ${res.status} ${JSON.stringify(res.body)}`);
+        } catch (error) {
+          failures.push(`${method} ${(error as Error).message}`);
+        }
+      }
+    }
+  };
+  const clients = Array.from({ length: 8 }, (_, n) => client(n));
+  return {
+    served: () => served,
+    failures,
+    stop: async () => {
+      running = false;
+      await Promise.all(clients);
+    },
+  };
+}
+
+t.test('a rolling restart of both instances drops no request', async (t) => {
+  const traffic = steadyTraffic();
+  await sleep(1_000);
+  for (const instance of stack.instances) {
+    const before = traffic.served();
+    t.equal(await instance.stop(), 0, `${instance.name} drained and exited 0`);
+    t.ok(traffic.served() > before, `the other instance served while ${instance.name} drained`);
+    await instance.start();
+    // HAProxy takes it back after two passing checks (500 ms apart).
+    await sleep(1_500);
+  }
+  await sleep(500);
+  await traffic.stop();
+  t.same(traffic.failures, [], `no failed request out of ${traffic.served()}`);
+  t.ok(traffic.served() > 100, `${traffic.served()} requests served`);
+});
+
+t.test('stopping and restarting the replica drops no request', async (t) => {
+  const traffic = steadyTraffic();
+  await sleep(500);
+  await stack.replica.stop();
+  await sleep(2_000);
+  await stack.replica.start();
+  await sleep(2_000);
+  await traffic.stop();
+  t.same(traffic.failures, [], `no failed request out of ${traffic.served()}`);
+});
