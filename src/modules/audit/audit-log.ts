@@ -28,6 +28,11 @@ export const AUDIT_ACTIONS = [
   'account.password_reset',
   'account.email_changed',
   'account.deleted',
+  'account.two_factor_enrolled',
+  'account.two_factor_disabled',
+  'account.recovery_code_used',
+  'account.session_ended',
+  'workspace.updated',
   'email.retried',
   'setup.completed',
 ] as const;
