@@ -30,8 +30,7 @@ async function device(user: SignedIn, agent: string) {
   return json<{ access: string; refresh: string }>(res);
 }
 
-const totpFor = (secret: string) =>
-  new TOTP({ algorithm: 'SHA1', digits: 6, period: 30, secret: Secret.fromBase32(secret) });
+const totpFor = (secret: string) => new TOTP({ algorithm: 'SHA1', digits: 6, period: 30, secret: Secret.fromBase32(secret) });
 /** A code of the step `offset` steps away from now, taken away from a step boundary so the step cannot change under the test. */
 async function codeAt(secret: string, offset = 0): Promise<string> {
   const intoStep = (Date.now() / 1000) % 30;
@@ -49,7 +48,9 @@ t.test('sessions: listed with client and current flag; ending another one stops 
   const phone = await device(ada, 'Phone/2.0');
   const listed = await sessions(phone.access);
   t.equal(listed.statusCode, 200);
-  const rows = json<{ results: { id: string; user_agent: string; client_ip: string; current: boolean; created_at: string; last_used_at: string }[] }>(listed).results;
+  const rows = json<{
+    results: { id: string; user_agent: string; client_ip: string; current: boolean; created_at: string; last_used_at: string }[];
+  }>(listed).results;
   t.equal(rows.length, 3, 'the fixture sign-in, the laptop and the phone');
   t.equal(rows[0]!.user_agent, 'Phone/2.0', 'newest use first');
   t.ok(rows[0]!.current, 'the phone asked');
@@ -79,7 +80,10 @@ t.test('sessions: listed with client and current flag; ending another one stops 
   t.equal((await call({ method: 'DELETE', url: '/api/v1/auth/sessions/not-a-uuid/', headers: bearer(phone.access) })).statusCode, 404);
   // Someone else's session is not yours to end.
   const ownersSession = json<{ results: { id: string }[] }>(await sessions(owner.access)).results[0]!.id;
-  t.equal((await call({ method: 'DELETE', url: `/api/v1/auth/sessions/${ownersSession}/`, headers: bearer(phone.access) })).statusCode, 404);
+  t.equal(
+    (await call({ method: 'DELETE', url: `/api/v1/auth/sessions/${ownersSession}/`, headers: bearer(phone.access) })).statusCode,
+    404,
+  );
   t.equal((await me(owner.access)).statusCode, 200);
 });
 
@@ -104,7 +108,12 @@ t.test('enrolment: a secret and URI, confirmed with a code; other sessions end, 
   ada.id = cyd.id;
   const other = await device(cyd, 'Other');
   t.equal(json(await me(cyd.access)).two_factor_enabled, false);
-  const confirmEarly = await call({ method: 'POST', url: '/api/v1/auth/me/two-factor/confirm/', headers: cyd.headers, payload: { code: '123456' } });
+  const confirmEarly = await call({
+    method: 'POST',
+    url: '/api/v1/auth/me/two-factor/confirm/',
+    headers: cyd.headers,
+    payload: { code: '123456' },
+  });
   t.equal(confirmEarly.statusCode, 409);
   t.equal(json(confirmEarly).code, 'two_factor_not_pending');
 
@@ -122,7 +131,12 @@ t.test('enrolment: a secret and URI, confirmed with a code; other sessions end, 
   t.equal(json(await me(cyd.access)).two_factor_enabled, false, 'not on before confirmation');
   t.equal((await signIn(ada.username, ada.password)).statusCode, 200, 'sign-in unchanged before confirmation');
 
-  const wrong = await call({ method: 'POST', url: '/api/v1/auth/me/two-factor/confirm/', headers: cyd.headers, payload: { code: '000000' } });
+  const wrong = await call({
+    method: 'POST',
+    url: '/api/v1/auth/me/two-factor/confirm/',
+    headers: cyd.headers,
+    payload: { code: '000000' },
+  });
   t.equal(wrong.statusCode, 400);
   t.equal(json(wrong).code, 'two_factor_code_invalid');
   const confirm = await call({
@@ -139,7 +153,10 @@ t.test('enrolment: a secret and URI, confirmed with a code; other sessions end, 
   t.equal(new Set(ada.recovery).size, 10);
   const hashes = await app.db.twoFactorRecoveryCode.findMany({ where: { userId: cyd.id } });
   t.equal(hashes.length, 10);
-  t.notOk(hashes.some((row) => ada.recovery.includes(row.codeHash)), 'stored hashed');
+  t.notOk(
+    hashes.some((row) => ada.recovery.includes(row.codeHash)),
+    'stored hashed',
+  );
 
   t.equal(json(await me(cyd.access)).two_factor_enabled, true);
   t.equal((await me(other.access)).statusCode, 401, 'another session ends when two-factor is turned on');
@@ -252,7 +269,12 @@ async function enable(user: SignedIn): Promise<string> {
   const { secret } = json<{ secret: string }>(await call({ method: 'POST', url: '/api/v1/auth/me/two-factor/', headers: user.headers }));
   answers.pop();
   secrets.push(secret);
-  const confirm = await call({ method: 'POST', url: '/api/v1/auth/me/two-factor/confirm/', headers: user.headers, payload: { code: await codeAt(secret) } });
+  const confirm = await call({
+    method: 'POST',
+    url: '/api/v1/auth/me/two-factor/confirm/',
+    headers: user.headers,
+    payload: { code: await codeAt(secret) },
+  });
   secrets.push(...json<{ recovery_codes: string[] }>(confirm).recovery_codes);
   answers.pop();
   return secret;
@@ -291,7 +313,11 @@ t.test('the workspace rule: owner only, owner with two-factor; members without i
   t.equal(json(blocked).code, 'two_factor_required');
   t.match(json(blocked).detail, /POST \/api\/v1\/auth\/me\/two-factor\//, 'says how to enrol');
   t.equal((await call({ method: 'GET', url, headers: plain.headers })).statusCode, 403);
-  t.equal((await call({ method: 'GET', url: `/api/v1/organizations/${elsewhere.id}/companies/`, headers: plain.headers })).statusCode, 200, 'other workspaces unaffected');
+  t.equal(
+    (await call({ method: 'GET', url: `/api/v1/organizations/${elsewhere.id}/companies/`, headers: plain.headers })).statusCode,
+    200,
+    'other workspaces unaffected',
+  );
   t.equal((await me(plain.access)).statusCode, 200, 'the account itself unaffected');
 
   const members = await call({ method: 'GET', url: `${url}members/`, headers: owner.headers });
@@ -312,10 +338,16 @@ t.test('no secret, code or challenge in any later answer, the audit log, the exp
   for (const secret of new Set(secrets)) {
     // Codes are six digits: looked for as whole JSON strings, where a log or body would carry one.
     const needle = /^\d{6}$/.test(secret) ? `"${secret}"` : secret;
-    t.notOk(logs.some((line) => line.includes(needle)), 'not in a log line');
+    t.notOk(
+      logs.some((line) => line.includes(needle)),
+      'not in a log line',
+    );
     t.notOk(audit.includes(needle), 'not in the audit log');
     // Challenges are shown once, by the sign-in that issued them (that answer is allowed to carry it).
     const shownBy = answers.filter((res) => res.body.includes(needle));
-    t.ok(shownBy.every((res) => json(res).code === 'two_factor_required' && json(res).challenge === secret), 'not in an answer');
+    t.ok(
+      shownBy.every((res) => json(res).code === 'two_factor_required' && json(res).challenge === secret),
+      'not in an answer',
+    );
   }
 });

@@ -25,12 +25,12 @@ export async function getMe(pool: Queryable, user: CurrentUser) {
       values: [user.id],
     }),
     pool.query<MeOrganizationRow>({
-    name: 'get-me-organizations',
-    text: `SELECT m.role, o.id, o.name, o.slug, o.is_personal AS "isPersonal",
+      name: 'get-me-organizations',
+      text: `SELECT m.role, o.id, o.name, o.slug, o.is_personal AS "isPersonal",
              o.require_two_factor AS "requireTwoFactor", o.created_at AS "createdAt", o.updated_at AS "updatedAt"
            FROM memberships m JOIN organizations o ON o.id = m.organization_id AND o.status = 'active'
            WHERE m.user_id = $1 ORDER BY m.created_at DESC, m.id DESC`,
-    values: [user.id],
+      values: [user.id],
     }),
   ]);
   return {

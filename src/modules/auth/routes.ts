@@ -27,7 +27,8 @@ export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
           ...responses({ 200: TokenPairSchema }, 401, 429, 503),
           401: {
             ...problemResponse(401),
-            description: 'Wrong credentials (Problem), or the password was right and a second factor is needed (TwoFactorChallengeProblem).',
+            description:
+              'Wrong credentials (Problem), or the password was right and a second factor is needed (TwoFactorChallengeProblem).',
             content: {
               'application/problem+json': {
                 schema: Type.Union([Type.Ref(TwoFactorChallengeProblemSchema), Type.Ref(ProblemSchema)]),

@@ -6,12 +6,7 @@ import type pg from 'pg';
 import type { JwtCodec } from '../../lib/jwt-codec.js';
 import { unauthorized } from '../../lib/problem.js';
 import { isUuid } from '../../lib/http-schemas.js';
-import {
-  openSession as storeSession,
-  revokeRefreshToken,
-  rotateRefreshToken,
-  type SessionClient,
-} from '../../db/token-store.js';
+import { openSession as storeSession, revokeRefreshToken, rotateRefreshToken, type SessionClient } from '../../db/token-store.js';
 
 export type { SessionClient };
 

@@ -171,8 +171,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: 'MANAGE_SETTINGS' },
       prefixTrailingSlash: 'slash',
     },
-    async (request) =>
-      organizations.update(requireTenant(request), request.body, userAudit(request)),
+    async (request) => organizations.update(requireTenant(request), request.body, userAudit(request)),
   );
 
   app.delete(

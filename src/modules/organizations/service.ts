@@ -16,7 +16,10 @@ import { toOrganizationDto, type OrganizationDto } from './organization-dto.js';
 import {
   SLUG_MAX_LENGTH,
   type OrganizationCreate,
-  type OrganizationUpdate, type PersonalOrganizationCreate, type ProvisioningItem } from './schemas.js';
+  type OrganizationUpdate,
+  type PersonalOrganizationCreate,
+  type ProvisioningItem,
+} from './schemas.js';
 
 export interface ProvisioningDeps {
   db: Db;

@@ -8,7 +8,9 @@ export const SessionSchema = Type.Object(
     created_at: Timestamp({ description: 'When the sign-in happened.' }),
     last_used_at: Timestamp({ description: 'The last sign-in or refresh of the session (access tokens in between are not counted).' }),
     user_agent: Nullable(Type.String(), { description: 'User-Agent of that last sign-in or refresh (first 512 characters).' }),
-    client_ip: Nullable(Type.String(), { description: 'Client address of that last sign-in or refresh, as seen through the trusted proxies.' }),
+    client_ip: Nullable(Type.String(), {
+      description: 'Client address of that last sign-in or refresh, as seen through the trusted proxies.',
+    }),
     current: Type.Boolean({ description: 'The session of the access token making this request.' }),
   },
   { $id: 'Session', title: 'Session', description: 'A sign-in (a refresh-token family) that is still live.' },

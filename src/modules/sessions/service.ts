@@ -33,7 +33,8 @@ async function revokeFamilies(tx: Tx, userId: string, families: Prisma.StringFil
     select: { familyId: true },
   });
   const ids = live.map((row) => row.familyId);
-  if (ids.length > 0) await tx.refreshToken.updateMany({ where: { userId, familyId: { in: ids }, revokedAt: null }, data: { revokedAt: now } });
+  if (ids.length > 0)
+    await tx.refreshToken.updateMany({ where: { userId, familyId: { in: ids }, revokedAt: null }, data: { revokedAt: now } });
   return ids;
 }
 

@@ -30,7 +30,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'the authenticator (the previous and next 30-second steps are accepted too) or an unused `recovery_code`. A code ' +
           'is accepted once: a code of a step already used answers 401 `two_factor_code_invalid`. A challenge lives five ' +
           'minutes and takes five wrong codes; after that, or once used, it answers 401 `two_factor_challenge_invalid` ' +
-          '(sign in again). Ten wrong codes in 15 minutes, over all challenges, lock the account\'s second step: 429 ' +
+          "(sign in again). Ten wrong codes in 15 minutes, over all challenges, lock the account's second step: 429 " +
           '`two_factor_attempts_exceeded` with `Retry-After`. 503 `two_factor_unavailable` when the server can no longer ' +
           'read TOTP secrets (its EMAIL_ENCRYPTION_KEY is gone): recovery codes still work.',
         body: TwoFactorSignInSchema,
@@ -74,16 +74,12 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'The session making the request stays signed in (its refresh token keeps working); every other session of ' +
           'the account ends, since it was opened with the password alone. A wrong or replayed code answers 400 ' +
-          '`two_factor_code_invalid` and counts against the account\'s limit (429 `two_factor_attempts_exceeded`).',
+          "`two_factor_code_invalid` and counts against the account's limit (429 `two_factor_attempts_exceeded`).",
         body: TwoFactorCodeSchema,
         response: responses({ 200: Type.Ref(TwoFactorRecoveryCodesSchema) }, 401, 409, 429, 503),
       },
     },
-    async (request) =>
-      twoFactor.confirm(
-        requireUser(request),
-        requestSessionId(request),
-        (request.body).code, userAudit(request)),
+    async (request) => twoFactor.confirm(requireUser(request), requestSessionId(request), request.body.code, userAudit(request)),
   );
 
   app.post(

@@ -133,12 +133,7 @@ export function createTwoFactorService(deps: { db: Db; encryptionKey: Buffer | n
    * Turns two-factor on with a first code: stores ten hashed recovery codes and ends the user's other sessions
    * (they were opened with the password alone); the calling session stays.
    */
-  async function confirm(
-    user: CurrentUser,
-    sessionId: string,
-    code: string,
-    audit: AuditContext,
-  ): Promise<{ recovery_codes: string[] }> {
+  async function confirm(user: CurrentUser, sessionId: string, code: string, audit: AuditContext): Promise<{ recovery_codes: string[] }> {
     const recoveryCodes = newRecoveryCodes();
     return withCheckedUser(user.id, async (tx, row) => {
       if (row.enabled) throw conflict('two_factor_already_enabled', 'Two-factor sign-in is already on.');
@@ -190,32 +185,36 @@ export function createTwoFactorService(deps: { db: Db; encryptionKey: Buffer | n
    * Completes a sign-in: the challenge and a code (or a recovery code, used up) open a session. Each wrong code
    * counts against the challenge and the user; a challenge is spent by success or by its fifth wrong code.
    */
-  async function signIn(
-    input: { challenge: string; code?: string; recovery_code?: string },
-    client: SessionClient,
-  ): Promise<TokenPair> {
+  async function signIn(input: { challenge: string; code?: string; recovery_code?: string }, client: SessionClient): Promise<TokenPair> {
     const found = await db.twoFactorChallenge.findUnique({ where: { tokenHash: sha256Hex(input.challenge) } });
     if (!found) throw challengeInvalid();
-    const user = await withCheckedUser(found.userId, async (tx, row) => {
-      // The challenge is re-read under the user's lock: two answers to one challenge serialize here.
-      const live = await tx.twoFactorChallenge.findFirst({
-        where: { id: found.id, usedAt: null, expiresAt: { gt: new Date() }, failures: { lt: CHALLENGE_MAX_FAILURES } },
-      });
-      if (!live || !row.isActive || !row.enabled) throw challengeInvalid();
-      const accepted = input.recovery_code !== undefined ? await useRecoveryCode(tx, row, input.recovery_code, client) : await acceptCode(tx, row, input.code ?? '');
-      if (!accepted) {
-        await tx.twoFactorChallenge.update({ where: { id: live.id }, data: { failures: { increment: 1 } } });
-        return undefined;
-      }
-      await tx.twoFactorChallenge.update({ where: { id: live.id }, data: { usedAt: new Date() } });
-      await tx.user.update({ where: { id: row.id }, data: { twoFactorFailures: 0 } });
-      return row;
-    }, signInCodeInvalid);
+    const user = await withCheckedUser(
+      found.userId,
+      async (tx, row) => {
+        // The challenge is re-read under the user's lock: two answers to one challenge serialize here.
+        const live = await tx.twoFactorChallenge.findFirst({
+          where: { id: found.id, usedAt: null, expiresAt: { gt: new Date() }, failures: { lt: CHALLENGE_MAX_FAILURES } },
+        });
+        if (!live || !row.isActive || !row.enabled) throw challengeInvalid();
+        const accepted =
+          input.recovery_code !== undefined
+            ? await spendRecoveryCode(tx, row, input.recovery_code, client)
+            : await acceptCode(tx, row, input.code ?? '');
+        if (!accepted) {
+          await tx.twoFactorChallenge.update({ where: { id: live.id }, data: { failures: { increment: 1 } } });
+          return undefined;
+        }
+        await tx.twoFactorChallenge.update({ where: { id: live.id }, data: { usedAt: new Date() } });
+        await tx.user.update({ where: { id: row.id }, data: { twoFactorFailures: 0 } });
+        return row;
+      },
+      signInCodeInvalid,
+    );
     return tokens.openSession(user, client);
   }
 
   /** Marks one unused recovery code used (and audits it); false counts against the user's limit. */
-  async function useRecoveryCode(tx: Tx, user: TwoFactorUser, code: string, client: SessionClient): Promise<boolean> {
+  async function spendRecoveryCode(tx: Tx, user: TwoFactorUser, code: string, client: SessionClient): Promise<boolean> {
     const used = await tx.twoFactorRecoveryCode.updateMany({
       where: { userId: user.id, codeHash: hashRecoveryCode(code), usedAt: null },
       data: { usedAt: new Date() },
