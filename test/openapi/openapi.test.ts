@@ -29,7 +29,10 @@ interface Operation {
   parameters?: Array<{ in: string; name: string }>;
   responses?: Record<
     string,
-    { headers?: Record<string, { required?: boolean }>; content?: Record<string, { schema?: { $ref?: string; anyOf?: { $ref?: string }[] } }> }
+    {
+      headers?: Record<string, { required?: boolean }>;
+      content?: Record<string, { schema?: { $ref?: string; anyOf?: { $ref?: string }[] } }>;
+    }
   >;
 }
 
