@@ -8,7 +8,8 @@ NPM_FLAGS := --no-audit --no-fund --loglevel=error
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 # fuzz: see test/fuzz/. FUZZ_RUNS and FUZZ_SEED choose the size and the sequence.
-.PHONY: fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
+BACKUP_DIR ?= backups
+.PHONY: backup restore-test demo fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -82,6 +83,15 @@ bench: build ## seed 1M companies and measure the API and a bare baseline with w
 
 fuzz: build ## fuzz every OpenAPI operation with 10,000 generated requests (FUZZ_RUNS, FUZZ_SEED); prints counts per operation and status
 	FUZZ_RUNS=$${FUZZ_RUNS:-10000} npm test -- --timeout=3600 test/fuzz/fuzz.test.ts
+
+demo: build ## create the demo workspace, user and CRM records (idempotent; refused when NODE_ENV=production) and print the sign-in
+	DATA_DIR=$(DATA_DIR) node --import tsx scripts/demo.ts
+
+backup: build ## consistent online backup of the embedded database into BACKUP_DIR (default backups/); recorded in backup-status
+	DATA_DIR=$(DATA_DIR) node --import tsx scripts/backup.ts "$(BACKUP_DIR)"
+
+restore-test: build ## restore BACKUP=<dir> (default: the newest in BACKUP_DIR) into a scratch directory and verify it; recorded in backup-status
+	DATA_DIR=$(DATA_DIR) node --import tsx scripts/restore-test.ts "$(BACKUP)" "$(BACKUP_DIR)"
 
 clean: ## remove build output (keeps $(DATA_DIR))
 	rm -rf dist src/generated .tap

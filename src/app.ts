@@ -31,8 +31,10 @@ import * as contacts from './modules/contacts/routes.js';
 import * as automations from './modules/automations/routes.js';
 import * as sessions from './modules/sessions/routes.js';
 import * as twoFactor from './modules/two-factor/routes.js';
+import { installationRoutes } from './modules/installation/routes.js';
+import { INSTALLATION_SCHEMAS } from './modules/installation/schemas.js';
 import { OrganizationSchema, RoleSchema } from './modules/organizations/organization-dto.js';
-import { publicContext, TENANT_PREFIX, tenantContext, userContext } from './http/contexts.js';
+import { installationContext, publicContext, TENANT_PREFIX, tenantContext, userContext } from './http/contexts.js';
 import { composeServices } from './services.js';
 import { startJobWorkers } from './workers.js';
 import consoleRoutes from './console/routes.js';
@@ -117,6 +119,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addSchema(RoleSchema);
   app.addSchema(OrganizationSchema);
   for (const schema of [...sessions.sessionSchemas, ...twoFactor.twoFactorSchemas]) app.addSchema(schema);
+  for (const schema of INSTALLATION_SCHEMAS) app.addSchema(schema);
 
   // Who may call a route is decided by the context it is registered in, never by the route itself.
   await app.register(publicContext([healthRoutes]));
@@ -142,6 +145,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
           twoFactor.userRoutes,
         ]),
       );
+      await api.register(installationContext([installationRoutes]));
       await api.register(
         tenantContext([
           organizations.tenantRoutes,

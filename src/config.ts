@@ -175,6 +175,11 @@ const variables = {
     adminInvitations: rateLimit('RATE_LIMIT_ADMIN_INVITATIONS_PER_DAY', 10, DAY),
     testSends: rateLimit('RATE_LIMIT_TEST_SENDS_PER_HOUR', 60, HOUR),
   },
+  /** Ages past which the backup status reads `stale`: the last successful backup, and the last restore test. */
+  backup: {
+    maxAgeHours: integer('BACKUP_MAX_AGE_HOURS', 26),
+    restoreTestMaxAgeDays: integer('RESTORE_TEST_MAX_AGE_DAYS', 8),
+  },
   /** Admin console sessions: idle timeout and absolute lifetime, in seconds. */
   adminSession: {
     idleSeconds: integer('ADMIN_SESSION_IDLE_SECONDS', 1800),

@@ -18,6 +18,7 @@ import { createAutomationService } from './modules/automations/service.js';
 import { createUserAdminService } from './modules/users/user-admin-service.js';
 import { createSessionService } from './modules/sessions/service.js';
 import { createTwoFactorService } from './modules/two-factor/service.js';
+import { createInstallationService } from './modules/installation/service.js';
 
 export interface ServiceInfrastructure {
   /** The unscoped client: handed only to installation-wide services; tenant services get a `Tenant` per call. */
@@ -31,6 +32,12 @@ export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure
   const tokens = createTokenService({ db, pool, jwt, accessTtl: config.accessTokenTtl, refreshTtl: config.refreshTokenTtl });
   const { appUrl, emailEncryptionKey: encryptionKey } = config;
   const twoFactor = createTwoFactorService({ db, encryptionKey, tokens });
+  const automations = createAutomationService({
+    encryptionKey,
+    allowPrivateTargets: config.webhookAllowPrivate,
+    automationEmailsPerHour: config.automationEmailsPerHour,
+    smtpAllowPrivate: config.smtpAllowPrivate,
+  });
   return {
     // Installation-wide: users, their accounts and tokens, setup, workspaces being created or handed over.
     auth: createAuthService({ pool, tokens, challenge: twoFactor.challenge }),
@@ -48,11 +55,13 @@ export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure
     emailAccounts: createEmailAccountService({ encryptionKey, allowPrivateHosts: config.smtpAllowPrivate }),
     companies: companyService,
     contacts: contactService,
-    automations: createAutomationService({
-      encryptionKey,
-      allowPrivateTargets: config.webhookAllowPrivate,
-      automationEmailsPerHour: config.automationEmailsPerHour,
-      smtpAllowPrivate: config.smtpAllowPrivate,
+    automations,
+    // The installation administrators' API; its data export reads CRM records through the tenant services above.
+    installation: createInstallationService({
+      db,
+      pool,
+      config,
+      crm: { companies: companyService, contacts: contactService, automations },
     }),
   };
 }

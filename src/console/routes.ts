@@ -27,7 +27,8 @@ import {
   workspaceDetail,
   type UserFilter,
 } from './console-service.js';
-import { actionButton, dataTable, errorPage, layout, loginPage, pager, select, yesNo } from './views.js';
+import { actionButton, backupTable, dataTable, errorPage, layout, loginPage, pager, select, yesNo } from './views.js';
+import { requestTransport } from '../http/request.js';
 import { UserAdminError } from '../modules/users/user-admin-service.js';
 import { AUDIT_ACTIONS, type AuditContext } from '../modules/audit/audit-log.js';
 import { bindOrganization } from '../db/tenant.js';
@@ -222,7 +223,12 @@ export default async function consoleRoutes(app: FastifyInstance) {
   });
 
   app.get('/', async (request, reply) => {
-    const [counts, database] = await Promise.all([dashboardCounts(app.db), databaseStatus(app.db)]);
+    const [counts, database, readiness, backups] = await Promise.all([
+      dashboardCounts(app.db),
+      databaseStatus(app.db),
+      app.services.installation.readiness(requestTransport(request, app.config.trustProxy)),
+      app.services.installation.backupStatus(),
+    ]);
     const rows: [string, number, string][] = [
       ['Users', counts.users, '/admin/users/'],
       ['Active workspaces', counts.activeWorkspaces, '/admin/organizations/?status=active'],
@@ -250,7 +256,40 @@ ${rows.map(
             ? html`Database reachable; ${String(database.migrations)} migrations applied,
 the latest <code>${database.latest ?? 'none'}</code>.`
             : html`<span class="error">Database migration status unavailable.</span>`
-        }</p>`,
+        }</p>
+<h2>Production readiness</h2>
+<p data-readiness="${readiness.ready ? 'ready' : 'not-ready'}"><a href="/admin/readiness/">${String(readiness.passed)} of ${String(readiness.total)} checks pass</a>${
+          readiness.ready
+            ? '.'
+            : html`; failing: ${readiness.checks
+                .filter((c) => c.status === 'fail')
+                .map((c) => c.key)
+                .join(', ')}.`
+        }</p>
+<h2>Backups</h2>
+${backupTable(backups)}
+<p><a href="/admin/readiness/">Readiness and backup details</a></p>`,
+      ),
+    );
+  });
+
+  app.get('/readiness/', async (request, reply) => {
+    const [readiness, backups] = await Promise.all([
+      app.services.installation.readiness(requestTransport(request, app.config.trustProxy)),
+      app.services.installation.backupStatus(),
+    ]);
+    return page(
+      reply,
+      layout(
+        { title: 'Production readiness', user: pageUser(request) },
+        html`
+<p>${String(readiness.passed)} of ${String(readiness.total)} checks pass. The same checks answer
+<code>GET /api/v1/installation/production-readiness/</code>.</p>
+${dataTable(['Check', 'Status', 'Guidance'], readiness.checks, (c) => [html`<code>${c.key}</code>`, html`<span data-check="${c.key}">${c.status}</span>`, c.guidance])}
+<h2>Backups</h2>
+${backupTable(backups)}
+<p>Backups and restore tests are recorded by <code>make backup</code> and <code>make restore-test</code>, or by an
+operator's own scripts through <code>POST /api/v1/installation/backup-status/events/</code>.</p>`,
       ),
     );
   });

@@ -16,6 +16,7 @@ const NAV: [string, string][] = [
   ['Email outbox', '/admin/outbox/'],
   ['Automation runs', '/admin/automation-runs/'],
   ['Audit log', '/admin/audit/'],
+  ['Readiness', '/admin/readiness/'],
 ];
 
 export function layout(ctx: PageContext, body: Safe): string {
@@ -91,4 +92,28 @@ export function dataTable<T>(columns: string[], items: T[], cells: (item: T) => 
   return html`<table><thead><tr>${head}</tr></thead><tbody>
 ${rows}
 </tbody></table>`;
+}
+
+interface BackupKind {
+  status: string;
+  completed_at: string | null;
+}
+
+/** The backup status (as the installation API answers it) as a table: each kind, its state and when it was reported. */
+export function backupTable(backups: {
+  backup: BackupKind;
+  restore_test: BackupKind;
+  backup_max_age_hours: number;
+  restore_test_max_age_days: number;
+}): Safe {
+  const rows: [string, BackupKind, string][] = [
+    ['Backup', backups.backup, `${backups.backup_max_age_hours} hours`],
+    ['Restore test', backups.restore_test, `${backups.restore_test_max_age_days} days`],
+  ];
+  return dataTable(['Kind', 'Status', 'Last reported', 'Stale after'], rows, ([name, kind, age]) => [
+    name,
+    html`<span data-backup="${name}">${kind.status}</span>`,
+    kind.completed_at ?? 'never',
+    age,
+  ]);
 }

@@ -165,6 +165,23 @@ async function allowTraversal(dir: string): Promise<string[]> {
   }
 }
 
+/**
+ * The URL of the embedded server already running on `dataDir` (a `make run` in progress), read from its
+ * postmaster.pid (line 4 is the port), or null when none runs there.
+ */
+export async function runningEmbeddedUrl(dataDir: string): Promise<string | null> {
+  const root = path.resolve(dataDir);
+  const lines = await readFile(path.join(root, 'postgres', 'postmaster.pid'), 'utf8').then(
+    (text) => text.split('\n'),
+    () => null,
+  );
+  const pid = Number.parseInt(lines?.[0] ?? '', 10);
+  const port = Number.parseInt(lines?.[3] ?? '', 10);
+  if (!lines || !Number.isInteger(pid) || pid <= 0 || !isAlive(pid) || !Number.isInteger(port)) return null;
+  const password = (await readFile(path.join(root, 'postgres-password'), 'utf8')).trim();
+  return `postgresql://${USER}:${encodeURIComponent(password)}@${HOST}:${port}/${DATABASE}`;
+}
+
 export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<RunningPostgres> {
   const log = opts.log ?? (() => {});
   const dataDir = path.resolve(opts.dataDir);

@@ -1,9 +1,14 @@
 // The API's authentication contexts: where a route is registered decides who may call it, and what its OpenAPI operation says.
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, FastifySchema, RouteOptions } from 'fastify';
+import { assertInstallationAdmin } from '../lib/current-user.js';
 import { problemResponse } from '../lib/http-schemas.js';
+import { requireUser } from './request.js';
 
-/** `public`: anyone; `user`: a valid access token; `tenant`: a member of the organization in the path; `console`: a staff session. */
-export type AuthContext = 'public' | 'user' | 'tenant' | 'console';
+/**
+ * `public`: anyone; `user`: a valid access token; `installation`: an installation administrator's access token;
+ * `tenant`: a member of the organization in the path; `console`: a staff session.
+ */
+export type AuthContext = 'public' | 'user' | 'installation' | 'tenant' | 'console';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -63,6 +68,19 @@ export function userContext(routes: FastifyPluginAsync[]): FastifyPluginAsync {
       addResponses(route, [401]);
     });
     scope.addHook('onRequest', scope.authenticate);
+    for (const plugin of routes) await scope.register(plugin);
+  };
+}
+
+/** Routes of installation administrators: a valid access token (401) of an installation administrator (403). */
+export function installationContext(routes: FastifyPluginAsync[]): FastifyPluginAsync {
+  return async (scope) => {
+    markRoutes(scope, 'installation', (route, schema) => {
+      schema.security = BEARER;
+      addResponses(route, [401, 403]);
+    });
+    scope.addHook('onRequest', scope.authenticate);
+    scope.addHook('onRequest', async (request) => assertInstallationAdmin(requireUser(request), 'use the installation API'));
     for (const plugin of routes) await scope.register(plugin);
   };
 }

@@ -27,3 +27,15 @@ export const sessionClient = (request: FastifyRequest): SessionClient => ({
 
 /** The session (refresh-token family) of the request's access token, already verified by the context's hook. */
 export const requestSessionId = (request: FastifyRequest): string => request.server.accessClaims(request).sid;
+
+/**
+ * How a request reached the service, for the readiness checks: over HTTPS (directly, or per X-Forwarded-Proto from a
+ * trusted proxy), and whether it carried forwarding headers that TRUST_PROXY makes the service ignore.
+ */
+export function requestTransport(request: FastifyRequest, trustProxy: unknown) {
+  return {
+    servedOverHttps: request.protocol === 'https',
+    forwardedButUntrusted:
+      trustProxy === false && (request.headers['x-forwarded-for'] !== undefined || request.headers['x-forwarded-proto'] !== undefined),
+  };
+}

@@ -114,6 +114,11 @@ export default fp(
           { name: 'organizations', description: 'Workspaces, provisioning handoffs and personal workspaces.' },
           { name: 'invitations', description: 'Workspace invitations and their links.' },
           { name: 'installation-admins', description: 'Installation administrators and their invitations.' },
+          {
+            name: 'installation',
+            description:
+              "The installation administrators' API: production readiness, system information, audit log, backup status, data export.",
+          },
           { name: 'members', description: 'Workspace memberships.' },
           { name: 'email-accounts', description: "A workspace's own SMTP accounts." },
           { name: 'companies', description: 'CRM companies.' },

@@ -204,6 +204,26 @@ t.test('the dashboard shows counts and the migration status', async (t) => {
   for (const name of ['Dashboard', 'Users', 'Email outbox', 'Audit log']) t.match(res.body, `>${name}</a>`);
 });
 
+t.test('the dashboard summarises readiness and backups, the readiness page details them', async (t) => {
+  const { cookie } = await session();
+  const dashboard = await app.inject({ method: 'GET', url: '/admin/', headers: { cookie } });
+  t.match(
+    dashboard.body,
+    /data-readiness="not-ready"><a href="\/admin\/readiness\/">6 of 12 checks pass<\/a>; failing: node_env_production, app_url_https/,
+  );
+  t.match(dashboard.body, /data-backup="Backup">unknown</);
+  await app.db.backupEvent.create({ data: { kind: 'backup', status: 'failure', reportedBy: 'make backup' } });
+  const details = await app.inject({ method: 'GET', url: '/admin/readiness/', headers: { cookie } });
+  t.equal(details.statusCode, 200);
+  t.match(details.body, /data-check="jwt_secret_strong">pass</);
+  t.match(details.body, /data-check="app_url_https">fail</);
+  t.match(details.body, /Set SERVICE_APP_URL/);
+  t.match(details.body, /data-backup="Backup">failed</);
+  t.match(details.body, /data-backup="Restore test">unknown</);
+  t.notOk(details.body.includes('test-jwt-secret'), 'no secret value on the page');
+  t.equal((await app.inject({ method: 'GET', url: '/admin/readiness/' })).statusCode, 303, 'sign-in required');
+});
+
 t.test('users: search, filters and escaped usernames', async (t) => {
   const { cookie } = await session();
   const evil = await createUser(app, { username: '<script>alert(1)</script>', email: 'evil-user@example.test' });

@@ -56,7 +56,8 @@ t.test(`${RUNS} generated requests: no 5xx, only declared answers, no write on a
     {
       callers: [
         { name: 'anonymous', authorization: undefined, foreignIds: [...idsOfA, ...idsOfB] },
-        { name: 'owner of A', authorization: admin.headers.authorization, foreignIds: idsOfB },
+        // The installation administrator: installation-wide answers (the data export) list every workspace, B's included.
+        { name: 'owner of A', authorization: admin.headers.authorization, foreignIds: idsOfB, foreignWorkspaceIds: [orgB] },
         { name: 'viewer of A', authorization: viewer.headers.authorization, foreignIds: idsOfB },
         { name: 'outsider (owner of B)', authorization: outsider.headers.authorization, foreignIds: idsOfA },
       ],

@@ -58,7 +58,7 @@ t.test('every route is registered in a context; only the agreed ones are public'
 });
 
 t.test('no user or tenant route answers without a valid access token', async (t) => {
-  const protectedRoutes = routes.filter(({ route }) => route.config?.authContext === 'user' || route.config?.authContext === 'tenant');
+  const protectedRoutes = routes.filter(({ route }) => ['user', 'installation', 'tenant'].includes(route.config?.authContext ?? ''));
   t.ok(protectedRoutes.length > 40);
   for (const { method, route, key } of protectedRoutes) {
     const anonymous = await inject(method, route.url);
@@ -77,6 +77,16 @@ t.test('no tenant route answers a signed-in user who is not a member of the work
     const res = await inject(method, route.url, bearer(outsider.access));
     t.equal(res.statusCode, 404, `${key} for a non-member`);
     t.equal(json(res).code, 'organization_not_found', `${key} does not reveal the workspace`);
+  }
+});
+
+t.test('no installation route answers a signed-in user who is not an installation administrator', async (t) => {
+  const installationRoutes = routes.filter(({ route }) => route.config?.authContext === 'installation');
+  t.ok(installationRoutes.length >= 6);
+  for (const { method, route, key } of installationRoutes) {
+    const res = await inject(method, route.url, bearer(outsider.access));
+    t.equal(res.statusCode, 403, `${key} for a regular user`);
+    t.equal(json(res).code, 'installation_admin_required', `${key} says why`);
   }
 });
 
@@ -99,12 +109,13 @@ t.test('the OpenAPI document says what the contexts enforce', async (t) => {
   const document = json(await app.inject({ method: 'GET', url: '/docs/json' }));
   for (const { method, route, key } of routes) {
     const context = route.config?.authContext;
-    if (context !== 'user' && context !== 'tenant') continue;
+    if (context !== 'user' && context !== 'tenant' && context !== 'installation') continue;
     const operation = document.paths[route.url.replace(/:(\w+)/g, '{$1}')]?.[method.toLowerCase()];
     t.ok(operation, `${key} is documented`);
     t.same(operation.security, [{ bearerAuth: [] }], `${key} names the bearer scheme`);
     t.ok(operation.responses['401'], `${key} documents 401`);
     if (context === 'tenant') t.ok(operation.responses['404'], `${key} documents 404`);
+    if (context === 'installation') t.ok(operation.responses['403'], `${key} documents 403`);
     if (context === 'tenant' && route.config?.access !== 'member') t.ok(operation.responses['403'], `${key} documents 403`);
   }
 });

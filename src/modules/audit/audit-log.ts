@@ -35,6 +35,8 @@ export const AUDIT_ACTIONS = [
   'workspace.updated',
   'email.retried',
   'setup.completed',
+  'installation.backup_event_recorded',
+  'installation.data_exported',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
