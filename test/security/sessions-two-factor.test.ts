@@ -4,8 +4,13 @@ import { Secret, TOTP } from 'otpauth';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildTestApp, bearer, json } from '../helpers/app.js';
 import { createUser, setupInstallation, type SignedIn } from '../helpers/fixtures.js';
+import { holdLocks } from '../helpers/locks.js';
+import { hashRecoveryCode } from '../../src/modules/two-factor/totp.js';
 
-const { app, logs } = await buildTestApp(t, { RATE_LIMIT_TOKEN_PER_MINUTE: '1000', RATE_LIMIT_PASSWORD_CHECKS_PER_HOUR: '1000' });
+const { app, logs, databaseUrl } = await buildTestApp(t, {
+  RATE_LIMIT_TOKEN_PER_MINUTE: '1000',
+  RATE_LIMIT_PASSWORD_CHECKS_PER_HOUR: '1000',
+});
 const { admin: owner, organizationId: acme } = await setupInstallation(app);
 
 /** Every secret the test saw; none may appear in a log line or in an answer other than the one that created it. */
@@ -98,6 +103,29 @@ t.test('revoke-others ends every session but the current one', async (t) => {
   t.equal((await me(tablet.access)).statusCode, 200);
   t.equal((await refresh(tablet.refresh)).statusCode, 200, 'the current session refreshes on');
   t.equal(json<{ results: unknown[] }>(await sessions(tablet.access)).results.length, 1);
+});
+
+t.test('a refresh racing the end of its session never yields a live successor', async (t) => {
+  const eve = await createUser(app);
+  const laptop = await device(eve, 'Racing laptop');
+  const laptopId = json<{ results: { id: string; user_agent: string }[] }>(await sessions(eve.access)).results.find(
+    (row) => row.user_agent === 'Racing laptop',
+  )!.id;
+  // Both wait on the user row held here, then run in whichever order PostgreSQL wakes them.
+  const holder = await holdLocks(t, databaseUrl);
+  await holder.query('SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [eve.id]);
+  const rotating = refresh(laptop.refresh);
+  const ending = call({ method: 'DELETE', url: `/api/v1/auth/sessions/${laptopId}/`, headers: eve.headers });
+  await holder.waitForLockWaiters(2);
+  await holder.release();
+  const [rotated, ended] = await Promise.all([rotating, ending]);
+  t.equal(ended.statusCode, 204);
+  if (rotated.statusCode === 200) {
+    const successor = json<{ access: string; refresh: string }>(rotated);
+    t.equal((await me(successor.access)).statusCode, 401, "the successor's access token is dead");
+    t.equal((await refresh(successor.refresh)).statusCode, 401, 'and its refresh token');
+  } else t.equal(rotated.statusCode, 401);
+  t.notOk(json<{ results: { id: string }[] }>(await sessions(eve.access)).results.some((row) => row.id === laptopId));
 });
 
 // Ada's two-factor life: enrol, confirm, sign in, replay, skew, recovery, limits, disable.
@@ -242,6 +270,19 @@ t.test('wrong codes are limited per challenge and per account', async (t) => {
   t.equal((await answer({ challenge: third, code: await codeAt(ada.secret) })).statusCode, 200, 'open again after the window');
 });
 
+t.test('one code sent twice at once signs in once', async (t) => {
+  await forgetLastStep(ada.id);
+  const code = await codeAt(ada.secret);
+  const [first, second] = [await challenge(t), await challenge(t)];
+  const holder = await holdLocks(t, databaseUrl);
+  await holder.query('SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [ada.id]);
+  const racing = Promise.all([answer({ challenge: first, code }), answer({ challenge: second, code })]);
+  await holder.waitForLockWaiters(2);
+  await holder.release();
+  t.same((await racing).map((res) => res.statusCode).sort(), [200, 401], 'the replay loses whichever runs second');
+  await app.db.user.update({ where: { id: ada.id }, data: { twoFactorFailures: 0 } });
+});
+
 t.test('disable: password and a current code; sign-in is one step again', async (t) => {
   await forgetLastStep(ada.id);
   const signedIn = json<{ access: string }>(await answer({ challenge: await challenge(t), code: await codeAt(ada.secret) }));
@@ -350,4 +391,45 @@ t.test('no secret, code or challenge in any later answer, the audit log, the exp
       'not in an answer',
     );
   }
+});
+
+t.test('without EMAIL_ENCRYPTION_KEY nothing is enrolled; with the key gone, recovery codes still sign in', async (t) => {
+  const keyless = await buildTestApp(t, { EMAIL_ENCRYPTION_KEY: undefined });
+  const user = await createUser(keyless.app);
+  const res = await keyless.app.inject({ method: 'POST', url: '/api/v1/auth/me/two-factor/', headers: user.headers });
+  t.equal(res.statusCode, 400);
+  t.equal(json(res).code, 'encryption_key_missing');
+  t.equal((await keyless.app.db.user.findUniqueOrThrow({ where: { id: user.id } })).twoFactorSecret, null);
+
+  // An account enrolled under a key the server no longer has: codes cannot be checked, recovery codes can.
+  const stored = await app.db.user.findUniqueOrThrow({ where: { username: 'cyd' } });
+  t.equal(stored.twoFactorEnabledAt, null, 'cyd turned it off above');
+  const owners = await app.db.user.findUniqueOrThrow({ where: { id: owner.id }, select: { twoFactorSecret: true } });
+  const recovery = 'abcde-fghij';
+  await keyless.app.db.user.update({
+    where: { id: user.id },
+    data: { twoFactorSecret: owners.twoFactorSecret, twoFactorEnabledAt: new Date() },
+  });
+  await keyless.app.db.twoFactorRecoveryCode.create({
+    data: { userId: user.id, codeHash: hashRecoveryCode(recovery) },
+  });
+  const signIn = await keyless.app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/token/',
+    payload: { username: user.username, password: user.password },
+  });
+  const { challenge } = json<{ challenge: string }>(signIn);
+  const withCode = await keyless.app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/token/two-factor/',
+    payload: { challenge, code: '123456' },
+  });
+  t.equal(withCode.statusCode, 503);
+  t.equal(json(withCode).code, 'two_factor_unavailable');
+  const withRecovery = await keyless.app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/token/two-factor/',
+    payload: { challenge, recovery_code: recovery },
+  });
+  t.equal(withRecovery.statusCode, 200);
 });
