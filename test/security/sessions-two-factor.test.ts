@@ -27,6 +27,8 @@ const signIn = (username: string, password: string, agent = 'test-agent') =>
 const me = (access: string) => call({ method: 'GET', url: '/api/v1/auth/me/', headers: bearer(access) });
 const refresh = (token: string) => call({ method: 'POST', url: '/api/v1/auth/token/refresh/', payload: { refresh: token } });
 const sessions = (access: string) => call({ method: 'GET', url: '/api/v1/auth/sessions/', headers: bearer(access) });
+const confirmCode = (headers: { authorization: string }, code: string) =>
+  call({ method: 'POST', url: '/api/v1/auth/me/two-factor/confirm/', headers, payload: { code } });
 const auditCount = (action: string, actorUserId: string) => app.db.auditLog.count({ where: { action, actorUserId } });
 
 async function device(user: SignedIn, agent: string) {
@@ -136,12 +138,7 @@ t.test('enrolment: a secret and URI, confirmed with a code; other sessions end, 
   ada.id = cyd.id;
   const other = await device(cyd, 'Other');
   t.equal(json(await me(cyd.access)).two_factor_enabled, false);
-  const confirmEarly = await call({
-    method: 'POST',
-    url: '/api/v1/auth/me/two-factor/confirm/',
-    headers: cyd.headers,
-    payload: { code: '123456' },
-  });
+  const confirmEarly = await confirmCode(cyd.headers, '123456');
   t.equal(confirmEarly.statusCode, 409);
   t.equal(json(confirmEarly).code, 'two_factor_not_pending');
 
@@ -159,20 +156,10 @@ t.test('enrolment: a secret and URI, confirmed with a code; other sessions end, 
   t.equal(json(await me(cyd.access)).two_factor_enabled, false, 'not on before confirmation');
   t.equal((await signIn(ada.username, ada.password)).statusCode, 200, 'sign-in unchanged before confirmation');
 
-  const wrong = await call({
-    method: 'POST',
-    url: '/api/v1/auth/me/two-factor/confirm/',
-    headers: cyd.headers,
-    payload: { code: '000000' },
-  });
+  const wrong = await confirmCode(cyd.headers, '000000');
   t.equal(wrong.statusCode, 400);
   t.equal(json(wrong).code, 'two_factor_code_invalid');
-  const confirm = await call({
-    method: 'POST',
-    url: '/api/v1/auth/me/two-factor/confirm/',
-    headers: cyd.headers,
-    payload: { code: await codeAt(secret) },
-  });
+  const confirm = await confirmCode(cyd.headers, await codeAt(secret));
   t.equal(confirm.statusCode, 200, confirm.body);
   ada.recovery = json<{ recovery_codes: string[] }>(confirm).recovery_codes;
   answers.pop(); // The one answer that shows the recovery codes.
@@ -310,12 +297,7 @@ async function enable(user: SignedIn): Promise<string> {
   const { secret } = json<{ secret: string }>(await call({ method: 'POST', url: '/api/v1/auth/me/two-factor/', headers: user.headers }));
   answers.pop();
   secrets.push(secret);
-  const confirm = await call({
-    method: 'POST',
-    url: '/api/v1/auth/me/two-factor/confirm/',
-    headers: user.headers,
-    payload: { code: await codeAt(secret) },
-  });
+  const confirm = await confirmCode(user.headers, await codeAt(secret));
   secrets.push(...json<{ recovery_codes: string[] }>(confirm).recovery_codes);
   answers.pop();
   return secret;
