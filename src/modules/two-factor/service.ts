@@ -172,12 +172,19 @@ export function createTwoFactorService(deps: { db: Db; encryptionKey: Buffer | n
     });
   }
 
-  /** After a right password: a short-lived challenge instead of tokens (only its hash is stored). */
+  /**
+   * After a right password: a short-lived challenge instead of tokens (only its hash is stored). The user's expired
+   * challenges go at the same time, so the table holds at most a few minutes of sign-ins per user.
+   */
   async function challenge(userId: string): Promise<string> {
     const token = randomToken();
-    await db.twoFactorChallenge.create({
-      data: { userId, tokenHash: sha256Hex(token), expiresAt: new Date(Date.now() + CHALLENGE_TTL_MS) },
-    });
+    const now = new Date();
+    await db.$transaction([
+      db.twoFactorChallenge.deleteMany({ where: { userId, expiresAt: { lt: now } } }),
+      db.twoFactorChallenge.create({
+        data: { userId, tokenHash: sha256Hex(token), expiresAt: new Date(now.getTime() + CHALLENGE_TTL_MS) },
+      }),
+    ]);
     return token;
   }
 
