@@ -30,6 +30,8 @@ import * as emailAccounts from './modules/email-accounts/routes.js';
 import * as companies from './modules/companies/routes.js';
 import * as contacts from './modules/contacts/routes.js';
 import * as automations from './modules/automations/routes.js';
+import * as sessions from './modules/sessions/routes.js';
+import * as twoFactor from './modules/two-factor/routes.js';
 import { installationRoutes } from './modules/installation/routes.js';
 import { INSTALLATION_SCHEMAS } from './modules/installation/schemas.js';
 import { OrganizationSchema, RoleSchema } from './modules/organizations/organization-dto.js';
@@ -124,6 +126,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // Shared by several modules' schemas (they reference them by $id).
   app.addSchema(RoleSchema);
   app.addSchema(OrganizationSchema);
+  for (const schema of [...sessions.sessionSchemas, ...twoFactor.twoFactorSchemas]) app.addSchema(schema);
   for (const schema of INSTALLATION_SCHEMAS) app.addSchema(schema);
 
   // Who may call a route is decided by the context it is registered in, never by the route itself.
@@ -145,9 +148,19 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
           setup.publicRoutes,
           invitations.publicRoutes,
           installationAdmins.publicRoutes,
+          twoFactor.publicRoutes,
         ]),
       );
-      await api.register(userContext([auth.userRoutes, account.userRoutes, organizations.userRoutes, installationAdmins.userRoutes]));
+      await api.register(
+        userContext([
+          auth.userRoutes,
+          account.userRoutes,
+          organizations.userRoutes,
+          installationAdmins.userRoutes,
+          sessions.userRoutes,
+          twoFactor.userRoutes,
+        ]),
+      );
       await api.register(installationContext([installationRoutes]));
       await api.register(
         tenantContext([
