@@ -120,6 +120,27 @@ const variables = {
   appUrl: variable('SERVICE_APP_URL', Type.String({ pattern: '^https?://[^\\s]+$' }), (value) =>
     (value ?? 'http://localhost:5173').replace(/\/+$/, ''),
   ),
+  /**
+   * Browser origins, besides SERVICE_APP_URL's, allowed to call the API (CORS): exact origins separated by commas, or
+   * `*` written on its own for any origin. Each must be `scheme://host[:port]`, nothing more.
+   */
+  corsOrigins: variable('CORS_ORIGINS', Type.String(), (value): readonly string[] | '*' => {
+    if (value === undefined) return [];
+    if (value.trim() === '*') return '*';
+    return value.split(',').map((entry) => {
+      const origin = entry.trim();
+      let parsed: URL | undefined;
+      try {
+        parsed = new URL(origin);
+      } catch {
+        parsed = undefined;
+      }
+      if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin) {
+        throw new ConfigError(`CORS_ORIGINS: "${origin}" is not an origin (scheme://host[:port], no path or trailing slash).`);
+      }
+      return origin;
+    });
+  }),
   /** Always set: production must provide it, server.ts generates one into DATA_DIR outside production. */
   jwtSecret: variable('JWT_SECRET', Type.String({ minLength: 32 }), (value, { nodeEnv }) => {
     if (value !== undefined) return value;
