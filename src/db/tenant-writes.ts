@@ -61,12 +61,17 @@ export function scopeWrites(pool: pg.Pool, organizationId: string) {
       id: string,
       values: ColumnValues,
       event: CrmEventName,
+      /** Only when the record's updated_at is one of these (an If-Match); undefined when it is not, as when absent. */
+      expected?: Date[],
     ): Promise<Row | undefined> {
       const parameters: unknown[] = [organizationId, id];
       const set = assignments(spec, values, parameters).map((s) => `${s.column} = ${s.parameter}`);
+      const condition =
+        expected === undefined ? '' : ` AND updated_at = ANY($${parameters.push(expected.map((d) => d.toISOString()))}::timestamptz[])`;
+      // Strictly later than before, even within one millisecond: updated_at is the record's version (its ETag).
       const text =
-        `WITH record AS (UPDATE ${spec.table} SET ${[...set, 'updated_at = now()'].join(', ')} ` +
-        `WHERE organization_id = $1 AND id = $2 RETURNING ${spec.selectList})` +
+        `WITH record AS (UPDATE ${spec.table} SET ${[...set, "updated_at = greatest(now(), updated_at + interval '1 millisecond')"].join(', ')} ` +
+        `WHERE organization_id = $1 AND id = $2${condition} RETURNING ${spec.selectList})` +
         eventParameters(parameters, event);
       return (await pool.query<Row>(text, parameters)).rows[0];
     },

@@ -10,6 +10,7 @@ export const ERROR_CODES = {
   unsupported_media_type: 'The body is not application/json.',
   uri_too_long: 'A path parameter is too long.',
   not_found: 'No such endpoint or resource.',
+  precondition_failed: 'The record changed since the `ETag` sent in `If-Match`: read it again, then retry the change.',
   // Authentication
   not_authenticated: 'No credentials were sent.',
   token_not_valid: 'The token is invalid, expired or revoked (its session ended, the password changed, the user was deactivated).',

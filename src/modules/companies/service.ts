@@ -48,5 +48,6 @@ export const companyService = recordService({
     pages.read(companyPage, { equals: { lifecycle_stage: filters.lifecycleStage }, search: filters.search, ...page }),
   find: (db, id) => db.company.findUnique({ select: companyBody, where: { id } }),
   /** The company's contacts go with it (the foreign key cascades). */
-  remove: async (db, id) => (await db.company.deleteMany({ where: { id } })).count,
+  remove: async (db, id, expected) =>
+    (await db.company.deleteMany({ where: { id, ...(expected ? { updatedAt: { in: expected } } : {}) } })).count,
 });

@@ -9,6 +9,23 @@ import { DEFAULT_LIMIT, decodeCursor, pageResponse, positionOfApiRow, type PageR
 import { paginate } from '../../http/pagination.js';
 import { requireTenant } from '../../http/request.js';
 import { csvExport } from './record-export.js';
+import { etagOf, noneMatchHits, versionsIn } from '../../lib/etag.js';
+
+const ETAG_HEADER = { ETag: Type.String({ description: "The record's version, for If-None-Match and If-Match." }) };
+const IF_MATCH_HEADERS = Type.Object({
+  'if-match': Type.Optional(
+    Type.String({
+      description:
+        'ETags of the versions this change was made against (`*`: any): 412 `precondition_failed` when the record ' +
+        'changed since. Without it the change applies whatever happened meanwhile.',
+    }),
+  ),
+});
+/** The versions an If-Match names, or undefined without one. */
+const ifMatch = (request: FastifyRequest) => {
+  const header = request.headers['if-match'];
+  return header === undefined ? undefined : versionsIn(header);
+};
 import type { CrmScope } from './record-service.js';
 
 export interface RecordSchemas {
@@ -26,8 +43,8 @@ export interface RecordService<S extends RecordSchemas, Filters> {
   list(pages: TenantPages, filters: Filters, page: PageRequest): Promise<PageRows<ApiRecord<S>>>;
   get(db: TenantDb, id: string): Promise<Static<S['record']>>;
   create(scope: CrmScope, body: Static<S['create']>): Promise<Static<S['record']>>;
-  update(scope: CrmScope, id: string, body: Static<S['update']>): Promise<Static<S['record']>>;
-  remove(db: TenantDb, id: string): Promise<void>;
+  update(scope: CrmScope, id: string, body: Static<S['update']>, expected?: '*' | Date[]): Promise<Static<S['record']>>;
+  remove(db: TenantDb, id: string, expected?: '*' | Date[]): Promise<void>;
 }
 
 export interface RecordCollection<S extends RecordSchemas, Filters> {
@@ -157,12 +174,26 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         ...common,
         operationId: `get${names.one}`,
         summary: `One ${one} (VIEW_CRM).`,
+        description:
+          "Answers an `ETag` (the record's version); with `If-None-Match` naming it, 304 without a body, for clients " +
+          'that keep their own cache (answers are `Cache-Control: no-store` for browsers and proxies).',
         params: schemas.params,
-        response: responses({ 200: schemas.record }, 401, 403, 404),
+        headers: Type.Object({
+          'if-none-match': Type.Optional(Type.String({ description: 'ETags of versions the client holds; `*` for any.' })),
+        }),
+        response: {
+          ...responses({ 200: { ...schemas.record, headers: ETAG_HEADER } }, 401, 403, 404),
+          304: { description: 'The version named in If-None-Match is current.', type: 'null', headers: ETAG_HEADER },
+        },
       },
       config: read,
     },
-    async (request: FastifyRequest) => service.get(requireTenant(request).db, idOf(request)),
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      const record = await service.get(requireTenant(request).db, idOf(request));
+      reply.header('etag', etagOf(record as { updated_at: string }));
+      if (noneMatchHits(request.headers['if-none-match'], record as { updated_at: string })) return reply.code(304).send();
+      return record;
+    },
   );
 
   app.patch(
@@ -174,12 +205,17 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         summary: `Change some fields of a ${one} (MANAGE_CRM).`,
         description: notes.update,
         params: schemas.params,
+        headers: IF_MATCH_HEADERS,
         body: schemas.update,
-        response: responses({ 200: schemas.record }, 401, 403, 404),
+        response: responses({ 200: { ...schemas.record, headers: ETAG_HEADER } }, 401, 403, 404, 412),
       },
       config: write,
     },
-    async (request: FastifyRequest) => service.update(scopeOf(request), idOf(request), request.body as Static<S['update']>),
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      const record = await service.update(scopeOf(request), idOf(request), request.body as Static<S['update']>, ifMatch(request));
+      reply.header('etag', etagOf(record as { updated_at: string }));
+      return record;
+    },
   );
 
   app.delete(
@@ -191,12 +227,13 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         summary: `Delete a ${one} (MANAGE_CRM).`,
         description: notes.delete,
         params: schemas.params,
-        response: responses({ 204: NoContent }, 401, 403, 404),
+        headers: IF_MATCH_HEADERS,
+        response: responses({ 204: NoContent }, 401, 403, 404, 412),
       },
       config: write,
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
-      await service.remove(requireTenant(request).db, idOf(request));
+      await service.remove(requireTenant(request).db, idOf(request), ifMatch(request));
       return reply.code(204).send(null);
     },
   );

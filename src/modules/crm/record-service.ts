@@ -6,7 +6,7 @@ import type { PageRows, PageTable, TenantPages } from '../../db/tenant-pages.js'
 import type { ColumnValues, TenantWrites } from '../../db/tenant-writes.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import type { PageRequest } from '../../lib/pagination.js';
-import type { ProblemError } from '../../lib/problem.js';
+import { preconditionFailed, type ProblemError } from '../../lib/problem.js';
 
 /** The organization a CRM service works in, its tenant-scoped client and its tenant-bound writer. */
 export interface CrmScope {
@@ -31,9 +31,11 @@ export interface RecordQueries<Row, Dto extends Record<string, unknown>, Filters
   /** Newest first, `page.limit + 1` records (already in API shape) for the pager, and where a short search page stopped. */
   list(pages: TenantPages, filters: Filters, page: PageRequest): Promise<PageRows<Dto>>;
   find(db: TenantDb, id: string): Promise<Row | null>;
-  /** Deletes the record and answers how many rows went (0 or 1). */
-  remove(db: TenantDb, id: string): Promise<number>;
+  /** Deletes the record (only at one of the `expected` versions, when given) and answers how many rows went (0 or 1). */
+  remove(db: TenantDb, id: string, expected?: Date[]): Promise<number>;
 }
+
+const changedSince = () => preconditionFailed('The record changed since the version named in If-Match.');
 
 export function recordService<Row, Dto extends Record<string, unknown>, Create, Update extends object, Filters>(
   queries: RecordQueries<Row, Dto, Filters>,
@@ -57,17 +59,27 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
     /** The record and its `created` event's runs commit together. */
     create: (scope: CrmScope, body: Create): Promise<Dto> =>
       scope.writes.insert(queries.table, body as ColumnValues, `${event}.created`).catch(mapWriteError),
-    /** An empty body changes nothing and dispatches no event. */
-    async update(scope: CrmScope, id: string, body: Update): Promise<Dto> {
-      if (Object.keys(body).length === 0) return get(scope.db, id);
+    /**
+     * An empty body changes nothing and dispatches no event. With `expected` (the versions an If-Match names, or `*`),
+     * the change applies only to a record still at one of them: 412 otherwise, decided in the same statement.
+     */
+    async update(scope: CrmScope, id: string, body: Update, expected?: '*' | Date[]): Promise<Dto> {
+      const versions = expected === '*' ? undefined : expected;
+      if (Object.keys(body).length === 0) {
+        const current = await get(scope.db, id);
+        if (versions && !versions.some((d) => d.getTime() === Date.parse(String(current.updated_at)))) throw changedSince();
+        return current;
+      }
       const record = isUuid(id)
-        ? await scope.writes.update(queries.table, id, body as ColumnValues, `${event}.updated`).catch(mapWriteError)
+        ? await scope.writes.update(queries.table, id, body as ColumnValues, `${event}.updated`, versions).catch(mapWriteError)
         : undefined;
-      if (!record) throw notFound();
+      if (!record) throw versions && (await queries.find(scope.db, id)) ? changedSince() : notFound();
       return record;
     },
-    async remove(db: TenantDb, id: string): Promise<void> {
-      if ((isUuid(id) ? await queries.remove(db, id) : 0) === 0) throw notFound();
+    async remove(db: TenantDb, id: string, expected?: '*' | Date[]): Promise<void> {
+      const versions = expected === '*' ? undefined : expected;
+      if ((isUuid(id) ? await queries.remove(db, id, versions) : 0) > 0) return;
+      throw versions && isUuid(id) && (await queries.find(db, id)) ? changedSince() : notFound();
     },
   };
 }
