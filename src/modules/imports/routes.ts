@@ -6,7 +6,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
-import { pageOf, positionOfApiRow } from '../../lib/pagination.js';
+import { pageOf, pageResponse, positionOfApiRow } from '../../lib/pagination.js';
 import { paginate } from '../../http/pagination.js';
 import { requireTenant } from '../../http/request.js';
 import { IMPORT_FILE_LIMIT } from './import-file.js';
@@ -82,12 +82,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Imports of the workspace, newest first (VIEW_CRM).',
         params: OrganizationParamsSchema,
         querystring: ImportListQuerySchema,
-        response: responses(
-          { 200: Type.Array(ImportRef, { description: 'Imports, newest first; `Link: rel="next"` pages.' }) },
-          401,
-          403,
-          404,
-        ),
+        response: responses({ 200: pageResponse(ImportRef, 'Imports, newest first.') }, 401, 403, 404),
       },
       config: { access: 'VIEW_CRM' },
     },
