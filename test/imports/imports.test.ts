@@ -182,6 +182,16 @@ t.test('a batch that fails once is retried from the last committed batch, never 
   t.equal(await companyCount(), before + 5, 'each row exactly once');
 });
 
+t.test('an import whose last attempt died with its process ends failed', async (t) => {
+  const queued = json(await upload(a, memberA, { kind: 'companies', file: 'name\nOrphan\n' }));
+  // As if every attempt had been taken by processes that died: the extra attempt records the failure.
+  await makeDue(app.pg, JOBS.import, queued.id, { attempts: JOBS.import.attempts });
+  await runJobs();
+  const failed = await importOf(queued.id);
+  t.match(failed, { status: 'failed', processed_rows: 0, created: 0 });
+  t.ok(failed.finished_at);
+});
+
 t.test('cancel: committed batches stay and are counted; a finished import answers 409', async (t) => {
   const file = ['name', ...Array.from({ length: 4 }, (_, i) => `Cancel ${i}`)].join('\n');
   const queued = json(await upload(a, memberA, { kind: 'companies', file }));
