@@ -31,6 +31,8 @@ import * as emailAccounts from './modules/email-accounts/routes.js';
 import * as companies from './modules/companies/routes.js';
 import * as contacts from './modules/contacts/routes.js';
 import * as automations from './modules/automations/routes.js';
+import * as imports from './modules/imports/routes.js';
+import { IMPORT_SCHEMAS } from './modules/imports/schemas.js';
 import * as sessions from './modules/sessions/routes.js';
 import * as twoFactor from './modules/two-factor/routes.js';
 import { installationRoutes } from './modules/installation/routes.js';
@@ -130,6 +132,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addSchema(OrganizationSchema);
   for (const schema of [...sessions.sessionSchemas, ...twoFactor.twoFactorSchemas]) app.addSchema(schema);
   for (const schema of INSTALLATION_SCHEMAS) app.addSchema(schema);
+  for (const schema of IMPORT_SCHEMAS) app.addSchema(schema);
 
   // Who may call a route is decided by the context it is registered in, never by the route itself.
   await app.register(publicContext([healthRoutes]));
@@ -173,6 +176,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
           companies.tenantRoutes,
           contacts.tenantRoutes,
           automations.tenantRoutes,
+          imports.tenantRoutes,
         ]),
         { prefix: TENANT_PREFIX },
       );

@@ -14,6 +14,7 @@ import { createMemberService } from './modules/members/service.js';
 import { createEmailAccountService } from './modules/email-accounts/service.js';
 import { companyService } from './modules/companies/service.js';
 import { contactService } from './modules/contacts/service.js';
+import { importService } from './modules/imports/service.js';
 import { createAutomationService } from './modules/automations/service.js';
 import { createUserAdminService } from './modules/users/user-admin-service.js';
 import { createSessionService } from './modules/sessions/service.js';
@@ -56,6 +57,7 @@ export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure
     companies: companyService,
     contacts: contactService,
     automations,
+    imports: importService,
     // The installation administrators' API; its data export reads CRM records through the tenant services above.
     installation: createInstallationService({
       db,

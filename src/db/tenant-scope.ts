@@ -13,6 +13,8 @@ const TENANT_MODELS: ReadonlySet<string> = new Set([
   'Membership',
   'EmailAccount',
   'AutomationEmailSend',
+  'Import',
+  'ImportError',
 ]);
 const ORGANIZATION = 'Organization';
 

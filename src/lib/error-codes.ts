@@ -11,6 +11,10 @@ export const ERROR_CODES = {
   uri_too_long: 'A path parameter is too long.',
   not_found: 'No such endpoint or resource.',
   precondition_failed: 'The record changed since the `ETag` sent in `If-Match`: read it again, then retry the change.',
+  invalid_import_file: 'The import file is not a UTF-8 CSV with a header row whose columns are known fields (or mapped to them).',
+  import_file_too_large: 'The import file exceeds the limit stated in the README (50 MiB).',
+  import_not_found: 'No such import in this workspace.',
+  import_finished: 'The import has already finished; it can no longer be cancelled.',
   // Authentication
   not_authenticated: 'No credentials were sent.',
   token_not_valid: 'The token is invalid, expired or revoked (its session ended, the password changed, the user was deactivated).',

@@ -130,6 +130,7 @@ export default fp(
           { name: 'companies', description: 'CRM companies.' },
           { name: 'contacts', description: 'CRM contacts.' },
           { name: 'automations', description: 'Automation rules and their runs.' },
+          { name: 'imports', description: 'CSV imports of companies and contacts: progress, failed rows, cancel.' },
           { name: 'health', description: 'Liveness and readiness.' },
         ],
       },
