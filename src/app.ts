@@ -30,6 +30,8 @@ import * as emailAccounts from './modules/email-accounts/routes.js';
 import * as companies from './modules/companies/routes.js';
 import * as contacts from './modules/contacts/routes.js';
 import * as automations from './modules/automations/routes.js';
+import * as apiKeys from './modules/api-keys/routes.js';
+import { API_KEY_SCHEMAS } from './modules/api-keys/schemas.js';
 import { installationRoutes } from './modules/installation/routes.js';
 import { INSTALLATION_SCHEMAS } from './modules/installation/schemas.js';
 import { OrganizationSchema, RoleSchema } from './modules/organizations/organization-dto.js';
@@ -125,6 +127,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addSchema(RoleSchema);
   app.addSchema(OrganizationSchema);
   for (const schema of INSTALLATION_SCHEMAS) app.addSchema(schema);
+  for (const schema of API_KEY_SCHEMAS) app.addSchema(schema);
 
   // Who may call a route is decided by the context it is registered in, never by the route itself.
   await app.register(publicContext([healthRoutes]));
@@ -158,6 +161,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
           companies.tenantRoutes,
           contacts.tenantRoutes,
           automations.tenantRoutes,
+          apiKeys.tenantRoutes,
         ]),
         { prefix: TENANT_PREFIX },
       );

@@ -13,6 +13,7 @@ const TENANT_MODELS: ReadonlySet<string> = new Set([
   'Membership',
   'EmailAccount',
   'AutomationEmailSend',
+  'ApiKey',
 ]);
 const ORGANIZATION = 'Organization';
 

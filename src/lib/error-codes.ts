@@ -17,6 +17,8 @@ export const ERROR_CODES = {
   wrong_password: 'The current password is wrong.',
   password_required: 'The current password is required for this change.',
   // Permissions
+  api_key_not_allowed: 'An API key was sent to an endpoint keys may not call (only the workspace CRM endpoints accept keys).',
+  api_key_not_valid: 'The API key is unknown, revoked or expired.',
   permission_denied: "The caller's role does not allow this action.",
   installation_admin_required: 'Only an installation administrator can do this.',
   owner_required: 'Only the workspace owner can do this.',
