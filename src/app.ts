@@ -32,6 +32,8 @@ import * as contacts from './modules/contacts/routes.js';
 import * as automations from './modules/automations/routes.js';
 import * as apiKeys from './modules/api-keys/routes.js';
 import { API_KEY_SCHEMAS } from './modules/api-keys/schemas.js';
+import * as sessions from './modules/sessions/routes.js';
+import * as twoFactor from './modules/two-factor/routes.js';
 import { installationRoutes } from './modules/installation/routes.js';
 import { INSTALLATION_SCHEMAS } from './modules/installation/schemas.js';
 import { OrganizationSchema, RoleSchema } from './modules/organizations/organization-dto.js';
@@ -126,6 +128,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // Shared by several modules' schemas (they reference them by $id).
   app.addSchema(RoleSchema);
   app.addSchema(OrganizationSchema);
+  for (const schema of [...sessions.sessionSchemas, ...twoFactor.twoFactorSchemas]) app.addSchema(schema);
   for (const schema of INSTALLATION_SCHEMAS) app.addSchema(schema);
   for (const schema of API_KEY_SCHEMAS) app.addSchema(schema);
 
@@ -148,9 +151,19 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
           setup.publicRoutes,
           invitations.publicRoutes,
           installationAdmins.publicRoutes,
+          twoFactor.publicRoutes,
         ]),
       );
-      await api.register(userContext([auth.userRoutes, account.userRoutes, organizations.userRoutes, installationAdmins.userRoutes]));
+      await api.register(
+        userContext([
+          auth.userRoutes,
+          account.userRoutes,
+          organizations.userRoutes,
+          installationAdmins.userRoutes,
+          sessions.userRoutes,
+          twoFactor.userRoutes,
+        ]),
+      );
       await api.register(installationContext([installationRoutes]));
       await api.register(
         tenantContext([

@@ -17,6 +17,8 @@ import { companyService } from './modules/companies/service.js';
 import { contactService } from './modules/contacts/service.js';
 import { createAutomationService } from './modules/automations/service.js';
 import { createUserAdminService } from './modules/users/user-admin-service.js';
+import { createSessionService } from './modules/sessions/service.js';
+import { createTwoFactorService } from './modules/two-factor/service.js';
 import { createInstallationService } from './modules/installation/service.js';
 
 export interface ServiceInfrastructure {
@@ -30,6 +32,7 @@ export interface ServiceInfrastructure {
 export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure) {
   const tokens = createTokenService({ db, pool, jwt, accessTtl: config.accessTokenTtl, refreshTtl: config.refreshTokenTtl });
   const { appUrl, emailEncryptionKey: encryptionKey } = config;
+  const twoFactor = createTwoFactorService({ db, encryptionKey, tokens });
   const automations = createAutomationService({
     encryptionKey,
     allowPrivateTargets: config.webhookAllowPrivate,
@@ -38,7 +41,9 @@ export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure
   });
   return {
     // Installation-wide: users, their accounts and tokens, setup, workspaces being created or handed over.
-    auth: createAuthService({ pool, tokens }),
+    auth: createAuthService({ pool, tokens, challenge: twoFactor.challenge }),
+    sessions: createSessionService({ db, pool }),
+    twoFactor,
     account: createAccountService({ db, pool, tokens, appUrl }),
     setup: createSetupService({ db, setupToken: config.setupToken, emailEncryptionKey: encryptionKey }),
     organizations: createOrganizationService({ db, appUrl }),

@@ -123,7 +123,11 @@ export async function userDetail(db: Db, userId: string) {
       isActive: true,
       dateJoined: true,
       lastLogin: true,
-      memberships: { select: { role: true, organization: { select: { name: true, slug: true } } }, orderBy: { createdAt: 'asc' } },
+      twoFactorEnabledAt: true,
+      memberships: {
+        select: { role: true, organization: { select: { name: true, slug: true, requireTwoFactor: true } } },
+        orderBy: { createdAt: 'asc' },
+      },
     },
   });
   if (!user) return null;
@@ -288,7 +292,11 @@ export async function workspaceDetail(db: Db, id: string) {
     select: {
       ...WORKSPACE_COLUMNS,
       createdBy: { select: { username: true } },
-      memberships: { select: { role: true, user: { select: { id: true, username: true } } }, orderBy: { createdAt: 'asc' } },
+      requireTwoFactor: true,
+      memberships: {
+        select: { role: true, user: { select: { id: true, username: true, twoFactorEnabledAt: true } } },
+        orderBy: { createdAt: 'asc' },
+      },
       _count: { select: { companies: true, contacts: true, automations: true, runs: true } },
     },
   });

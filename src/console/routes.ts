@@ -336,6 +336,8 @@ ${pager('/admin/users/', { search: filter.search, staff: filter.staff, active: f
   app.get('/users/:id/', async (request, reply) => {
     const user = await userDetail(app.db, idParam(request));
     if (!user) throw new ConsoleHttpError(404, 'Not found', 'No such user.');
+    // The API sessions as the user sees them (none is "current" here: the operator is not that user).
+    const apiSessions = await app.services.sessions.list(user.id, '');
     const csrf = csrfOf(request);
     const base = `/admin/users/${user.id}`;
     return page(
@@ -349,11 +351,23 @@ ${doneNotice(request)}
 <dt>Superuser</dt><dd>${yesNo(user.isSuperuser)}</dd>
 <dt>Active</dt><dd>${yesNo(user.isActive)}</dd>
 <dt>Date joined</dt><dd>${user.dateJoined}</dd>
-<dt>Last sign-in</dt><dd>${user.lastLogin ?? 'never'}</dd><dt>Live console sessions</dt><dd>${String(user.liveSessions)}</dd></dl>
+<dt>Last sign-in</dt><dd>${user.lastLogin ?? 'never'}</dd><dt>Live console sessions</dt><dd>${String(user.liveSessions)}</dd>
+<dt>Two-factor sign-in</dt><dd>${user.twoFactorEnabledAt ? 'on' : 'off'}</dd></dl>
 <h2>Memberships</h2>
-<table><thead><tr><th scope="col">Workspace</th><th scope="col">Slug</th><th scope="col">Role</th></tr></thead><tbody>
-${user.memberships.map((m) => html`<tr><td>${m.organization.name}</td><td>${m.organization.slug}</td><td>${m.role}</td></tr>`)}
+<table><thead><tr><th scope="col">Workspace</th><th scope="col">Slug</th><th scope="col">Role</th><th scope="col">Requires two-factor</th></tr></thead><tbody>
+${user.memberships.map(
+  (m) =>
+    html`<tr><td>${m.organization.name}</td><td>${m.organization.slug}</td><td>${m.role}</td><td>${yesNo(m.organization.requireTwoFactor)}</td></tr>`,
+)}
 </tbody></table>
+<h2>API sessions</h2>
+${dataTable(['Signed in', 'Last used', 'Client', 'Address', ''], apiSessions, (s) => [
+  s.created_at,
+  s.last_used_at,
+  s.user_agent ?? '',
+  s.client_ip ?? '',
+  actionButton(`${base}/sessions/${s.id}/end/`, 'End session', csrf),
+])}
 <h2>Actions</h2>
 ${user.isActive ? actionButton(`${base}/deactivate/`, 'Deactivate', csrf) : actionButton(`${base}/reactivate/`, 'Reactivate', csrf)}
 ${actionButton(`${base}/sign-out-everywhere/`, 'Sign out everywhere', csrf)}
@@ -379,6 +393,13 @@ ${actionButton(`${base}/send-password-reset/`, 'Send password reset', csrf)}`,
     (id, request) => app.services.users.signOutEverywhere(id, audit(request)),
     'User signed out everywhere.',
   );
+
+  app.post('/users/:id/sessions/:session_id/end/', async (request, reply) => {
+    const userId = idParam(request);
+    const { session_id: sessionId } = request.params as { session_id: string };
+    await app.services.sessions.end(userId, sessionId, audit(request));
+    return reply.redirect(`/admin/users/${userId}/?done=${encodeURIComponent('Session ended.')}`, 303);
+  });
 
   app.post('/users/:id/send-password-reset/', async (request, reply) => {
     const userId = idParam(request);
@@ -433,7 +454,8 @@ ${doneNotice(request)}
 <dt>Name</dt><dd>${o.name}</dd>
 <dt>Slug</dt><dd>${o.slug}</dd>
 <dt>Status</dt><dd>${o.status === 'pending_owner' ? 'pending handoff' : o.status}</dd>
-<dt>Kind</dt><dd>${o.isPersonal ? 'personal' : 'shared'}</dd><dt>Created</dt><dd>${o.createdAt}</dd></dl>
+<dt>Kind</dt><dd>${o.isPersonal ? 'personal' : 'shared'}</dd><dt>Created</dt><dd>${o.createdAt}</dd>
+<dt>Requires two-factor sign-in</dt><dd>${yesNo(o.requireTwoFactor)}</dd></dl>
 ${
   o.status === 'pending_owner'
     ? html`<h2>Pending handoff</h2><dl>
@@ -445,8 +467,11 @@ ${actionButton(`/admin/organizations/${o.id}/cancel/`, 'Cancel workspace', csrf)
     : ''
 }
 <h2>Members</h2>
-<table><thead><tr><th scope="col">User</th><th scope="col">Role</th></tr></thead><tbody>
-${o.memberships.map((m) => html`<tr><td><a href="/admin/users/${m.user.id}/">${m.user.username}</a></td><td>${m.role}</td></tr>`)}
+<table><thead><tr><th scope="col">User</th><th scope="col">Role</th><th scope="col">Two-factor</th></tr></thead><tbody>
+${o.memberships.map(
+  (m) =>
+    html`<tr><td><a href="/admin/users/${m.user.id}/">${m.user.username}</a></td><td>${m.role}</td><td>${m.user.twoFactorEnabledAt ? 'on' : 'off'}</td></tr>`,
+)}
 </tbody></table>
 <h2>Records (counts only)</h2>
 <table><thead><tr><th scope="col">Kind</th><th scope="col">Count</th></tr></thead><tbody>

@@ -22,7 +22,8 @@ export async function authenticateApiKey(pool: Queryable, keyHash: Buffer): Prom
     text: `SELECT k.id AS "keyId", k.name AS "keyName", k.capabilities,
              k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute' AS stale,
              o.id, o.name, o.slug, o.is_personal AS "isPersonal", o.personal_user_id AS "personalUserId", o.status,
-             o.created_by_id AS "createdById", o.owner_email AS "ownerEmail", o.created_at AS "createdAt", o.updated_at AS "updatedAt"
+             o.created_by_id AS "createdById", o.owner_email AS "ownerEmail", o.require_two_factor AS "requireTwoFactor",
+             o.created_at AS "createdAt", o.updated_at AS "updatedAt"
            FROM api_keys k JOIN organizations o ON o.id = k.organization_id AND o.status = 'active'
            WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`,
     values: [keyHash],

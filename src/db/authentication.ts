@@ -8,11 +8,11 @@ export const invalidAccessToken = () => unauthorized('token_not_valid', 'Given t
 
 /** Columns over `users u` with the token's user id as $1 and session id as $2 (private to this file's queries). */
 const USER_COLUMNS = `u.id, u.username, u.email, u.is_superuser AS "isSuperuser",
-  u.token_version AS "tokenVersion", u.is_active AS "isActive",
+  u.token_version AS "tokenVersion", u.is_active AS "isActive", u.two_factor_enabled_at IS NOT NULL AS "twoFactorEnabled",
   EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.family_id = $2 AND r.revoked_at IS NULL
           AND r.used_at IS NULL AND r.expires_at > now()) AS "sessionLive"`;
 
-type UserRow = CurrentUser & { sessionLive: boolean; isActive: boolean };
+type UserRow = CurrentUser & { sessionLive: boolean; isActive: boolean; twoFactorEnabled: boolean };
 
 /**
  * 401 unless the row exists, is active (a deactivated user's tokens stop at once), carries the token's version (no
@@ -46,19 +46,21 @@ type MembershipColumns = { membershipId: string | null; role: MembershipRole | n
 
 /**
  * The user (or 401) and their membership in the active organization `organizationId` (undefined when there is none,
- * whatever the reason), in one round trip: the cost of authenticating every tenant request.
+ * whatever the reason), in one round trip: the cost of authenticating every tenant request. `twoFactorEnabled` is
+ * what a workspace that requires two-factor sign-in checks.
  */
 export async function authenticateMember(
   pool: Queryable,
   claims: AccessClaims,
   organizationId: string | null,
-): Promise<{ user: CurrentUser; membership: Membership | undefined }> {
+): Promise<{ user: CurrentUser; membership: Membership | undefined; twoFactorEnabled: boolean }> {
   const { rows } = await pool.query<UserRow & MembershipColumns>({
     name: 'authenticate-and-resolve-tenant',
     text: `SELECT ${USER_COLUMNS},
              m.id AS "membershipId", m.role, o.id AS "organizationId", o.name, o.slug, o.is_personal AS "isPersonal",
              o.personal_user_id AS "personalUserId", o.status, o.created_by_id AS "createdById",
-             o.owner_email AS "ownerEmail", o.created_at AS "createdAt", o.updated_at AS "updatedAt"
+             o.owner_email AS "ownerEmail", o.require_two_factor AS "requireTwoFactor",
+             o.created_at AS "createdAt", o.updated_at AS "updatedAt"
            FROM users u
            LEFT JOIN memberships m ON m.user_id = u.id AND m.organization_id = $3
            LEFT JOIN organizations o ON o.id = m.organization_id AND o.status = 'active'
@@ -67,7 +69,8 @@ export async function authenticateMember(
   });
   const row = rows[0];
   const user = checkUserRow(row, claims);
-  if (!row?.organizationId || !row.membershipId || !row.role) return { user, membership: undefined };
+  const twoFactorEnabled = row?.twoFactorEnabled === true;
+  if (!row?.organizationId || !row.membershipId || !row.role) return { user, membership: undefined, twoFactorEnabled };
   const organization: Organization = {
     id: row.organizationId,
     name: row.name,
@@ -77,8 +80,9 @@ export async function authenticateMember(
     status: row.status,
     createdById: row.createdById,
     ownerEmail: row.ownerEmail,
+    requireTwoFactor: row.requireTwoFactor,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
   };
-  return { user, membership: { membershipId: row.membershipId, role: row.role, organization } };
+  return { user, membership: { membershipId: row.membershipId, role: row.role, organization }, twoFactorEnabled };
 }

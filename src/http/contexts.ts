@@ -20,6 +20,7 @@ declare module 'fastify' {
 }
 
 const BEARER = [{ bearerAuth: [] }];
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** Adds the problem responses a context can answer before the route runs, keeping the ones a route declares itself. */
 function addResponses(route: RouteOptions, statuses: number[]): void {
@@ -43,6 +44,9 @@ function markRoutes(scope: FastifyInstance, context: AuthContext, document: (rou
   scope.addHook('onRoute', (route) => {
     route.config = { ...route.config, authContext: context };
     route.schema ??= {};
+    // Fastify parses a body on these methods, declared or not: an oversized or non-JSON one is refused before the
+    // handler runs, whatever the context.
+    if ([route.method].flat().some((method) => BODY_METHODS.has(method))) addResponses(route, [413, 415]);
     document(route, route.schema);
   });
 }

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { CurrentUser } from '../lib/current-user.js';
 import { unauthorized } from '../lib/problem.js';
 import type { AuditContext } from '../modules/audit/audit-log.js';
+import type { SessionClient } from '../db/token-store.js';
 
 export { requireTenant } from '../plugins/tenancy.js';
 
@@ -17,6 +18,15 @@ export function userAudit(request: FastifyRequest): AuditContext {
   const user = requireUser(request);
   return { actor: { type: 'user', userId: user.id, username: user.username }, ip: request.ip };
 }
+
+/** The client a sign-in or refresh comes from, as the session list shows it (the address through the trusted proxies). */
+export const sessionClient = (request: FastifyRequest): SessionClient => ({
+  userAgent: request.headers['user-agent'] ?? null,
+  ip: request.ip,
+});
+
+/** The session (refresh-token family) of the request's access token, already verified by the context's hook. */
+export const requestSessionId = (request: FastifyRequest): string => request.server.accessClaims(request).sid;
 
 /**
  * How a request reached the service, for the readiness checks: over HTTPS (directly, or per X-Forwarded-Proto from a

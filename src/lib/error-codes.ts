@@ -16,6 +16,16 @@ export const ERROR_CODES = {
   invalid_credentials: 'Wrong username or password.',
   wrong_password: 'The current password is wrong.',
   password_required: 'The current password is required for this change.',
+  two_factor_required:
+    'Sign-in: the account has two-factor sign-in on; send the `challenge` with a code to POST /auth/token/two-factor/. ' +
+    'Workspace: it requires two-factor sign-in; enrol with POST /auth/me/two-factor/.',
+  two_factor_challenge_invalid: 'The two-factor challenge is unknown, used, expired or out of attempts: sign in again.',
+  two_factor_code_invalid: 'The two-factor code or recovery code is wrong, or was already used.',
+  two_factor_attempts_exceeded: 'Too many wrong two-factor codes for this account; see Retry-After.',
+  two_factor_already_enabled: 'Two-factor sign-in is already on; disable it first to enrol a new authenticator.',
+  two_factor_not_enabled: 'Two-factor sign-in is not on for this account.',
+  two_factor_not_pending: 'No two-factor enrolment is waiting for confirmation: start one first.',
+  two_factor_unavailable: 'The server cannot read TOTP secrets (EMAIL_ENCRYPTION_KEY missing or changed): use a recovery code.',
   // Permissions
   api_key_not_allowed: 'An API key was sent to an endpoint keys may not call (only the workspace CRM endpoints accept keys).',
   api_key_not_valid: 'The API key is unknown, revoked or expired.',
@@ -33,6 +43,7 @@ export const ERROR_CODES = {
   // Not found (each resource its own code, all 404)
   organization_not_found: 'No such workspace, or the caller is not a member of it.',
   member_not_found: 'No such membership in this workspace.',
+  session_not_found: 'No such live session of the caller.',
   invitation_not_found: 'No such invitation in this workspace.',
   invitation_invalid: 'The invitation link is unknown, used, expired or revoked.',
   provisioning_not_found: 'No such pending workspace for this caller.',
@@ -61,7 +72,7 @@ export const ERROR_CODES = {
   invalid_setup_token: 'The setup token is wrong.',
   setup_unavailable: 'Setup is disabled: the server has no SERVICE_SETUP_TOKEN.',
   email_not_configured: 'No email account can send this message.',
-  encryption_key_missing: 'Storing SMTP credentials needs EMAIL_ENCRYPTION_KEY on the server.',
+  encryption_key_missing: 'Storing SMTP credentials, webhook secrets or TOTP secrets needs EMAIL_ENCRYPTION_KEY on the server.',
   // Limits and availability
   rate_limited: 'Too many requests; see Retry-After.',
   rate_limiter_unavailable: 'The shared rate-limit store is unreachable; this limited endpoint refuses until it is back.',

@@ -10,6 +10,8 @@ export interface ProblemInit {
   detail: string;
   errors?: FieldErrors;
   headers?: Record<string, string>;
+  /** Extra members of the body (RFC 9457 extensions), e.g. the two-factor `challenge`. */
+  extensions?: Record<string, string>;
 }
 
 export class ProblemError extends Error {
@@ -19,6 +21,7 @@ export class ProblemError extends Error {
   readonly detail: string;
   readonly errors: FieldErrors | undefined;
   readonly headers: Record<string, string> | undefined;
+  readonly extensions: Record<string, string> | undefined;
 
   constructor(init: ProblemInit) {
     super(init.detail);
@@ -29,6 +32,7 @@ export class ProblemError extends Error {
     this.detail = init.detail;
     this.errors = init.errors;
     this.headers = init.headers;
+    this.extensions = init.extensions;
   }
 }
 

@@ -93,7 +93,8 @@ const requestInstance = (request: FastifyRequest) => `urn:request:${request.id}`
 /** Maps any thrown error to a problem body; unknown errors become an opaque 500. */
 function toProblem(error: unknown, request: FastifyRequest): { body: ProblemBody; headers?: Record<string, string> } {
   if (error instanceof ProblemError) {
-    return { body: problem(error.status, error.code, error.title, error.detail, error.errors), headers: error.headers };
+    const body = problem(error.status, error.code, error.title, error.detail, error.errors);
+    return { body: { ...error.extensions, ...body }, headers: error.headers };
   }
   const fe = error as FastifyError & { validation?: AjvIssue[]; validationContext?: string };
   if (fe.validation) {

@@ -119,7 +119,10 @@ export default fp(
           },
         },
         tags: [
-          { name: 'auth', description: 'Tokens: sign in, refresh, sign out.' },
+          {
+            name: 'auth',
+            description: 'Tokens: sign in (with a second factor when on), refresh, sign out; sessions; two-factor enrolment.',
+          },
           { name: 'account', description: 'The signed-in user: profile, settings, export, password, deletion.' },
           { name: 'setup', description: 'One-time, token-protected first-run setup.' },
           { name: 'organizations', description: 'Workspaces, provisioning handoffs and personal workspaces.' },

@@ -13,6 +13,13 @@ import { bearerCredential } from './auth.js';
 
 export type { Tenant };
 
+const twoFactorRequiredHere = () =>
+  forbidden(
+    'two_factor_required',
+    'This workspace requires two-factor sign-in. Turn it on for your account (POST /api/v1/auth/me/two-factor/, then ' +
+      'POST /api/v1/auth/me/two-factor/confirm/ with a code from your authenticator app) and try again.',
+  );
+
 /** What a tenant route requires beyond membership: a capability, or `member` for anything any member may do. */
 export type TenantAccess = Capability | 'member';
 
@@ -32,9 +39,11 @@ export default fp(
       const { organization_id: organizationId } = request.params as { organization_id?: string };
       // A malformed id still authenticates first: an invalid token is a 401 whatever the path.
       const orgId = organizationId && isUuid(organizationId) ? organizationId.toLowerCase() : null;
-      const { user, membership } = await authenticateMember(app.pg, claims, orgId);
+      const { user, membership, twoFactorEnabled } = await authenticateMember(app.pg, claims, orgId);
       request.currentUser = user;
       if (!membership) throw organizationNotFound();
+      // The workspace's own rule, after membership so that non-members still learn nothing but 404.
+      if (membership.organization.requireTwoFactor && !twoFactorEnabled) throw twoFactorRequiredHere();
       // Membership is always checked on the primary (a removed member is out at once); a GET's data may come from
       // the replica when it has replayed this user's own last write.
       const reader = request.method === 'GET' ? await app.readHandles(user.id) : null;

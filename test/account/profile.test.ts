@@ -32,8 +32,23 @@ t.test("me lists the active workspaces of the caller, newest membership first, e
   const res = await get('');
   t.equal(res.statusCode, 200);
   const body = json(res);
-  t.same(Object.keys(body).sort(), ['can_create_workspaces', 'email', 'id', 'is_superuser', 'organizations', 'username']);
-  t.match(body, { id: ada.id, username: 'ada', email: 'ada@example.test', is_superuser: false, can_create_workspaces: false });
+  t.same(Object.keys(body).sort(), [
+    'can_create_workspaces',
+    'email',
+    'id',
+    'is_superuser',
+    'organizations',
+    'two_factor_enabled',
+    'username',
+  ]);
+  t.match(body, {
+    id: ada.id,
+    username: 'ada',
+    email: 'ada@example.test',
+    is_superuser: false,
+    can_create_workspaces: false,
+    two_factor_enabled: false,
+  });
   t.same(
     body.organizations.map((o: { slug: string }) => o.slug),
     ['newer', 'older'],
@@ -44,6 +59,7 @@ t.test("me lists the active workspaces of the caller, newest membership first, e
     slug: 'newer',
     is_personal: false,
     current_user_role: 'admin',
+    require_two_factor: false,
     created_at: newer.createdAt.toISOString(),
     updated_at: newer.updatedAt.toISOString(),
   });

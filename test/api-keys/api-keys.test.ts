@@ -66,7 +66,12 @@ t.test('a key works on its workspace CRM routes within its capabilities, and now
   const read = await app.inject({ method: 'GET', url: crm('companies/'), headers: bearer(reader.key) });
   t.equal(read.statusCode, 200);
   t.ok(read.body.includes('Keyed Inc'));
-  t.equal((await app.inject({ method: 'GET', url: `/api/v1/organizations/${acmeId}/`, headers: bearer(reader.key) })).statusCode, 200);
+  // A workspace's two-factor rule binds people, not keys.
+  await app.db.organization.update({ where: { id: acmeId }, data: { requireTwoFactor: true } });
+  const workspace = await app.inject({ method: 'GET', url: `/api/v1/organizations/${acmeId}/`, headers: bearer(reader.key) });
+  await app.db.organization.update({ where: { id: acmeId }, data: { requireTwoFactor: false } });
+  t.equal(workspace.statusCode, 200, workspace.body);
+  t.equal(json(workspace).id, acmeId);
   t.equal((await app.inject({ method: 'GET', url: crm('automations/'), headers: bearer(reader.key) })).statusCode, 200);
   // Scope: a read-only key cannot write; no key can create automations without MANAGE_AUTOMATIONS.
   const denied = await app.inject({ method: 'POST', url: crm('contacts/'), headers: bearer(reader.key), payload: { first_name: 'A' } });

@@ -291,6 +291,43 @@ t.test('sign out everywhere revokes tokens and console sessions', async (t) => {
   t.equal(await auditCount('user.signed_out_everywhere'), 1);
 });
 
+t.test("a user's API sessions and two-factor state are shown, and a session can be ended", async (t) => {
+  const { cookie, csrf } = await session();
+  const user = await createUser(app);
+  const other = await app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/token/',
+    payload: { username: user.username, password: user.password },
+    headers: { 'user-agent': 'Lost <b>laptop</b>' },
+  });
+  const laptop = JSON.parse(other.body) as { access: string };
+  const organization = await app.db.organization.findFirstOrThrow({ where: { slug: 'acme' } });
+  await app.db.organization.update({ where: { id: organization.id }, data: { requireTwoFactor: true } });
+  await app.db.membership.create({ data: { organizationId: organization.id, userId: user.id, role: 'member' } });
+
+  const page = await app.inject({ method: 'GET', url: `/admin/users/${user.id}/`, headers: { cookie } });
+  t.match(page.body, /Two-factor sign-in<\/dt><dd>off</);
+  t.match(page.body, /<td>acme<\/td><td>member<\/td><td>yes<\/td>/, 'the workspace that requires it');
+  t.match(page.body, /Lost &lt;b&gt;laptop&lt;\/b&gt;/, 'the client, escaped');
+  t.notMatch(page.body, /<b>laptop/);
+  const sessions = await app.db.refreshToken.findMany({ where: { userId: user.id }, orderBy: { createdAt: 'desc' } });
+  const laptopSession = sessions[0]!.familyId;
+  t.match(page.body, new RegExp(`/admin/users/${user.id}/sessions/${laptopSession}/end/`));
+
+  const workspace = await app.inject({ method: 'GET', url: `/admin/organizations/${organization.id}/`, headers: { cookie } });
+  t.match(workspace.body, /Requires two-factor sign-in<\/dt><dd>yes</);
+  t.match(workspace.body, new RegExp(`${user.username}</a></td><td>member</td><td>off</td>`));
+
+  const ended = await post(`/admin/users/${user.id}/sessions/${laptopSession}/end/`, cookie, { _csrf: csrf });
+  t.equal(ended.statusCode, 303);
+  t.equal((await app.inject({ method: 'GET', url: '/api/v1/auth/me/', headers: bearer(laptop.access) })).statusCode, 401);
+  t.equal((await app.inject({ method: 'GET', url: '/api/v1/auth/me/', headers: user.headers })).statusCode, 200, 'the other session stays');
+  t.equal(await app.db.auditLog.count({ where: { action: 'account.session_ended', targetId: laptopSession } }), 1);
+  t.equal((await post(`/admin/users/${user.id}/sessions/${laptopSession}/end/`, cookie, { _csrf: csrf })).statusCode, 404);
+  t.equal((await post(`/admin/users/${user.id}/sessions/${laptopSession}/end/`, cookie, {})).statusCode, 403, 'CSRF checked');
+  await app.db.organization.update({ where: { id: organization.id }, data: { requireTwoFactor: false } });
+});
+
 t.test('outbox: no bodies, escaped errors, Retry puts a failed email back in the queue', async (t) => {
   const { cookie, csrf } = await session();
   const failed = await app.db.emailOutbox.create({

@@ -1,8 +1,9 @@
-// Fuzzes every operation of the OpenAPI document as four callers over two workspaces (FUZZ_RUNS requests; `make fuzz`: 10,000).
+// Fuzzes every operation of the OpenAPI document as four callers over two workspaces (FUZZ_RUNS requests; `make fuzz`:
+// 10,000), then sends each of them every shape of request the schemas do not describe (deep, wide, duplicate keys, ...).
 import t from 'tap';
 import { buildTestApp, bearer, json } from '../helpers/app.js';
 import { createUser, setupInstallation } from '../helpers/fixtures.js';
-import { formatCounts, fuzz } from './openapi-fuzzer.js';
+import { formatCounts, fuzz, fuzzShapes } from './openapi-fuzzer.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 400);
 const SEED = Number(process.env.FUZZ_SEED ?? 20261122);
@@ -48,6 +49,17 @@ const b = await scenery(orgB, outsider.headers);
 const membership = (await app.db.membership.findFirstOrThrow({ where: { organizationId: orgA, userId: viewer.id } })).id;
 const idsOfA = [orgA, a.company, a.contact, a.automation];
 const idsOfB = [orgB, b.company, b.contact, b.automation];
+const pathValues = {
+  organization_id: [orgA, orgB],
+  company_id: [a.company, b.company],
+  contact_id: [a.contact, b.contact],
+  automation_id: [a.automation, b.automation],
+  membership_id: [membership],
+  invitation_id: ['00000000-0000-4000-8000-000000000000'],
+  account_id: ['00000000-0000-4000-8000-000000000001'],
+  token: ['not-a-token', 'A'.repeat(43)],
+  uidb64: ['MQ', 'not base64'],
+};
 
 t.test(`${RUNS} generated requests: no 5xx, only declared answers, no write on a 4xx, no other workspace's ids`, async (t) => {
   const report = await fuzz(
@@ -61,17 +73,7 @@ t.test(`${RUNS} generated requests: no 5xx, only declared answers, no write on a
         { name: 'viewer of A', authorization: viewer.headers.authorization, foreignIds: idsOfB },
         { name: 'outsider (owner of B)', authorization: outsider.headers.authorization, foreignIds: idsOfA },
       ],
-      pathValues: {
-        organization_id: [orgA, orgB],
-        company_id: [a.company, b.company],
-        contact_id: [a.contact, b.contact],
-        automation_id: [a.automation, b.automation],
-        membership_id: [membership],
-        invitation_id: ['00000000-0000-4000-8000-000000000000'],
-        account_id: ['00000000-0000-4000-8000-000000000001'],
-        token: ['not-a-token', 'A'.repeat(43)],
-        uidb64: ['MQ', 'not base64'],
-      },
+      pathValues,
     },
     RUNS,
     SEED,
@@ -87,4 +89,24 @@ t.test(`${RUNS} generated requests: no 5xx, only declared answers, no write on a
   }
   t.equal(report.findings.length, 0, `${report.findings.length} findings`);
   t.ok(report.requests >= RUNS, `${report.requests} requests sent`);
+});
+
+t.test('every operation, every request shape the schemas do not describe: below 500, problem+json, no write on a 4xx', async (t) => {
+  const heapBefore = process.memoryUsage().heapUsed;
+  const owner = { name: 'owner of A', authorization: admin.headers.authorization, foreignIds: idsOfB, foreignWorkspaceIds: [orgB] };
+  const report = await fuzzShapes(app, databaseUrl, { callers: [owner], pathValues }, owner);
+  t.comment(`${report.requests} requests: ${report.shapes} shapes × ${report.counts.size} operations`);
+  for (const line of formatCounts(report)) t.comment(line);
+  for (const finding of report.findings.slice(0, 20)) {
+    t.fail(`${finding.operation}: ${finding.problem}`, {
+      request: { ...finding.request, payload: undefined },
+      status: finding.status,
+      body: finding.body,
+    });
+  }
+  t.equal(report.findings.length, 0, `${report.findings.length} findings`);
+  const health = await app.inject({ method: 'GET', url: '/healthz' });
+  t.equal(health.statusCode, 200, 'the app still answers');
+  const growthMb = (process.memoryUsage().heapUsed - heapBefore) / 1e6;
+  t.ok(growthMb < 200, `heap grew ${growthMb.toFixed(0)} MB over the run`);
 });

@@ -295,6 +295,51 @@ async function checksums(client: pg.Client): Promise<Map<string, string>> {
   return new Map(rows.map((r) => [r.name, r.sum]));
 }
 
+/** Sends one request and records its count and every way its answer breaks the rules (the checks both fuzzers share). */
+async function probe(
+  app: App,
+  client: pg.Client,
+  report: FuzzReport,
+  operation: Operation,
+  caller: Caller,
+  request: InjectOptions,
+  label = operation.id,
+) {
+  const before = await checksums(client);
+  const res = await app.inject(request);
+  report.requests += 1;
+  const counts = report.counts.get(label) ?? new Map<number, number>();
+  counts.set(res.statusCode, (counts.get(res.statusCode) ?? 0) + 1);
+  report.counts.set(label, counts);
+  const found = (problem: string) =>
+    report.findings.push({ operation: label, caller: caller.name, request, status: res.statusCode, problem, body: res.body.slice(0, 500) });
+  if (res.statusCode >= 500) found('5xx');
+  const declared = operation.responses.has(String(res.statusCode)) || operation.responses.has('default');
+  if (!declared) found(`status ${res.statusCode} not declared`);
+  const validate = operation.responses.get(String(res.statusCode));
+  if (validate && res.body) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(res.body);
+    } catch {
+      found('body is not JSON');
+    }
+    if (parsed !== undefined && !validate(parsed)) found(`body does not match: ${JSON.stringify(validate.errors?.slice(0, 2))}`);
+  }
+  if (res.statusCode >= 400) {
+    if (!String(res.headers['content-type'] ?? '').startsWith('application/problem+json')) found('an error that is not problem+json');
+    if (/\n\s+at \S|SELECT |INSERT INTO|node_modules|PrismaClient/.test(res.body)) found('stack or SQL text in the answer');
+  }
+  if (res.statusCode >= 400 && res.statusCode < 500) {
+    const after = await checksums(client);
+    const changed = [...after].filter(([table, sum]) => before.get(table) !== sum).map(([table]) => table);
+    if (changed.length > 0) found(`a ${res.statusCode} changed ${changed.join(', ')}`);
+  }
+  const mayName = operation.installationWide ? new Set(caller.foreignWorkspaceIds ?? []) : new Set<string>();
+  const leaked = caller.foreignIds.filter((id) => !mayName.has(id) && res.body.includes(id));
+  if (leaked.length > 0) found(`answer holds another workspace's id ${leaked[0]}`);
+}
+
 /** Runs `runs` generated requests (spread over every operation) and returns counts and findings. */
 export async function fuzz(app: App, databaseUrl: string, scenery: Scenery, runs: number, seed: number): Promise<FuzzReport> {
   const ops = operations();
@@ -305,49 +350,84 @@ export async function fuzz(app: App, databaseUrl: string, scenery: Scenery, runs
     const perOperation = Math.max(1, Math.ceil(runs / ops.length));
     for (const [index, operation] of ops.entries()) {
       const samples = fc.sample(requestOf(operation, scenery), { numRuns: perOperation, seed: seed + index });
-      for (const { caller, request } of samples) {
-        const before = await checksums(client);
-        const res = await app.inject(request);
-        report.requests += 1;
-        const counts = report.counts.get(operation.id) ?? new Map<number, number>();
-        counts.set(res.statusCode, (counts.get(res.statusCode) ?? 0) + 1);
-        report.counts.set(operation.id, counts);
-        const found = (problem: string) =>
-          report.findings.push({
-            operation: operation.id,
-            caller: caller.name,
-            request,
-            status: res.statusCode,
-            problem,
-            body: res.body.slice(0, 500),
-          });
-        if (res.statusCode >= 500) found('5xx');
-        const declared = operation.responses.has(String(res.statusCode)) || operation.responses.has('default');
-        if (!declared) found(`status ${res.statusCode} not declared`);
-        const validate = operation.responses.get(String(res.statusCode));
-        if (validate && res.body) {
-          let parsed: unknown;
-          try {
-            parsed = JSON.parse(res.body);
-          } catch {
-            found('body is not JSON');
-          }
-          if (parsed !== undefined && !validate(parsed)) found(`body does not match: ${JSON.stringify(validate.errors?.slice(0, 2))}`);
-        }
-        if (res.statusCode >= 400 && res.statusCode < 500) {
-          const after = await checksums(client);
-          const changed = [...after].filter(([table, sum]) => before.get(table) !== sum).map(([table]) => table);
-          if (changed.length > 0) found(`a ${res.statusCode} changed ${changed.join(', ')}`);
-        }
-        const mayName = operation.installationWide ? new Set(caller.foreignWorkspaceIds ?? []) : new Set<string>();
-        const leaked = caller.foreignIds.filter((id) => !mayName.has(id) && res.body.includes(id));
-        if (leaked.length > 0) found(`answer holds another workspace's id ${leaked[0]}`);
-      }
+      for (const { caller, request } of samples) await probe(app, client, report, operation, caller, request);
     }
   } finally {
     await client.end();
   }
   return report;
+}
+
+/** One request shape the schemas do not describe: a raw body (and its content type), a query string, or headers. */
+interface Shape {
+  name: string;
+  body?: string;
+  contentType?: string;
+  query?: string;
+  headers?: Record<string, string>;
+}
+
+const DEEP = 100_000;
+/** The shapes a hostile or broken client sends, whatever the operation expects. */
+export const SHAPES: Shape[] = [
+  { name: `arrays nested ${DEEP} deep`, body: `{"name":${'['.repeat(DEEP)}1${']'.repeat(DEEP)}}` },
+  { name: `objects nested ${DEEP} deep`, body: `${'{"a":'.repeat(DEEP)}1${'}'.repeat(DEEP)}` },
+  { name: '60,000 keys', body: `{${Array.from({ length: 60_000 }, (_, i) => `"k${i}":${i}`).join(',')}}` },
+  { name: `an array of ${DEEP} items`, body: `{"name":[${Array.from({ length: DEEP }, () => '0').join(',')}]}` },
+  { name: 'duplicate keys', body: '{"name":"first","name":"second","email":"a@example.com","email":"not an email"}' },
+  { name: '__proto__ key', body: '{"__proto__":{"isSuperuser":true,"role":"owner"},"name":"proto"}' },
+  { name: 'constructor.prototype keys', body: '{"constructor":{"prototype":{"polluted":true}},"name":"ctor"}' },
+  { name: 'prototype key', body: '{"prototype":{"polluted":true},"name":"proto2"}' },
+  { name: 'a number beyond 2^53', body: '{"name":9007199254740993,"limit":9007199254740993,"position":9007199254740993}' },
+  { name: 'a number 1e400', body: '{"name":1e400,"probability":-1e400}' },
+  { name: 'a lone surrogate', body: '{"name":"\\ud800","email":"\\udc00@example.com"}' },
+  { name: 'non-characters', body: '{"name":"\\ufffe\\uffff","first_name":"\\ud83f\\udffe"}' },
+  { name: 'JSON sent as text/plain', body: '{"name":"plain"}', contentType: 'text/plain' },
+  { name: 'JSON sent as a form', body: '{"name":"form"}', contentType: 'application/x-www-form-urlencoded' },
+  { name: 'a form body', body: 'name=form&email=a%40example.com', contentType: 'application/x-www-form-urlencoded' },
+  { name: 'JSON sent as multipart', body: '{"name":"multi"}', contentType: 'multipart/form-data; boundary=x' },
+  { name: 'an empty JSON body', body: '' },
+  { name: 'a truncated JSON body', body: '{"name":"trunc' },
+  { name: 'repeated query parameters', query: 'limit=1&limit=2&cursor=a&cursor=b&search=x&search=y' },
+  { name: 'array-shaped query parameters', query: 'limit[]=1&search[a]=b&cursor[0]=c&lifecycle_stage[]=lead' },
+  { name: 'a very long query string', query: `search=${'a'.repeat(8_000)}` },
+  { name: 'very long headers', headers: { 'x-padding': 'p'.repeat(15_000), 'idempotency-key': 'k'.repeat(5_000) } },
+];
+
+/** Sends every shape to every operation (path values from the scenery's first choice) as `caller`. */
+export async function fuzzShapes(
+  app: App,
+  databaseUrl: string,
+  scenery: Scenery,
+  caller: Caller,
+): Promise<FuzzReport & { shapes: number }> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const report: FuzzReport = { requests: 0, counts: new Map(), findings: [] };
+  try {
+    for (const operation of operations()) {
+      let url = operation.path;
+      for (const p of operation.params.filter((param) => param.in === 'path')) {
+        url = url.replace(`{${p.name}}`, encodePathValue(scenery.pathValues[p.name]?.[0] ?? 'x'));
+      }
+      for (const shape of SHAPES) {
+        const request: InjectOptions = {
+          method: operation.method as InjectOptions['method'],
+          url: shape.query ? `${url}?${shape.query}` : url,
+          headers: {
+            ...(caller.authorization ? { authorization: caller.authorization } : {}),
+            ...(shape.body !== undefined ? { 'content-type': shape.contentType ?? 'application/json' } : {}),
+            ...shape.headers,
+          },
+          ...(shape.body !== undefined ? { payload: shape.body } : {}),
+        };
+        await probe(app, client, report, operation, caller, request, `${operation.id}`);
+      }
+    }
+  } finally {
+    await client.end();
+  }
+  return { ...report, shapes: SHAPES.length };
 }
 
 /** "operationId  status×count …" lines, for the test's comments and `make fuzz`. */

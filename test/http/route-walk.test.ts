@@ -16,6 +16,7 @@ const PUBLIC = new Set([
   'GET /readyz',
   'POST /api/v1/auth/token/',
   'POST /api/v1/auth/token/refresh/',
+  'POST /api/v1/auth/token/two-factor/',
   'POST /api/v1/auth/password-reset/',
   'POST /api/v1/auth/password-reset/:uidb64/:token/',
   'POST /api/v1/auth/email-change/:token/',

@@ -50,6 +50,7 @@ t.test('owners and admins list members; members and viewers get 403; non-members
     email: viewer.email,
     display_name: viewer.username,
     role: 'viewer',
+    two_factor_enabled: false,
     created_at: body[0]!.created_at,
     updated_at: body[0]!.updated_at,
   });

@@ -40,6 +40,7 @@ t.test('an installation admin creating a workspace for themselves becomes its ow
     'is_personal',
     'name',
     'owner_invitation_pending',
+    'require_two_factor',
     'slug',
     'updated_at',
   ]);

@@ -13,6 +13,7 @@ export const MeSchema = Type.Object(
     can_create_workspaces: Type.Boolean({
       description: 'Whether POST /organizations/ is open to the caller (installation administrators only).',
     }),
+    two_factor_enabled: Type.Boolean({ description: 'Sign-in asks for a TOTP code after the password (see POST /auth/me/two-factor/).' }),
     organizations: Type.Array(Type.Ref(OrganizationSchema), {
       description: 'Active workspaces the caller is a member of, newest membership first.',
     }),

@@ -18,19 +18,28 @@ import type { AccountExportDto, SettingsPatch } from './schemas.js';
  * statement on the pool, planned once per connection (Prisma's include cost two queries and their compilation).
  */
 export async function getMe(pool: Queryable, user: CurrentUser) {
-  const { rows } = await pool.query<MeOrganizationRow>({
-    name: 'get-me-organizations',
-    text: `SELECT m.role, o.id, o.name, o.slug, o.is_personal AS "isPersonal", o.created_at AS "createdAt", o.updated_at AS "updatedAt"
+  const [twoFactor, { rows }] = await Promise.all([
+    pool.query<{ enabled: boolean }>({
+      name: 'get-me-two-factor',
+      text: 'SELECT two_factor_enabled_at IS NOT NULL AS enabled FROM users WHERE id = $1',
+      values: [user.id],
+    }),
+    pool.query<MeOrganizationRow>({
+      name: 'get-me-organizations',
+      text: `SELECT m.role, o.id, o.name, o.slug, o.is_personal AS "isPersonal",
+             o.require_two_factor AS "requireTwoFactor", o.created_at AS "createdAt", o.updated_at AS "updatedAt"
            FROM memberships m JOIN organizations o ON o.id = m.organization_id AND o.status = 'active'
            WHERE m.user_id = $1 ORDER BY m.created_at DESC, m.id DESC`,
-    values: [user.id],
-  });
+      values: [user.id],
+    }),
+  ]);
   return {
     id: user.id,
     username: user.username,
     email: user.email,
     is_superuser: user.isSuperuser,
     can_create_workspaces: user.isSuperuser,
+    two_factor_enabled: twoFactor.rows[0]?.enabled === true,
     organizations: rows.map((row) => toOrganizationDto(row, row.role)),
   };
 }

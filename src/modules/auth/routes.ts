@@ -1,8 +1,10 @@
 // Routes of the token endpoints: sign in (rate-limited), refresh with rotation, and sign out.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { NoContent, responses } from '../../lib/http-schemas.js';
-import { requireUser } from '../../http/request.js';
+import { Type } from '@sinclair/typebox';
+import { NoContent, ProblemSchema, problemResponse, responses } from '../../lib/http-schemas.js';
+import { requireUser, sessionClient } from '../../http/request.js';
 import { RefreshTokenBodySchema, SignInSchema, TokenPairSchema } from './schemas.js';
+import { TwoFactorChallengeProblemSchema } from '../two-factor/schemas.js';
 
 /** Sign in and refresh: the credentials are in the body. */
 export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -17,13 +19,27 @@ export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Returns an access and a refresh token; the pair starts a new session. A wrong username or password answers 401 ' +
           'without saying which; so does a deactivated account. Limited per client IP and username, and per client IP alone ' +
-          '(429 with `Retry-After`). 503 `server_busy` (with `Retry-After`) when too many password checks are queued.',
+          '(429 with `Retry-After`). 503 `server_busy` (with `Retry-After`) when too many password checks are queued. ' +
+          'With two-factor sign-in on, the right password answers 401 `two_factor_required` with a `challenge` ' +
+          '(TwoFactorChallengeProblem) instead of tokens: send it with a code to POST /auth/token/two-factor/.',
         body: SignInSchema,
-        response: responses({ 200: TokenPairSchema }, 401, 429, 503),
+        response: {
+          ...responses({ 200: TokenPairSchema }, 401, 429, 503),
+          401: {
+            ...problemResponse(401),
+            description:
+              'Wrong credentials (Problem), or the password was right and a second factor is needed (TwoFactorChallengeProblem).',
+            content: {
+              'application/problem+json': {
+                schema: Type.Union([Type.Ref(TwoFactorChallengeProblemSchema), Type.Ref(ProblemSchema)]),
+              },
+            },
+          },
+        },
       },
       preHandler: [app.rateLimitPreset('tokenPerIp'), app.rateLimitPreset('token')],
     },
-    async (request) => auth.signIn(request.body),
+    async (request) => auth.signIn(request.body, sessionClient(request)),
   );
 
   app.post(
@@ -41,7 +57,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: responses({ 200: TokenPairSchema }, 401),
       },
     },
-    async (request) => auth.refresh(request.body.refresh),
+    async (request) => auth.refresh(request.body.refresh, sessionClient(request)),
   );
 };
 

@@ -6,7 +6,9 @@ import type pg from 'pg';
 import type { JwtCodec } from '../../lib/jwt-codec.js';
 import { unauthorized } from '../../lib/problem.js';
 import { isUuid } from '../../lib/http-schemas.js';
-import { openSession as storeSession, revokeRefreshToken, rotateRefreshToken } from '../../db/token-store.js';
+import { openSession as storeSession, revokeRefreshToken, rotateRefreshToken, type SessionClient } from '../../db/token-store.js';
+
+export type { SessionClient };
 
 type DbClient = Db | Prisma.TransactionClient;
 
@@ -52,16 +54,16 @@ export function createTokenService(deps: { db: Db; pool: pg.Pool; jwt: JwtCodec;
   }
 
   /** Sign-in's session: the login recorded and the first refresh token stored in one statement. */
-  async function openSession(user: { id: string; tokenVersion: number }): Promise<TokenPair> {
-    const session = { userId: user.id, tokenId: randomUUID(), familyId: randomUUID(), expiresAt: refreshExpiry() };
+  async function openSession(user: { id: string; tokenVersion: number }, client: SessionClient): Promise<TokenPair> {
+    const session = { userId: user.id, tokenId: randomUUID(), familyId: randomUUID(), expiresAt: refreshExpiry(), client };
     if (!(await storeSession(pool, session))) throw invalidToken();
     return signPair(user, session.tokenId, session.familyId);
   }
 
   /** Exchanges a refresh token for a new pair; the old one is blacklisted, and reusing it revokes its family. */
-  async function rotate(refreshToken: string): Promise<TokenPair> {
+  async function rotate(refreshToken: string, client: SessionClient): Promise<TokenPair> {
     const claims = decodeRefresh(refreshToken);
-    const next = { tokenId: randomUUID(), expiresAt: refreshExpiry() };
+    const next = { tokenId: randomUUID(), expiresAt: refreshExpiry(), client };
     const result = await rotateRefreshToken(pool, { userId: claims.sub, tokenId: claims.jti, familyId: claims.fam }, next);
     if (result.outcome !== 'rotated') throw invalidToken();
     return signPair({ id: claims.sub, tokenVersion: result.tokenVersion }, next.tokenId, claims.fam);

@@ -2,6 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { registerRecordRoutes } from '../crm/record-routes.js';
 import { CompanyBodySchemas, CompanyListQuerySchema, CompanyParamsSchema, CompanySchema } from './schemas.js';
+import { companyPage } from './service.js';
 
 export const tenantRoutes: FastifyPluginAsync = async (app) => {
   registerRecordRoutes(app, {
@@ -28,6 +29,7 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
       update: 'Partial: absent fields stay unchanged. Dispatches `company.updated` (not for an empty body).',
       delete: "Also deletes the company's contacts.",
     },
+    exportFields: [...companyPage.columns, 'created_at', 'updated_at'],
     service: app.services.companies,
   });
 };

@@ -2,6 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { registerRecordRoutes } from '../crm/record-routes.js';
 import { ContactBodySchemas, ContactListQuerySchema, ContactParamsSchema, ContactSchema } from './schemas.js';
+import { contactPage } from './service.js';
 
 export const tenantRoutes: FastifyPluginAsync = async (app) => {
   registerRecordRoutes(app, {
@@ -31,6 +32,7 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
         'Dispatches `contact.updated` (not for an empty body).',
       delete: 'Deletes the contact only.',
     },
+    exportFields: [...contactPage.columns, 'created_at', 'updated_at'],
     service: app.services.contacts,
   });
 };

@@ -38,7 +38,7 @@ export function toContactDto(contact: ContactRow): ContactDto {
 }
 
 /** The list reads the API fields straight from SQL (see db/tenant-pages.ts). */
-const contactPage = pageTable<ContactDto, 'company_id'>(
+export const contactPage = pageTable<ContactDto, 'company_id'>(
   'contacts',
   ['id', 'company_id', 'first_name', 'last_name', 'email', 'phone_number', 'department', 'job_title'],
   ['company_id'],

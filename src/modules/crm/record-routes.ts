@@ -1,6 +1,6 @@
 // Registers the five endpoints every CRM record collection has (list, create, read, update, delete) in the tenant
 // context, reads needing VIEW_CRM and writes MANAGE_CRM.
-import type { Static, TObject } from '@sinclair/typebox';
+import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantDb } from '../../db/tenant-scope.js';
 import type { PageRows, TenantPages } from '../../db/tenant-pages.js';
@@ -8,6 +8,7 @@ import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-s
 import { DEFAULT_LIMIT, decodeCursor, pageResponse, positionOfApiRow, type PageRequest } from '../../lib/pagination.js';
 import { paginate } from '../../http/pagination.js';
 import { requireTenant } from '../../http/request.js';
+import { csvExport } from './record-export.js';
 import type { CrmScope } from './record-service.js';
 
 export interface RecordSchemas {
@@ -41,6 +42,8 @@ export interface RecordCollection<S extends RecordSchemas, Filters> {
   filters(query: Static<S['listQuery']>): Filters;
   /** Extra documentation per endpoint, where the collection differs from the common behaviour. */
   notes: { list: string; create: string; update: string; delete: string };
+  /** The CSV export's columns, in order: the collection's API fields (its page table's columns and timestamps). */
+  exportFields: readonly string[];
   service: RecordService<S, Filters>;
 }
 
@@ -87,6 +90,43 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         limit,
       });
       return paginate(request, reply, rows, limit, positionOfApiRow, scannedTo);
+    },
+  );
+
+  app.get(
+    `${path}export/`,
+    {
+      schema: {
+        ...common,
+        operationId: `export${names.many}`,
+        summary: `Every ${one} matching the list's search and filters as a CSV file, newest first (VIEW_CRM).`,
+        description:
+          `Streams \`text/csv\` (RFC 4180, CRLF, UTF-8, a header row of the API field names: ${collection.exportFields.map((f) => `\`${f}\``).join(', ')}), ` +
+          "as an attachment. Accepts the list's `search` and filters, not its page parameters. A cell starting with `=`, `+`, " +
+          "`-` or `@` is prefixed with `'` so that a spreadsheet does not run it as a formula (an import strips it again). " +
+          'Empty cells are null fields.',
+        params: OrganizationParamsSchema,
+        querystring: Type.Omit(schemas.listQuery, ['limit', 'cursor']),
+        response: responses(
+          {
+            200: {
+              description: `${names.many} as CSV.`,
+              headers: { 'Content-Disposition': Type.String({ description: 'attachment; filename="….csv"' }) },
+              content: { 'text/csv': { schema: Type.String({ description: 'RFC 4180 CSV with a header row.' }) } },
+            },
+          },
+          401,
+          403,
+          404,
+        ),
+      },
+      config: read,
+    },
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      const filters = collection.filters(request.query as Static<S['listQuery']>);
+      const { pages } = requireTenant(request);
+      const stream = csvExport(collection.exportFields, (page) => service.list(pages, filters, page));
+      return reply.type('text/csv; charset=utf-8').header('Content-Disposition', `attachment; filename="${tag}.csv"`).send(stream);
     },
   );
 

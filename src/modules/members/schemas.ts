@@ -11,6 +11,7 @@ export const MemberSchema = Type.Object(
     email: Type.String({ format: 'email' }),
     display_name: Nullable(Type.String()),
     role: Type.Ref(RoleSchema),
+    two_factor_enabled: Type.Boolean({ description: 'The member signs in with two factors (what `require_two_factor` asks of everyone).' }),
     created_at: Timestamp({ description: 'When the user joined.' }),
     updated_at: Timestamp(),
   },

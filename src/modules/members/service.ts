@@ -18,9 +18,13 @@ export interface MemberContext {
   actorMembershipId: string;
 }
 
-const withUser = { user: { select: { username: true, email: true, profile: { select: { displayName: true } } } } } as const;
+const withUser = {
+  user: { select: { username: true, email: true, twoFactorEnabledAt: true, profile: { select: { displayName: true } } } },
+} as const;
 
-type MemberRow = Membership & { user: { username: string; email: string; profile: { displayName: string | null } | null } };
+type MemberRow = Membership & {
+  user: { username: string; email: string; twoFactorEnabledAt: Date | null; profile: { displayName: string | null } | null };
+};
 
 export function toMemberDto(row: MemberRow): MemberDto {
   return {
@@ -30,6 +34,7 @@ export function toMemberDto(row: MemberRow): MemberDto {
     email: row.user.email,
     display_name: row.user.profile?.displayName ?? null,
     role: row.role,
+    two_factor_enabled: row.user.twoFactorEnabledAt !== null,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };

@@ -16,6 +16,9 @@ export const OrganizationSchema = Type.Object(
     slug: Type.String(),
     is_personal: Type.Boolean(),
     current_user_role: Type.Ref(RoleSchema),
+    require_two_factor: Type.Boolean({
+      description: 'Members without two-factor sign-in get 403 `two_factor_required` on this workspace (set by the owner).',
+    }),
     created_at: Timestamp(),
     updated_at: Timestamp(),
   },
@@ -24,7 +27,10 @@ export const OrganizationSchema = Type.Object(
 export type OrganizationDto = Static<typeof OrganizationSchema>;
 
 /** The organization fields the body shows (a full row, or the columns a raw query selected). */
-export type OrganizationDtoSource = Pick<Organization, 'id' | 'name' | 'slug' | 'isPersonal' | 'createdAt' | 'updatedAt'>;
+export type OrganizationDtoSource = Pick<
+  Organization,
+  'id' | 'name' | 'slug' | 'isPersonal' | 'requireTwoFactor' | 'createdAt' | 'updatedAt'
+>;
 
 export function toOrganizationDto(organization: OrganizationDtoSource, role: MembershipRole): OrganizationDto {
   return {
@@ -33,6 +39,7 @@ export function toOrganizationDto(organization: OrganizationDtoSource, role: Mem
     slug: organization.slug,
     is_personal: organization.isPersonal,
     current_user_role: role,
+    require_two_factor: organization.requireTwoFactor,
     created_at: organization.createdAt.toISOString(),
     updated_at: organization.updatedAt.toISOString(),
   };

@@ -10,6 +10,7 @@ import { OrganizationSchema } from './organization-dto.js';
 import {
   OrganizationCreateSchema,
   OrganizationCreatedSchema,
+  OrganizationUpdateSchema,
   PersonalOrganizationCreateSchema,
   ProvisioningItemSchema,
   ProvisioningResendSchema,
@@ -151,6 +152,26 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
       prefixTrailingSlash: 'slash',
     },
     async (request) => organizations.get(requireTenant(request)),
+  );
+
+  app.patch(
+    '/',
+    {
+      schema: {
+        tags,
+        operationId: 'updateOrganization',
+        summary: 'Rename a workspace, or require two-factor sign-in of its members.',
+        description:
+          '`name`: owners and admins (MANAGE_SETTINGS). `require_two_factor`: the owner only (403 `owner_required`), and ' +
+          'turning it on only once the owner has two-factor sign-in on (403 `two_factor_required`). The slug never changes.',
+        params: OrganizationParamsSchema,
+        body: OrganizationUpdateSchema,
+        response: responses({ 200: Type.Ref(OrganizationSchema) }, 401, 403, 404),
+      },
+      config: { access: 'MANAGE_SETTINGS' },
+      prefixTrailingSlash: 'slash',
+    },
+    async (request) => organizations.update(requireTenant(request), request.body, userAudit(request)),
   );
 
   app.delete(

@@ -46,6 +46,26 @@ export const OrganizationCreatedSchema = Type.Intersect(
   },
 );
 
+export const OrganizationUpdateSchema = StrictObject(
+  {
+    name: Type.Optional(OrganizationName),
+    require_two_factor: Type.Optional(
+      Type.Boolean({
+        description:
+          'Owner only, and only while the owner has two-factor sign-in on. Members without it then get 403 ' +
+          '`two_factor_required` on every endpoint of this workspace (their other workspaces are unaffected).',
+      }),
+    ),
+  },
+  {
+    $id: 'OrganizationUpdate',
+    title: 'OrganizationUpdate',
+    description: 'Any subset; the slug never changes.',
+    minProperties: 1,
+  },
+);
+export type OrganizationUpdate = Static<typeof OrganizationUpdateSchema>;
+
 export const PersonalOrganizationCreateSchema = StrictObject(
   { name: Type.Optional(OrganizationName) },
   { title: 'PersonalOrganizationCreate', description: 'Optional; the body may also be omitted.' },

@@ -3,7 +3,7 @@
 import type { Organization, Prisma } from '../../generated/prisma/client.js';
 import type { Db } from '../../db/client.js';
 import { assertInstallationAdmin, type CurrentUser } from '../../lib/current-user.js';
-import { conflict, forbidden, notFound } from '../../lib/problem.js';
+import { conflict, forbidden, notFound, organizationNotFound } from '../../lib/problem.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import { isUniqueViolation } from '../../lib/prisma-errors.js';
 import { afterPosition, newestFirst, pageOfDtos, type Page, type PageRequest } from '../../lib/pagination.js';
@@ -13,7 +13,13 @@ import { lockOrganization } from '../../db/organization-lock.js';
 import { issueInvitation } from '../invitations/issue.js';
 import { recordAudit, type AuditAction, type AuditContext, type AuditWriter } from '../audit/audit-log.js';
 import { toOrganizationDto, type OrganizationDto } from './organization-dto.js';
-import { SLUG_MAX_LENGTH, type OrganizationCreate, type PersonalOrganizationCreate, type ProvisioningItem } from './schemas.js';
+import {
+  SLUG_MAX_LENGTH,
+  type OrganizationCreate,
+  type OrganizationUpdate,
+  type PersonalOrganizationCreate,
+  type ProvisioningItem,
+} from './schemas.js';
 
 export interface ProvisioningDeps {
   db: Db;
@@ -153,6 +159,37 @@ export async function deleteOrganization(db: TenantDb, organization: Organizatio
   });
 }
 
+/**
+ * Renames the workspace (MANAGE_SETTINGS, checked by the route) and sets `require_two_factor` (the owner only, and only
+ * once the owner signs in with two factors: otherwise the owner would lock themselves out). The slug never changes.
+ */
+export async function updateOrganization(tenant: Tenant, input: OrganizationUpdate, audit: AuditContext): Promise<OrganizationDto> {
+  if (input.require_two_factor !== undefined && tenant.role !== 'owner') {
+    throw forbidden('owner_required', 'Only the workspace owner can change require_two_factor.');
+  }
+  return tenant.db.$transaction(async (tx) => {
+    if (input.require_two_factor === true) {
+      const own = await tx.membership.findUnique({
+        where: { id: tenant.membershipId },
+        select: { user: { select: { twoFactorEnabledAt: true } } },
+      });
+      if (!own?.user.twoFactorEnabledAt) {
+        throw forbidden(
+          'two_factor_required',
+          'Turn two-factor sign-in on for your own account (POST /api/v1/auth/me/two-factor/) before requiring it of the workspace.',
+        );
+      }
+    }
+    const [updated] = await tx.organization.updateManyAndReturn({
+      where: { id: tenant.organization.id },
+      data: { name: input.name, requireTwoFactor: input.require_two_factor },
+    });
+    if (!updated) throw organizationNotFound();
+    await recordWorkspace(tx, audit, 'workspace.updated', updated.id);
+    return toOrganizationDto(updated, tenant.role);
+  });
+}
+
 export function toProvisioningItem(organization: Organization): ProvisioningItem {
   return {
     organization_id: organization.id,
@@ -245,5 +282,6 @@ export function createOrganizationService(deps: ProvisioningDeps) {
     /** The tenant's own workspace, through its scoped client. */
     get: (tenant: Tenant) => toOrganizationDto(tenant.organization, tenant.role),
     delete: (tenant: Tenant, audit: AuditContext) => deleteOrganization(tenant.db, tenant.organization, audit),
+    update: (tenant: Tenant, input: OrganizationUpdate, audit: AuditContext) => updateOrganization(tenant, input, audit),
   };
 }

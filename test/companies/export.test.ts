@@ -1,0 +1,62 @@
+// CSV export of companies and contacts: headers, RFC 4180 quoting, formula-injection prefix, the list's search and
+// filters, batches past the export's page size, capabilities and tenancy.
+import t from 'tap';
+import { buildTestApp, json } from '../helpers/app.js';
+import { created, crmWorkspaces } from '../tenancy/crm-workspaces.js';
+
+const { app } = await buildTestApp(t);
+const { a, b, memberA, viewerA, memberB } = await crmWorkspaces(app);
+
+const csvLines = (body: string) => body.split('\r\n').filter((line) => line !== '');
+
+const acme = await created(a.call(memberA, 'POST', 'companies/', { name: 'Acme, "the" best', website: 'https://acme.example' }));
+const formula = await created(a.call(memberA, 'POST', 'companies/', { name: '=HYPERLINK("http://evil")', phone_number: '+1 555' }));
+await created(b.call(memberB, 'POST', 'companies/', { name: 'Other workspace' }));
+
+t.test('companies export: attachment, header row, quoting, formula prefix, only this workspace', async (t) => {
+  const res = await a.call(viewerA, 'GET', 'companies/export/');
+  t.equal(res.statusCode, 200);
+  t.match(res.headers['content-type'], /^text\/csv/);
+  t.equal(res.headers['content-disposition'], 'attachment; filename="companies.csv"');
+  const lines = csvLines(res.body);
+  t.equal(lines[0], 'id,name,email,phone_number,website,lifecycle_stage,created_at,updated_at');
+  t.equal(lines.length, 3, 'header and the two companies of this workspace');
+  t.match(lines[1], `${formula.id},"'=HYPERLINK(""http://evil"")",,'+1 555,,lead,`);
+  t.match(lines[2], `${acme.id},"Acme, ""the"" best",,,https://acme.example,lead,${acme.created_at},`);
+  t.notMatch(res.body, /Other workspace/);
+});
+
+t.test('companies export accepts the search and filters of the list', async (t) => {
+  const res = await a.call(viewerA, 'GET', 'companies/export/?search=acme&lifecycle_stage=lead');
+  const lines = csvLines(res.body);
+  t.equal(lines.length, 2);
+  t.match(lines[1], acme.id);
+  const none = await a.call(viewerA, 'GET', 'companies/export/?lifecycle_stage=customer');
+  t.equal(csvLines(none.body).length, 1, 'only the header');
+  t.equal((await a.call(viewerA, 'GET', 'companies/export/?lifecycle_stage=nope')).statusCode, 400);
+});
+
+t.test('contacts export filters by company and walks past one batch', async (t) => {
+  const rows = Array.from({ length: 1203 }, (_, i) => ({
+    organizationId: a.id,
+    companyId: acme.id,
+    firstName: `First${i}`,
+    lastName: `Last${i}`,
+    createdAt: new Date(Date.UTC(2026, 0, 1, 0, 0, 0, i % 7)),
+  }));
+  await app.db.contact.createMany({ data: rows });
+  const res = await a.call(viewerA, 'GET', `contacts/export/?company_id=${acme.id}`);
+  t.equal(res.statusCode, 200);
+  t.equal(res.headers['content-disposition'], 'attachment; filename="contacts.csv"');
+  const lines = csvLines(res.body);
+  t.equal(lines.length, 1204);
+  t.equal(new Set(lines.slice(1).map((line) => line.split(',')[0])).size, 1203, 'no row twice');
+  const searched = await a.call(viewerA, 'GET', 'contacts/export/?search=first1202');
+  t.equal(csvLines(searched.body).length, 2);
+});
+
+t.test('another workspace and strangers get 404; no session 401', async (t) => {
+  t.equal((await a.call(memberB, 'GET', 'companies/export/')).statusCode, 404);
+  t.equal((await app.inject({ method: 'GET', url: `/api/v1/organizations/${a.id}/contacts/export/` })).statusCode, 401);
+  t.ok(json(await a.call(memberA, 'GET', 'companies/')));
+});
