@@ -33,6 +33,8 @@ import * as contacts from './modules/contacts/routes.js';
 import * as automations from './modules/automations/routes.js';
 import * as imports from './modules/imports/routes.js';
 import { IMPORT_SCHEMAS } from './modules/imports/schemas.js';
+import * as apiKeys from './modules/api-keys/routes.js';
+import { API_KEY_SCHEMAS } from './modules/api-keys/schemas.js';
 import * as sessions from './modules/sessions/routes.js';
 import * as twoFactor from './modules/two-factor/routes.js';
 import { installationRoutes } from './modules/installation/routes.js';
@@ -133,6 +135,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   for (const schema of [...sessions.sessionSchemas, ...twoFactor.twoFactorSchemas]) app.addSchema(schema);
   for (const schema of INSTALLATION_SCHEMAS) app.addSchema(schema);
   for (const schema of IMPORT_SCHEMAS) app.addSchema(schema);
+  for (const schema of API_KEY_SCHEMAS) app.addSchema(schema);
 
   // Who may call a route is decided by the context it is registered in, never by the route itself.
   await app.register(publicContext([healthRoutes]));
@@ -177,6 +180,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
           contacts.tenantRoutes,
           automations.tenantRoutes,
           imports.tenantRoutes,
+          apiKeys.tenantRoutes,
         ]),
         { prefix: TENANT_PREFIX },
       );

@@ -11,6 +11,7 @@ import { createOrganizationService } from './modules/organizations/service.js';
 import { createInstallationAdminService } from './modules/installation-admins/service.js';
 import { createInvitationLinkService, createInvitationService } from './modules/invitations/service.js';
 import { createMemberService } from './modules/members/service.js';
+import { createApiKeyService } from './modules/api-keys/service.js';
 import { createEmailAccountService } from './modules/email-accounts/service.js';
 import { companyService } from './modules/companies/service.js';
 import { contactService } from './modules/contacts/service.js';
@@ -53,6 +54,7 @@ export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure
     // Tenant services: each method takes the request's `Tenant` (scoped client, raw reader and writer).
     invitations: createInvitationService({ appUrl }),
     members: createMemberService(),
+    apiKeys: createApiKeyService(),
     emailAccounts: createEmailAccountService({ encryptionKey, allowPrivateHosts: config.smtpAllowPrivate }),
     companies: companyService,
     contacts: contactService,

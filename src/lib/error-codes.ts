@@ -32,6 +32,8 @@ export const ERROR_CODES = {
   two_factor_not_pending: 'No two-factor enrolment is waiting for confirmation: start one first.',
   two_factor_unavailable: 'The server cannot read TOTP secrets (EMAIL_ENCRYPTION_KEY missing or changed): use a recovery code.',
   // Permissions
+  api_key_not_allowed: 'An API key was sent to an endpoint keys may not call (only the workspace CRM endpoints accept keys).',
+  api_key_not_valid: 'The API key is unknown, revoked or expired.',
   permission_denied: "The caller's role does not allow this action.",
   installation_admin_required: 'Only an installation administrator can do this.',
   owner_required: 'Only the workspace owner can do this.',
