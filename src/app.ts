@@ -31,6 +31,8 @@ import * as emailAccounts from './modules/email-accounts/routes.js';
 import * as companies from './modules/companies/routes.js';
 import * as contacts from './modules/contacts/routes.js';
 import * as automations from './modules/automations/routes.js';
+import * as imports from './modules/imports/routes.js';
+import * as apiKeys from './modules/api-keys/routes.js';
 import * as sessions from './modules/sessions/routes.js';
 import * as twoFactor from './modules/two-factor/routes.js';
 import { installationRoutes } from './modules/installation/routes.js';
@@ -185,6 +187,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
           companies.tenantRoutes,
           contacts.tenantRoutes,
           automations.tenantRoutes,
+          imports.tenantRoutes,
+          apiKeys.tenantRoutes,
         ]),
         { prefix: TENANT_PREFIX },
       );

@@ -28,8 +28,13 @@ function queueRuns(event: string, occurredAt: string): string {
   );
 }
 
+/** A pool or one checked-out client (a transaction of the caller's): whatever runs the statements. */
+export interface Queryable {
+  query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+}
+
 /** The writer a tenant-scoped service receives: it can only create and change rows of `organizationId`. */
-export function scopeWrites(pool: pg.Pool, organizationId: string) {
+export function scopeWrites(pool: Queryable, organizationId: string) {
   /** The columns of `values` the table's API writes (never `id`), with their parameters after `$1`. */
   function assignments(spec: PageTable<unknown, string>, values: ColumnValues, parameters: unknown[]) {
     return Object.entries(values)
@@ -74,6 +79,38 @@ export function scopeWrites(pool: pg.Pool, organizationId: string) {
         `WHERE organization_id = $1 AND id = $2${condition} RETURNING ${spec.selectList})` +
         eventParameters(parameters, event);
       return (await pool.query<Row>(text, parameters)).rows[0];
+    },
+    /**
+     * Inserts many records in one statement and queues no event (an import's rows): each value object holds the
+     * table's API columns, typed by the table's own row type (`jsonb_populate_recordset`). Answers how many went in.
+     */
+    async insertMany(spec: PageTable<unknown, string>, columns: readonly string[], rows: ColumnValues[]): Promise<number> {
+      if (rows.length === 0) return 0;
+      const set = columns.filter((column) => column !== 'id' && spec.columns.includes(column));
+      const text =
+        `INSERT INTO ${spec.table} (id, organization_id, ${set.join(', ')}, created_at, updated_at) ` +
+        `SELECT gen_random_uuid(), $1, ${set.map((c) => `r.${c}`).join(', ')}, now(), now() ` +
+        `FROM jsonb_populate_recordset(NULL::${spec.table}, $2::jsonb) r`;
+      return (await pool.query(text, [organizationId, JSON.stringify(rows)])).rowCount ?? 0;
+    },
+    /**
+     * Sets `columns` of many records (each value object names its `id`) in one statement, no event; a null in a
+     * `keep` column leaves that column unchanged. Answers how many records of the organization changed.
+     */
+    async updateMany(
+      spec: PageTable<unknown, string>,
+      columns: readonly string[],
+      keep: readonly string[],
+      rows: ColumnValues[],
+    ): Promise<number> {
+      if (rows.length === 0) return 0;
+      const set = columns
+        .filter((column) => column !== 'id' && spec.columns.includes(column))
+        .map((c) => (keep.includes(c) ? `${c} = COALESCE(r.${c}, t.${c})` : `${c} = r.${c}`));
+      const text =
+        `UPDATE ${spec.table} t SET ${[...set, 'updated_at = now()'].join(', ')} ` +
+        `FROM jsonb_populate_recordset(NULL::${spec.table}, $2::jsonb) r WHERE t.organization_id = $1 AND t.id = r.id`;
+      return (await pool.query(text, [organizationId, JSON.stringify(rows)])).rowCount ?? 0;
     },
   };
 }

@@ -3,6 +3,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import { DetailSchema, ErrorCodeSchema, ProblemSchema } from '../lib/http-schemas.js';
 import { ACCOUNT_SCHEMAS } from '../modules/account/schemas.js';
+import { API_KEY_SCHEMAS } from '../modules/api-keys/schemas.js';
 import { AUTH_SCHEMAS } from '../modules/auth/schemas.js';
 import { AUTOMATION_SCHEMAS } from '../modules/automations/schemas.js';
 import { COMPANY_SCHEMAS } from '../modules/companies/schemas.js';
@@ -10,6 +11,7 @@ import { CONTACT_SCHEMAS } from '../modules/contacts/schemas.js';
 import { SmtpAccountInputSchema } from '../modules/email/smtp-account-input.js';
 import { EMAIL_ACCOUNT_SCHEMAS } from '../modules/email-accounts/schemas.js';
 import { HealthStatusSchema } from '../modules/health/routes.js';
+import { IMPORT_SCHEMAS } from '../modules/imports/schemas.js';
 import { INSTALLATION_SCHEMAS } from '../modules/installation/schemas.js';
 import { INSTALLATION_ADMIN_SCHEMAS } from '../modules/installation-admins/schemas.js';
 import { INVITATION_SCHEMAS } from '../modules/invitations/schemas.js';
@@ -42,4 +44,6 @@ export const COMPONENT_SCHEMAS: readonly TSchema[] = [
   ...COMPANY_SCHEMAS,
   ...CONTACT_SCHEMAS,
   ...AUTOMATION_SCHEMAS,
+  ...IMPORT_SCHEMAS,
+  ...API_KEY_SCHEMAS,
 ];

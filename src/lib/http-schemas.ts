@@ -46,7 +46,7 @@ export const ProblemSchema = Type.Object(
     title: Type.String(),
     status: Type.Integer(),
     detail: Type.String(),
-    code: Type.Ref(ErrorCodeSchema),
+    code: Ref(ErrorCodeSchema),
     instance: Type.Optional(
       Type.String({ description: 'The request id as `urn:request:<uuid>`, as the server logged it: quote it when reporting a problem.' }),
     ),
@@ -119,7 +119,7 @@ export const problemResponse = (status: number) => ({
   ...(status === 429
     ? { headers: { 'Retry-After': Type.Integer({ description: 'Seconds to wait before retrying.' }), ...RATE_LIMIT_HEADERS } }
     : {}),
-  content: { 'application/problem+json': { schema: Type.Ref(ProblemSchema) } },
+  content: { 'application/problem+json': { schema: Ref(ProblemSchema) } },
 });
 
 /**

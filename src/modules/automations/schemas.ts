@@ -14,9 +14,11 @@ import {
   Uuid,
 } from '../../lib/http-schemas.js';
 
-export const TriggerSchema = StringEnum(['company.created', 'company.updated', 'contact.created', 'contact.updated'], {
+export const TriggerSchema = StringEnum(['company.created', 'company.updated', 'contact.created', 'contact.updated', 'import.finished'], {
   $id: 'AutomationTrigger',
-  description: 'The CRM event that starts the rule: a company or a contact was created (`*.created`) or changed (`*.updated`).',
+  description:
+    'The event that starts the rule: a company or a contact was created (`*.created`) or changed (`*.updated`), or a CSV ' +
+    'import ended (`import.finished`).',
 });
 
 export const RunStatusSchema = StringEnum(['queued', 'running', 'success', 'failed', 'skipped'], {

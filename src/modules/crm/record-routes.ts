@@ -80,8 +80,8 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
   const { tag, names, path, idParam, schemas, service, notes } = collection;
   const item = `${path}:${idParam}/`;
   const one = names.one.toLowerCase();
-  const read = { access: 'VIEW_CRM' } as const;
-  const write = { access: 'MANAGE_CRM' } as const;
+  const read = { access: 'VIEW_CRM', apiKeys: true } as const;
+  const write = { access: 'MANAGE_CRM', apiKeys: true } as const;
   const common = { tags: [tag] };
   const idOf = (request: FastifyRequest) => (request.params as Record<string, string>)[idParam] ?? '';
 

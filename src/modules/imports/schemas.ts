@@ -1,0 +1,85 @@
+// Request and response schemas of the CSV imports (named components, registered in src/http/components.ts).
+import { type Static, Type } from '@sinclair/typebox';
+import { named, NullableTimestamp, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
+import { PageQuerySchema } from '../../lib/pagination.js';
+import { RecordParamsSchema } from '../crm/record-schemas.js';
+
+export const IMPORT_KINDS = ['companies', 'contacts'] as const;
+export const ImportKindSchema = StringEnum(IMPORT_KINDS, {
+  $id: 'ImportKind',
+  description: 'What the file holds: `companies` or `contacts`.',
+});
+export const ImportModeSchema = StringEnum(['create', 'upsert'], {
+  $id: 'ImportMode',
+  description:
+    '`create` (default): every row is a new record. `upsert`: a row matching an existing record by its key updates it, ' +
+    'others are created. The key of contacts is `email`; of companies `website`, else `email`. A row whose key matches ' +
+    'several records, or two different records by website and by email, fails with that reason.',
+});
+export const ImportStatusSchema = StringEnum(['queued', 'running', 'succeeded', 'failed', 'cancelled'], {
+  $id: 'ImportStatus',
+  description:
+    '`queued`, `running`, then `succeeded` (at least one row written, or an empty file), `failed` (no row could be ' +
+    'written, or the job gave up) or `cancelled` (what was committed before stays and is counted).',
+});
+export type ImportStatus = Static<typeof ImportStatusSchema>;
+
+export const ImportSchema = Type.Object(
+  {
+    id: Uuid(),
+    kind: Ref(ImportKindSchema),
+    mode: Ref(ImportModeSchema),
+    status: Ref(ImportStatusSchema),
+    total_rows: Type.Integer({ description: 'Data rows in the file (the header row not counted).' }),
+    processed_rows: Type.Integer({ description: 'Rows handled so far (created, updated or failed).' }),
+    created: Type.Integer(),
+    updated: Type.Integer(),
+    failed_rows: Type.Integer({ description: 'Rows listed in the errors CSV.' }),
+    created_at: Timestamp(),
+    finished_at: NullableTimestamp(),
+  },
+  { ...named('Import'), description: 'A CSV import and its progress; never the file itself.' },
+);
+export type ImportDto = {
+  id: string;
+  kind: Static<typeof ImportKindSchema>;
+  mode: Static<typeof ImportModeSchema>;
+  status: ImportStatus;
+  total_rows: number;
+  processed_rows: number;
+  created: number;
+  updated: number;
+  failed_rows: number;
+  created_at: string;
+  finished_at: string | null;
+};
+
+/** The multipart form, documented for OpenAPI only: the handler reads the parts as a stream (no JSON validation). */
+export const ImportCreateSchema = Type.Object(
+  {
+    // No `type`: the multipart parser hands the file over as bytes (documented as a CSV part, not a JSON string).
+    file: Type.Unsafe<Buffer>({
+      contentMediaType: 'text/csv',
+      description:
+        'The CSV file: UTF-8 (with or without BOM), comma- or semicolon-separated, a header row. An empty cell is an ' +
+        "absent (or cleared) field; one leading `'` before `=`, `+`, `-` or `@` (the export's formula guard) is removed.",
+    }),
+    kind: Ref(ImportKindSchema),
+    mapping: Type.Optional(
+      Type.String({
+        description:
+          'JSON object: CSV column → API field (null ignores the column). Unmapped columns must be named like a field ' +
+          '(`id`, `created_at` and `updated_at`, as the export writes them, are ignored). Contacts also take a `company` ' +
+          'column: the company of the workspace with that website, else with exactly that name.',
+      }),
+    ),
+    mode: Type.Optional(Ref(ImportModeSchema)),
+  },
+  { ...named('ImportCreate'), additionalProperties: false },
+);
+
+/** The named components of this module, for app.addSchema (src/http/components.ts). */
+export const IMPORT_SCHEMAS = [ImportKindSchema, ImportModeSchema, ImportStatusSchema, ImportSchema, ImportCreateSchema];
+
+export const ImportListQuerySchema = Type.Object({ ...PageQuerySchema.properties });
+export const ImportParamsSchema = RecordParamsSchema('import_id', 'Import');
