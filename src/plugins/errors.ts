@@ -133,6 +133,14 @@ function toProblem(error: unknown, request: FastifyRequest): { body: ProblemBody
     case 'FST_ERR_MAX_PARAM_LENGTH':
       return { body: problem(414, 'uri_too_long', 'URI too long', 'A path parameter of the request URL is too long.') };
   }
+  // Busboy's errors for a malformed multipart body (no boundary, a truncated part): the client's mistake.
+  if (
+    /^(Unexpected end of (form|file|multipart data)|Malformed part header|Multipart: Boundary not found|Part terminated early)/.test(
+      String(fe.message),
+    )
+  ) {
+    return { body: problem(400, 'bad_request', 'Bad request', 'The multipart body is malformed.') };
+  }
   if (fe.statusCode === 429) {
     return { body: problem(429, 'rate_limited', 'Too many requests', 'Request was throttled. Try again later.') };
   }

@@ -112,7 +112,9 @@ t.test('the OpenAPI document says what the contexts enforce', async (t) => {
     if (context !== 'user' && context !== 'tenant' && context !== 'installation') continue;
     const operation = document.paths[route.url.replace(/:(\w+)/g, '{$1}')]?.[method.toLowerCase()];
     t.ok(operation, `${key} is documented`);
-    t.same(operation.security, [{ bearerAuth: [] }], `${key} names the bearer scheme`);
+    // Routes open to workspace API keys name the key scheme beside the bearer one.
+    const schemes = route.config?.apiKeys ? [{ bearerAuth: [] }, { apiKeyAuth: [] }] : [{ bearerAuth: [] }];
+    t.same(operation.security, schemes, `${key} names the bearer scheme`);
     t.ok(operation.responses['401'], `${key} documents 401`);
     if (context === 'tenant') t.ok(operation.responses['404'], `${key} documents 404`);
     if (context === 'installation') t.ok(operation.responses['403'], `${key} documents 403`);
