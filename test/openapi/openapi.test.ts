@@ -23,6 +23,7 @@ const document = JSON.parse(generated) as {
 
 interface Operation {
   operationId?: string;
+  requestBody?: { content: Record<string, { schema: Schema }> };
   tags?: string[];
   summary?: string;
   security?: Array<Record<string, string[]>>;
@@ -34,6 +35,18 @@ interface Operation {
       content?: Record<string, { schema?: { $ref?: string; anyOf?: { $ref?: string }[] } }>;
     }
   >;
+}
+
+type Schema = { $ref?: string; type?: string; items?: Schema; enum?: unknown[]; const?: unknown; [key: string]: unknown };
+
+/** Every schema object of a document, with its JSON pointer. */
+function* schemasIn(node: unknown, pointer = ''): Generator<[string, Schema]> {
+  if (Array.isArray(node)) {
+    for (const [index, child] of node.entries()) yield* schemasIn(child, `${pointer}/${index}`);
+  } else if (node !== null && typeof node === 'object') {
+    yield [pointer, node as Schema];
+    for (const [key, child] of Object.entries(node)) yield* schemasIn(child, `${pointer}/${key}`);
+  }
 }
 
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options']);
@@ -102,6 +115,46 @@ t.test('every 4xx/5xx response is the Problem schema as application/problem+json
       const refs = schema?.anyOf ? schema.anyOf.map((branch) => branch.$ref) : [schema?.$ref];
       t.ok(refs.includes('#/components/schemas/Problem'), `${name} ${status}: Problem`);
     }
+  }
+});
+
+t.test('every request body and JSON success response is a named component (or an array of them)', async (t) => {
+  const named = (schema: Schema | undefined) => Boolean(schema?.$ref ?? (schema?.type === 'array' && schema.items?.$ref));
+  for (const { name, operation } of operations) {
+    for (const [type, content] of Object.entries(operation.requestBody?.content ?? {})) {
+      t.ok(named(content.schema), `${name}: ${type} request body is a $ref`);
+    }
+    for (const [status, response] of Object.entries(operation.responses ?? {})) {
+      const schema = response.content?.['application/json']?.schema as Schema | undefined;
+      if (/^2\d\d$/.test(status) && schema) t.ok(named(schema), `${name} ${status}: the JSON body is a $ref`);
+    }
+  }
+  for (const ref of JSON.stringify(document).matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)) {
+    t.ok(document.components.schemas[ref[1]!], `${ref[1]} is a component`);
+  }
+  for (const [name, schema] of Object.entries(document.components.schemas) as Array<[string, Schema]>) {
+    t.equal(schema.title, name, `${name}: its title is its name`);
+    t.match(name, /^[A-Z][A-Za-z0-9]*$/, `${name}: PascalCase`);
+  }
+});
+
+t.test('every closed set of strings is one named {"type": "string", "enum": [...]} component with a description', async (t) => {
+  const components = document.components.schemas as Record<string, Schema>;
+  const enums = Object.entries(components).filter(([, schema]) => Array.isArray(schema.enum));
+  t.ok(enums.length >= 17, `${enums.length} named enums`);
+  for (const [name, schema] of enums) {
+    t.equal(schema.type, 'string', `${name}: a string enum`);
+    t.ok(typeof schema.description === 'string' && schema.description.length > 10, `${name}: its values are described`);
+  }
+  for (const [pointer, schema] of schemasIn(document)) {
+    const alternatives = (schema.anyOf ?? schema.oneOf) as Schema[] | undefined;
+    const literal = (branch: Schema) => branch.const !== undefined || (Array.isArray(branch.enum) && branch.enum.length === 1);
+    t.notOk(alternatives?.length && alternatives.every(literal), `${pointer}: no anyOf/oneOf of one-value enums`);
+    const component = /^\/components\/schemas\/[^/]+$/.test(pointer);
+    if (Array.isArray(schema.enum) && schema.enum.length > 1) t.ok(component, `${pointer}: an enum of several values is a component`);
+  }
+  for (const name of ['LifecycleStage', 'MembershipRole', 'InvitableRole', 'InvitationStatus', 'AutomationTrigger', 'ErrorCode']) {
+    t.ok(components[name]?.enum, `${name} is a named enum`);
   }
 });
 
