@@ -97,7 +97,8 @@ export default fp(
         openapi: '3.1.0',
         info: {
           title: 'Workspace CRM API',
-          version: '1.0.0',
+          // The contract's version (openapi/CHANGELOG.md): a breaking change for clients is a new major version.
+          version: '2.0.0',
           description: `${API_DESCRIPTION}\n\n## Error codes\n\n${errorCatalogue()}`,
           license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
         },

@@ -1,6 +1,6 @@
 // The OpenAPI document is a product: committed up to date, well-formed, and turned into strict-compiling TypeScript.
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,6 +10,7 @@ import openapiTS, { astToString } from 'openapi-typescript';
 import { generateOpenApiDocument, OPENAPI_FILE, openapiCli } from '../../scripts/generate-openapi.js';
 
 const run = promisify(execFile);
+const NAMED_TYPES = path.join(import.meta.dirname, 'client-scenario', 'named-types.ts');
 const require = createRequire(import.meta.url);
 const generated = await generateOpenApiDocument();
 const document = JSON.parse(generated) as {
@@ -158,14 +159,15 @@ t.test('every closed set of strings is one named {"type": "string", "enum": [...
   }
 });
 
-t.test('openapi-typescript turns the document into TypeScript that compiles with --strict, without warnings', async (t) => {
+t.test('openapi-typescript types name every component (Company, LifecycleStage, Problem…) and compile with --strict', async (t) => {
   const warnings: unknown[] = [];
   const { warn, error } = console;
   console.warn = (...args: unknown[]) => void warnings.push(args);
   console.error = (...args: unknown[]) => void warnings.push(args);
   let source: string;
   try {
-    source = astToString(await openapiTS(generated));
+    // `rootTypes`: each component also as a top-level type of its own name, as teams configure it to write `Company`.
+    source = astToString(await openapiTS(generated, { rootTypes: true, rootTypesNoSchemaPrefix: true }));
   } finally {
     console.warn = warn;
     console.error = error;
@@ -175,17 +177,28 @@ t.test('openapi-typescript turns the document into TypeScript that compiles with
   const dir = await mkdtemp(path.join(tmpdir(), 'openapi-types-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   await writeFile(path.join(dir, 'api.d.ts'), source);
-  // A client module using the generated types, so that they are checked in use and not only declared.
+  // The named types in use (test/openapi/client-scenario/named-types.ts), and the operations answering those names.
+  await copyFile(NAMED_TYPES, path.join(dir, 'named-types.ts'));
+  await writeFile(path.join(dir, 'types.ts'), "export type * from './api.js';\n");
+  const company = '/api/v1/organizations/{organization_id}/companies/{company_id}/';
   await writeFile(
     path.join(dir, 'client.ts'),
     [
-      "import type { components, operations, paths } from './api.js';",
-      "type Problem = components['schemas']['Problem'];",
+      "import type { Company, CompanyCreate, Problem, SetupAvailability, operations, paths } from './api.js';",
+      "import { sameType } from './named-types.js';",
+      `type Read = paths['${company}']['get']['responses'][200]['content']['application/json'];`,
+      `type Written = paths['${company}']['patch']['responses'][200]['content']['application/json'];`,
+      "type Created = operations['createCompany']['responses'][201]['content']['application/json'];",
+      "type CreateBody = NonNullable<operations['createCompany']['requestBody']>['content']['application/json'];",
+      "type Listed = operations['listCompanies']['responses'][200]['content']['application/json'][number];",
       "type Availability = paths['/api/v1/setup/']['get']['responses'][200]['content']['application/json'];",
-      "type SetupBody = operations['completeSetup']['requestBody'];",
+      'sameType<Read, Company>(true);',
+      'sameType<Written, Company>(true);',
+      'sameType<Created, Company>(true);',
+      'sameType<Listed, Company>(true);',
+      'sameType<CreateBody, CompanyCreate>(true);',
+      'sameType<Availability, SetupAvailability>(true);',
       "export const problem: Problem = { type: 't', title: 't', status: 400, detail: 'd', code: 'validation_failed' };",
-      'export const availability: Availability = { available: true };',
-      'export type { SetupBody };',
       '',
     ].join('\n'),
   );
@@ -202,7 +215,9 @@ t.test('openapi-typescript turns the document into TypeScript that compiles with
       'NodeNext',
       '--moduleResolution',
       'NodeNext',
+      '--noUncheckedIndexedAccess',
       path.join(dir, 'client.ts'),
+      path.join(dir, 'named-types.ts'),
     ],
     { cwd: dir },
   ).then(
