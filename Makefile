@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 # fuzz: see test/fuzz/. FUZZ_RUNS and FUZZ_SEED choose the size and the sequence.
 BACKUP_DIR ?= backups
-.PHONY: stack bench-stack backup restore-test demo fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
+.PHONY: contract-diff stack bench-stack backup restore-test demo fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -113,3 +113,7 @@ restore-test: build ## restore BACKUP=<dir> (default: the newest in BACKUP_DIR) 
 
 clean: ## remove build output (keeps $(DATA_DIR))
 	rm -rf dist src/generated .tap
+
+contract-diff: install ## list the breaking API changes from FROM=<git ref> to TO=<git ref> (default: the working copy)
+	@test -n "$(FROM)" || { echo 'usage: make contract-diff FROM=<git ref> [TO=<git ref>]'; exit 2; }
+	node --import tsx scripts/contract-diff.ts "$(FROM)" $(TO)

@@ -32,14 +32,11 @@ import * as companies from './modules/companies/routes.js';
 import * as contacts from './modules/contacts/routes.js';
 import * as automations from './modules/automations/routes.js';
 import * as imports from './modules/imports/routes.js';
-import { IMPORT_SCHEMAS } from './modules/imports/schemas.js';
 import * as apiKeys from './modules/api-keys/routes.js';
-import { API_KEY_SCHEMAS } from './modules/api-keys/schemas.js';
 import * as sessions from './modules/sessions/routes.js';
 import * as twoFactor from './modules/two-factor/routes.js';
 import { installationRoutes } from './modules/installation/routes.js';
-import { INSTALLATION_SCHEMAS } from './modules/installation/schemas.js';
-import { OrganizationSchema, RoleSchema } from './modules/organizations/organization-dto.js';
+import { COMPONENT_SCHEMAS } from './http/components.js';
 import { installationContext, publicContext, TENANT_PREFIX, tenantContext, userContext } from './http/contexts.js';
 import { composeServices } from './services.js';
 import { startJobWorkers } from './workers.js';
@@ -47,13 +44,29 @@ import consoleRoutes from './console/routes.js';
 
 export type App = FastifyInstance;
 
-/** Two validators: query/path values are strings on the wire and get coerced; JSON bodies must have exact types. */
-function validatorCompiler() {
+/**
+ * Two validators: query/path values are strings on the wire and get coerced; JSON bodies must have exact types. Both
+ * know the shared schemas (`sharedSchemas()`, read when the first route schema is compiled, after app.ts registered
+ * every component), so route schemas refer to components with `Type.Ref` and are validated against the very schema
+ * the OpenAPI document names.
+ */
+function validatorCompiler(sharedSchemas: () => Record<string, unknown>) {
   const base = { allErrors: true, strict: false, removeAdditional: false as const, useDefaults: true };
-  // `discriminator`: a oneOf body told apart by one property is checked against that branch only (clear errors).
-  const bodyAjv = addFormats.default(new Ajv({ ...base, coerceTypes: false, discriminator: true }));
-  const textAjv = addFormats.default(new Ajv({ ...base, coerceTypes: 'array' }));
-  return ({ schema, httpPart }: { schema: object; httpPart?: string }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema);
+  let validators: { body: Ajv; text: Ajv } | undefined;
+  const build = () => {
+    // `discriminator`: a oneOf body told apart by one property is checked against that branch only (clear errors).
+    const body = addFormats.default(new Ajv({ ...base, coerceTypes: false, discriminator: true }));
+    const text = addFormats.default(new Ajv({ ...base, coerceTypes: 'array' }));
+    for (const schema of Object.values(sharedSchemas())) {
+      body.addSchema(schema as object);
+      text.addSchema(schema as object);
+    }
+    return { body, text };
+  };
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) => {
+    validators ??= build();
+    return (httpPart === 'body' ? validators.body : validators.text).compile(schema);
+  };
 }
 
 export interface BuildOptions {
@@ -101,9 +114,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addHook('onRoute', (route) => void routes.push(route));
   app.decorate('routeCatalog', routes);
 
-  app.setValidatorCompiler(validatorCompiler());
   // Only JSON bodies are accepted (415 otherwise).
   app.removeContentTypeParser(['text/plain']);
+  app.setValidatorCompiler(validatorCompiler(() => app.getSchemas()));
   app.decorate('config', config);
   // Set by server.ts on SIGTERM, before the server closes: readiness fails and connections are not kept alive.
   app.decorate('lifecycle', { draining: false });
@@ -129,13 +142,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   if (options.backgroundWorkers !== false) startJobWorkers(app);
 
   app.decorate('services', composeServices({ db: app.db, pool: app.pg, jwt: app.jwtCodec, config }));
-  // Shared by several modules' schemas (they reference them by $id).
-  app.addSchema(RoleSchema);
-  app.addSchema(OrganizationSchema);
-  for (const schema of [...sessions.sessionSchemas, ...twoFactor.twoFactorSchemas]) app.addSchema(schema);
-  for (const schema of INSTALLATION_SCHEMAS) app.addSchema(schema);
-  for (const schema of IMPORT_SCHEMAS) app.addSchema(schema);
-  for (const schema of API_KEY_SCHEMAS) app.addSchema(schema);
+  // Every named component, once: routes refer to them by $id and the OpenAPI document lists them under their names.
+  for (const schema of COMPONENT_SCHEMAS) app.addSchema(schema);
 
   // Who may call a route is decided by the context it is registered in, never by the route itself.
   await app.register(publicContext([healthRoutes]));

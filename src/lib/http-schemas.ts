@@ -1,6 +1,44 @@
-// TypeBox building blocks shared by every route schema: the Problem body, strict objects, ids, timestamps.
-import { ERROR_CODES } from './error-codes.js';
-import { Type, type TProperties, type TSchema, type ObjectOptions } from '@sinclair/typebox';
+// TypeBox building blocks shared by every route schema: named components, enums, the Problem body, strict objects, ids.
+import { ERROR_CODES, type ErrorCode } from './error-codes.js';
+import { Type, type TProperties, type TSchema, type TUnsafe, type ObjectOptions } from '@sinclair/typebox';
+
+/**
+ * The options that make a schema a named component: its `$id` (how routes refer to it with `Type.Ref` and the
+ * name @fastify/swagger gives it under `components/schemas`) and the same `title` (what generators name the type).
+ * Names are PascalCase and part of the contract: renaming one is a breaking change (openapi/CHANGELOG.md).
+ */
+export const named = (name: string) => ({ $id: name, title: name });
+
+/**
+ * A closed set of strings as one named component `{"type": "string", "enum": [...]}`: generated clients get one
+ * enum type (not a union of one-value schemas per place it is used). Ajv validates it and TypeBox types it as the
+ * union of `values`. Register it with the other components and refer to it with `Type.Ref`; `description` explains
+ * the values.
+ */
+export const StringEnum = <const V extends readonly [string, ...string[]]>(
+  values: V,
+  options: { $id: string; title?: string; description: string },
+) =>
+  // The intersection lets the routes' type provider (TypeBox 1, which reads the JSON shape) type it too.
+  Type.Unsafe<V[number]>({ type: 'string', enum: [...values], title: options.$id, ...options }) as TUnsafe<V[number]> & {
+    type: 'string';
+    enum: V;
+  };
+
+/**
+ * A reference to a named component (`{"$ref": "<$id>"}`), typed as the component itself: TypeBox's `Type.Ref` types it
+ * for TypeBox 0.34, but the routes' type provider infers request and response types from the JSON shape and cannot
+ * follow a `$ref`. Ajv and @fastify/swagger resolve it against the registered component.
+ */
+export function Ref<T extends TSchema>(schema: T, options: { description?: string } = {}): T {
+  if (typeof schema.$id !== 'string') throw new Error(`Ref: the schema has no $id: ${JSON.stringify(schema)}`);
+  return Type.Ref(schema, options) as unknown as T;
+}
+
+export const ErrorCodeSchema = StringEnum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]], {
+  $id: 'ErrorCode',
+  description: 'Stable machine-readable code of a problem; the catalogue of every code and its meaning is in `info.description`.',
+});
 
 export const ProblemSchema = Type.Object(
   {
@@ -8,10 +46,7 @@ export const ProblemSchema = Type.Object(
     title: Type.String(),
     status: Type.Integer(),
     detail: Type.String(),
-    code: Type.Union(
-      Object.keys(ERROR_CODES).map((code) => Type.Literal(code)),
-      { description: 'Stable machine-readable code; the catalogue of every code is in `info.description`.' },
-    ),
+    code: Ref(ErrorCodeSchema),
     instance: Type.Optional(
       Type.String({ description: 'The request id as `urn:request:<uuid>`, as the server logged it: quote it when reporting a problem.' }),
     ),
@@ -22,8 +57,7 @@ export const ProblemSchema = Type.Object(
     ),
   },
   {
-    $id: 'Problem',
-    title: 'Problem',
+    ...named('Problem'),
     description: 'RFC 9457 problem details.',
     examples: [
       {
@@ -53,7 +87,7 @@ export const Nullable = <T extends TSchema>(schema: T, options: { description?: 
   Type.Union([schema, Type.Null()], options);
 export const Email = (options: { description?: string } = {}) => Type.String({ format: 'email', maxLength: 254, ...options });
 
-export const DetailSchema = Type.Object({ detail: Type.String() }, { $id: 'Detail', title: 'Detail' });
+export const DetailSchema = Type.Object({ detail: Type.String() }, named('Detail'));
 
 const problemDescriptions: Record<number, string> = {
   400: 'Bad request: malformed JSON or invalid fields.',
@@ -85,7 +119,7 @@ export const problemResponse = (status: number) => ({
   ...(status === 429
     ? { headers: { 'Retry-After': Type.Integer({ description: 'Seconds to wait before retrying.' }), ...RATE_LIMIT_HEADERS } }
     : {}),
-  content: { 'application/problem+json': { schema: Type.Ref(ProblemSchema) } },
+  content: { 'application/problem+json': { schema: Ref(ProblemSchema) } },
 });
 
 /**

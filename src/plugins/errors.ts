@@ -73,6 +73,11 @@ export function fieldErrors(issues: AjvIssue[], context: string | undefined): Fi
               : 'Must be a string.',
         );
         break;
+      case 'enum':
+        // A named enum (StringEnum) says what the unions of literals it replaced said (their `const` message), so
+        // clients see the same texts as before.
+        add(base, 'Must be equal to constant.');
+        break;
       case 'anyOf':
       case 'oneOf':
         // The branches' own messages are already listed; only say something when none is.

@@ -3,7 +3,6 @@ import { ERROR_CODES } from '../lib/error-codes.js';
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { DetailSchema, ProblemSchema } from '../lib/http-schemas.js';
 import { defaultEmptyBody } from '../http/optional-body.js';
 
 /** The `code` catalogue as a Markdown table for `info.description`. */
@@ -57,39 +56,36 @@ const rateLimitHeaders = (limited: OpenApiResponse) =>
   Object.fromEntries(Object.entries(limited.headers ?? {}).filter(([name]) => name.startsWith('X-RateLimit-')));
 
 /**
- * A `oneOf` with a `discriminator` (see automations' `discriminatedUnion`) can only select named schemas: its
- * inline branches move to components (by their title) and the discriminator maps each tag value to its branch.
- * Only the document changes; the routes keep validating against the inline schemas.
+ * A `oneOf` with a `discriminator` (see automations' `discriminatedUnion`) selects among named branches: the
+ * discriminator maps each tag value to its branch, the value read from the branch's tag property (a TypeBox literal).
  */
-function nameDiscriminatedBranches(node: unknown, components: Record<string, unknown>): void {
+function mapDiscriminators(node: unknown, components: Record<string, unknown>): void {
   if (Array.isArray(node)) {
-    for (const child of node) nameDiscriminatedBranches(child, components);
+    for (const child of node) mapDiscriminators(child, components);
     return;
   }
   if (node === null || typeof node !== 'object') return;
   const schema = node as JsonSchema;
-  for (const child of Object.values(schema)) nameDiscriminatedBranches(child, components);
+  for (const child of Object.values(schema)) mapDiscriminators(child, components);
   const discriminator = schema.discriminator as { propertyName: string; mapping?: Record<string, string> } | undefined;
   if (!discriminator || !Array.isArray(schema.oneOf)) return;
   const mapping: Record<string, string> = {};
-  discriminator.mapping = mapping;
-  schema.oneOf = (schema.oneOf as JsonSchema[]).map((branch) => {
-    const title = branch.title;
+  for (const { $ref } of schema.oneOf as Array<{ $ref?: string }>) {
+    const branch = components[String($ref).replace('#/components/schemas/', '')] as JsonSchema | undefined;
     // A TypeBox literal reaches the document as `enum: [value]`.
-    const property = (branch.properties as Record<string, { const?: unknown; enum?: unknown[] }> | undefined)?.[discriminator.propertyName];
+    const property = (branch?.properties as Record<string, { const?: unknown; enum?: unknown[] }> | undefined)?.[
+      discriminator.propertyName
+    ];
     const tag = property?.const ?? (property?.enum?.length === 1 ? property.enum[0] : undefined);
-    if (typeof title !== 'string' || typeof tag !== 'string')
-      throw new Error(`discriminated branch without title or tag: ${JSON.stringify(branch)}`);
-    components[title] = branch;
-    mapping[tag] = `#/components/schemas/${title}`;
-    return { $ref: `#/components/schemas/${title}` };
-  });
+    if (typeof $ref !== 'string' || typeof tag !== 'string')
+      throw new Error(`discriminated branch without a named schema or a tag: ${JSON.stringify($ref)}`);
+    mapping[tag] = $ref;
+  }
+  discriminator.mapping = mapping;
 }
 
 export default fp(
   async (app) => {
-    app.addSchema(ProblemSchema);
-    app.addSchema(DetailSchema);
     // @fastify/swagger marks every request body required; routes running defaultEmptyBody accept none at all.
     const optionalBodies = new Set<string>();
     app.addHook('onRoute', (route) => {
@@ -101,7 +97,8 @@ export default fp(
         openapi: '3.1.0',
         info: {
           title: 'Workspace CRM API',
-          version: '1.0.0',
+          // The contract's version (openapi/CHANGELOG.md): a breaking change for clients is a new major version.
+          version: '2.0.0',
           description: `${API_DESCRIPTION}\n\n## Error codes\n\n${errorCatalogue()}`,
           license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
         },
@@ -171,9 +168,8 @@ export default fp(
             }
           }
         }
-        document.components ??= {};
-        document.components.schemas ??= {};
-        nameDiscriminatedBranches(document.paths, document.components.schemas);
+        document.components = { ...document.components, schemas: structuredClone(document.components?.schemas ?? {}) };
+        mapDiscriminators(document.components.schemas, document.components.schemas as Record<string, unknown>);
         return document;
       },
       refResolver: {

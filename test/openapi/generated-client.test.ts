@@ -17,63 +17,82 @@ import { killGroup, startServer, stop } from '../helpers/server.js';
 const run = promisify(execFile);
 const require = createRequire(import.meta.url);
 const SCENARIO = path.join(import.meta.dirname, 'client-scenario', 'scenario.ts');
+const NAMED_TYPES = path.join(import.meta.dirname, 'client-scenario', 'named-types.ts');
 
-t.test('the generated SDK compiles with --strict and completes setup, sign-in, refresh, CRM writes, paging and errors', async (t) => {
-  const dir = await mkdtemp(path.join(tmpdir(), 'openapi-client-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  // From the committed document: what API clients get is what is checked.
-  await createClient({ input: OPENAPI_FILE, output: path.join(dir, 'sdk'), logs: { level: 'silent' } });
-  await copyFile(SCENARIO, path.join(dir, 'scenario.ts'));
-  await writeFile(path.join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
-  await writeFile(
-    path.join(dir, 'tsconfig.json'),
-    JSON.stringify({
-      compilerOptions: {
-        strict: true,
-        noUncheckedIndexedAccess: true,
-        target: 'ES2022',
-        lib: ['ES2022', 'DOM', 'DOM.Iterable'],
-        module: 'NodeNext',
-        moduleResolution: 'NodeNext',
-        types: [],
-        noEmit: true,
-        skipLibCheck: false,
-      },
-      include: ['**/*.ts'],
-    }),
-  );
-  const tsc = require.resolve('typescript/bin/tsc');
-  const compiled = await run(process.execPath, [tsc, '-p', dir], { cwd: dir }).then(
-    () => ({ code: 0, output: '' }),
-    (failure: { code: number; stdout: string }) => ({ code: failure.code, output: failure.stdout }),
-  );
-  t.equal(compiled.code, 0, `the SDK and the scenario using it compile under --strict:\n${compiled.output}`);
-  if (compiled.code !== 0) return;
+t.test(
+  'the generated SDK names every component, compiles with --strict and completes setup, sign-in, refresh, CRM writes, paging and errors',
+  async (t) => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'openapi-client-'));
+    t.teardown(() => rm(dir, { recursive: true, force: true }));
+    // From the committed document: what API clients get is what is checked.
+    await createClient({ input: OPENAPI_FILE, output: path.join(dir, 'sdk'), logs: { level: 'silent' } });
+    await copyFile(SCENARIO, path.join(dir, 'scenario.ts'));
+    // The named types in use (Company, LifecycleStage, Problem…), and the SDK's operations answering those names.
+    await copyFile(NAMED_TYPES, path.join(dir, 'named-types.ts'));
+    await writeFile(path.join(dir, 'types.ts'), "export type * from './sdk/types.gen.js';\n");
+    await writeFile(
+      path.join(dir, 'operations.ts'),
+      [
+        "import type { Company, CompanyCreate, CreateCompanyData, CreateCompanyResponse, GetCompanyResponse, ListCompaniesResponse } from './sdk/types.gen.js';",
+        "import { sameType } from './named-types.js';",
+        'sameType<GetCompanyResponse, Company>(true);',
+        'sameType<CreateCompanyResponse, Company>(true);',
+        'sameType<ListCompaniesResponse, Company[]>(true);',
+        "sameType<CreateCompanyData['body'], CompanyCreate>(true);",
+        '',
+      ].join('\n'),
+    );
+    await writeFile(path.join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
+    await writeFile(
+      path.join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          noUncheckedIndexedAccess: true,
+          target: 'ES2022',
+          lib: ['ES2022', 'DOM', 'DOM.Iterable'],
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          types: [],
+          noEmit: true,
+          skipLibCheck: false,
+        },
+        include: ['**/*.ts'],
+      }),
+    );
+    const tsc = require.resolve('typescript/bin/tsc');
+    const compiled = await run(process.execPath, [tsc, '-p', dir], { cwd: dir }).then(
+      () => ({ code: 0, output: '' }),
+      (failure: { code: number; stdout: string }) => ({ code: failure.code, output: failure.stdout }),
+    );
+    t.equal(compiled.code, 0, `the SDK and the scenario using it compile under --strict:\n${compiled.output}`);
+    if (compiled.code !== 0) return;
 
-  const mailbox = await startMailbox(t);
-  const database = await createTestDatabase({ empty: true });
-  t.teardown(() => database.drop());
-  const server = await startServer({
-    DATABASE_URL: database.url,
-    NODE_ENV: 'production',
-    JWT_SECRET: 'generated-client-test-secret-0123456789-abcdef',
-    SERVICE_SETUP_TOKEN: TEST_SETUP_TOKEN,
-    SERVICE_APP_URL: 'http://app.example.test',
-    EMAIL_ENCRYPTION_KEY: TEST_EMAIL_KEY,
-    EMAIL_SMTP_ALLOW_PRIVATE: 'true',
-    OUTBOX_POLL_INTERVAL_MS: '200',
-  });
-  t.teardown(() => killGroup(server));
+    const mailbox = await startMailbox(t);
+    const database = await createTestDatabase({ empty: true });
+    t.teardown(() => database.drop());
+    const server = await startServer({
+      DATABASE_URL: database.url,
+      NODE_ENV: 'production',
+      JWT_SECRET: 'generated-client-test-secret-0123456789-abcdef',
+      SERVICE_SETUP_TOKEN: TEST_SETUP_TOKEN,
+      SERVICE_APP_URL: 'http://app.example.test',
+      EMAIL_ENCRYPTION_KEY: TEST_EMAIL_KEY,
+      EMAIL_SMTP_ALLOW_PRIVATE: 'true',
+      OUTBOX_POLL_INTERVAL_MS: '200',
+    });
+    t.teardown(() => killGroup(server));
 
-  // Its types live with the generated SDK (the project cannot import them): see ScenarioInput in scenario.ts.
-  const { runScenario } = (await import(pathToFileURL(path.join(dir, 'scenario.ts')).href)) as {
-    runScenario: (t: Test, input: Record<string, unknown>) => Promise<void>;
-  };
-  await runScenario(t, {
-    origin: server.origin,
-    setupToken: TEST_SETUP_TOKEN,
-    smtp: { host: mailbox.host, port: mailbox.port, username: mailbox.username, password: mailbox.password },
-    invitationToken: async (email: string) => tokenOf(linkIn(await mailbox.waitForTo(email), '/invite/')),
-  });
-  t.equal(await stop(server), 0, 'the server exits cleanly');
-});
+    // Its types live with the generated SDK (the project cannot import them): see ScenarioInput in scenario.ts.
+    const { runScenario } = (await import(pathToFileURL(path.join(dir, 'scenario.ts')).href)) as {
+      runScenario: (t: Test, input: Record<string, unknown>) => Promise<void>;
+    };
+    await runScenario(t, {
+      origin: server.origin,
+      setupToken: TEST_SETUP_TOKEN,
+      smtp: { host: mailbox.host, port: mailbox.port, username: mailbox.username, password: mailbox.password },
+      invitationToken: async (email: string) => tokenOf(linkIn(await mailbox.waitForTo(email), '/invite/')),
+    });
+    t.equal(await stop(server), 0, 'the server exits cleanly');
+  },
+);

@@ -1,6 +1,6 @@
 // The OpenAPI document is a product: committed up to date, well-formed, and turned into strict-compiling TypeScript.
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,6 +10,7 @@ import openapiTS, { astToString } from 'openapi-typescript';
 import { generateOpenApiDocument, OPENAPI_FILE, openapiCli } from '../../scripts/generate-openapi.js';
 
 const run = promisify(execFile);
+const NAMED_TYPES = path.join(import.meta.dirname, 'client-scenario', 'named-types.ts');
 const require = createRequire(import.meta.url);
 const generated = await generateOpenApiDocument();
 const document = JSON.parse(generated) as {
@@ -23,6 +24,7 @@ const document = JSON.parse(generated) as {
 
 interface Operation {
   operationId?: string;
+  requestBody?: { content: Record<string, { schema: Schema }> };
   tags?: string[];
   summary?: string;
   security?: Array<Record<string, string[]>>;
@@ -34,6 +36,18 @@ interface Operation {
       content?: Record<string, { schema?: { $ref?: string; anyOf?: { $ref?: string }[] } }>;
     }
   >;
+}
+
+type Schema = { $ref?: string; type?: string; items?: Schema; enum?: unknown[]; const?: unknown; [key: string]: unknown };
+
+/** Every schema object of a document, with its JSON pointer. */
+function* schemasIn(node: unknown, pointer = ''): Generator<[string, Schema]> {
+  if (Array.isArray(node)) {
+    for (const [index, child] of node.entries()) yield* schemasIn(child, `${pointer}/${index}`);
+  } else if (node !== null && typeof node === 'object') {
+    yield [pointer, node as Schema];
+    for (const [key, child] of Object.entries(node)) yield* schemasIn(child, `${pointer}/${key}`);
+  }
 }
 
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options']);
@@ -105,14 +119,55 @@ t.test('every 4xx/5xx response is the Problem schema as application/problem+json
   }
 });
 
-t.test('openapi-typescript turns the document into TypeScript that compiles with --strict, without warnings', async (t) => {
+t.test('every request body and JSON success response is a named component (or an array of them)', async (t) => {
+  const named = (schema: Schema | undefined) => Boolean(schema?.$ref ?? (schema?.type === 'array' && schema.items?.$ref));
+  for (const { name, operation } of operations) {
+    for (const [type, content] of Object.entries(operation.requestBody?.content ?? {})) {
+      t.ok(named(content.schema), `${name}: ${type} request body is a $ref`);
+    }
+    for (const [status, response] of Object.entries(operation.responses ?? {})) {
+      const schema = response.content?.['application/json']?.schema as Schema | undefined;
+      if (/^2\d\d$/.test(status) && schema) t.ok(named(schema), `${name} ${status}: the JSON body is a $ref`);
+    }
+  }
+  for (const ref of JSON.stringify(document).matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)) {
+    t.ok(document.components.schemas[ref[1]!], `${ref[1]} is a component`);
+  }
+  for (const [name, schema] of Object.entries(document.components.schemas) as Array<[string, Schema]>) {
+    t.equal(schema.title, name, `${name}: its title is its name`);
+    t.match(name, /^[A-Z][A-Za-z0-9]*$/, `${name}: PascalCase`);
+  }
+});
+
+t.test('every closed set of strings is one named {"type": "string", "enum": [...]} component with a description', async (t) => {
+  const components = document.components.schemas as Record<string, Schema>;
+  const enums = Object.entries(components).filter(([, schema]) => Array.isArray(schema.enum));
+  t.ok(enums.length >= 17, `${enums.length} named enums`);
+  for (const [name, schema] of enums) {
+    t.equal(schema.type, 'string', `${name}: a string enum`);
+    t.ok(typeof schema.description === 'string' && schema.description.length > 10, `${name}: its values are described`);
+  }
+  for (const [pointer, schema] of schemasIn(document)) {
+    const alternatives = (schema.anyOf ?? schema.oneOf) as Schema[] | undefined;
+    const literal = (branch: Schema) => branch.const !== undefined || (Array.isArray(branch.enum) && branch.enum.length === 1);
+    t.notOk(alternatives?.length && alternatives.every(literal), `${pointer}: no anyOf/oneOf of one-value enums`);
+    const component = /^\/components\/schemas\/[^/]+$/.test(pointer);
+    if (Array.isArray(schema.enum) && schema.enum.length > 1) t.ok(component, `${pointer}: an enum of several values is a component`);
+  }
+  for (const name of ['LifecycleStage', 'MembershipRole', 'InvitableRole', 'InvitationStatus', 'AutomationTrigger', 'ErrorCode']) {
+    t.ok(components[name]?.enum, `${name} is a named enum`);
+  }
+});
+
+t.test('openapi-typescript types name every component (Company, LifecycleStage, Problem…) and compile with --strict', async (t) => {
   const warnings: unknown[] = [];
   const { warn, error } = console;
   console.warn = (...args: unknown[]) => void warnings.push(args);
   console.error = (...args: unknown[]) => void warnings.push(args);
   let source: string;
   try {
-    source = astToString(await openapiTS(generated));
+    // `rootTypes`: each component also as a top-level type of its own name, as teams configure it to write `Company`.
+    source = astToString(await openapiTS(generated, { rootTypes: true, rootTypesNoSchemaPrefix: true }));
   } finally {
     console.warn = warn;
     console.error = error;
@@ -122,17 +177,28 @@ t.test('openapi-typescript turns the document into TypeScript that compiles with
   const dir = await mkdtemp(path.join(tmpdir(), 'openapi-types-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   await writeFile(path.join(dir, 'api.d.ts'), source);
-  // A client module using the generated types, so that they are checked in use and not only declared.
+  // The named types in use (test/openapi/client-scenario/named-types.ts), and the operations answering those names.
+  await copyFile(NAMED_TYPES, path.join(dir, 'named-types.ts'));
+  await writeFile(path.join(dir, 'types.ts'), "export type * from './api.js';\n");
+  const company = '/api/v1/organizations/{organization_id}/companies/{company_id}/';
   await writeFile(
     path.join(dir, 'client.ts'),
     [
-      "import type { components, operations, paths } from './api.js';",
-      "type Problem = components['schemas']['Problem'];",
+      "import type { Company, CompanyCreate, Problem, SetupAvailability, operations, paths } from './api.js';",
+      "import { sameType } from './named-types.js';",
+      `type Read = paths['${company}']['get']['responses'][200]['content']['application/json'];`,
+      `type Written = paths['${company}']['patch']['responses'][200]['content']['application/json'];`,
+      "type Created = operations['createCompany']['responses'][201]['content']['application/json'];",
+      "type CreateBody = NonNullable<operations['createCompany']['requestBody']>['content']['application/json'];",
+      "type Listed = operations['listCompanies']['responses'][200]['content']['application/json'][number];",
       "type Availability = paths['/api/v1/setup/']['get']['responses'][200]['content']['application/json'];",
-      "type SetupBody = operations['completeSetup']['requestBody'];",
+      'sameType<Read, Company>(true);',
+      'sameType<Written, Company>(true);',
+      'sameType<Created, Company>(true);',
+      'sameType<Listed, Company>(true);',
+      'sameType<CreateBody, CompanyCreate>(true);',
+      'sameType<Availability, SetupAvailability>(true);',
       "export const problem: Problem = { type: 't', title: 't', status: 400, detail: 'd', code: 'validation_failed' };",
-      'export const availability: Availability = { available: true };',
-      'export type { SetupBody };',
       '',
     ].join('\n'),
   );
@@ -149,7 +215,9 @@ t.test('openapi-typescript turns the document into TypeScript that compiles with
       'NodeNext',
       '--moduleResolution',
       'NodeNext',
+      '--noUncheckedIndexedAccess',
       path.join(dir, 'client.ts'),
+      path.join(dir, 'named-types.ts'),
     ],
     { cwd: dir },
   ).then(

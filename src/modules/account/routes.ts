@@ -1,7 +1,7 @@
 // Routes of the signed-in user's account (me, profile, settings, export, deletion, password) and of password reset.
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { DetailSchema, NoContent, responses } from '../../lib/http-schemas.js';
+import { DetailSchema, NoContent, Ref, responses } from '../../lib/http-schemas.js';
 import { requireUser, userAudit } from '../../http/request.js';
 import {
   AccountExportSchema,
@@ -18,7 +18,7 @@ import {
   SettingsSchema,
 } from './schemas.js';
 
-const Detail = Type.Ref(DetailSchema);
+const Detail = Ref(DetailSchema);
 const PASSWORD_CHECK_LIMIT =
   'Password checks (this endpoint, account deletion and email changes) are limited per user (429 with `Retry-After`); ' +
   '503 `server_busy` (with `Retry-After`) when too many password checks are queued on the server.';
@@ -38,7 +38,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'the lookup and the email happen in the background). When it has, a link ' +
           '`<SERVICE_APP_URL>/reset-password/<uidb64>/<token>` valid for one hour and usable once is emailed. ' +
           'Limited per client IP (429 with `Retry-After`).',
-        body: PasswordResetRequestSchema,
+        body: Ref(PasswordResetRequestSchema),
         response: responses({ 200: Detail }, 429),
       },
       preHandler: app.rateLimitPreset('passwordReset'),
@@ -60,7 +60,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Ends every session of the account and every other reset link. A link that is unknown, expired, already used, ' +
           'or older than the last password change answers 404.',
         params: PasswordResetParamsSchema,
-        body: PasswordResetConfirmSchema,
+        body: Ref(PasswordResetConfirmSchema),
         response: responses({ 200: Detail }, 404, 503),
       },
     },
@@ -104,7 +104,7 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (scope) => {
         tags: ['account'],
         operationId: 'getMe',
         summary: 'The signed-in user and the workspaces they can see, each with their role in it.',
-        response: responses({ 200: MeSchema }, 401),
+        response: responses({ 200: Ref(MeSchema) }, 401),
       },
     },
     async (request) => account.me(requireUser(request)),
@@ -117,7 +117,7 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (scope) => {
         tags: ['account'],
         operationId: 'getProfile',
         summary: "The signed-in user's profile.",
-        response: responses({ 200: ProfileSchema }, 401),
+        response: responses({ 200: Ref(ProfileSchema) }, 401),
       },
     },
     async (request) => account.profile(requireUser(request).id),
@@ -132,8 +132,8 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (scope) => {
         summary: 'Complete or update the profile.',
         description:
           'Any subset of the editable fields; null clears one. Setting a display name the first time sets `onboarding_completed_at`.',
-        body: ProfilePatchSchema,
-        response: responses({ 200: ProfileSchema }, 401),
+        body: Ref(ProfilePatchSchema),
+        response: responses({ 200: Ref(ProfileSchema) }, 401),
       },
     },
     async (request) => account.updateProfile(requireUser(request).id, request.body),
@@ -146,7 +146,7 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (scope) => {
         tags: ['account'],
         operationId: 'getSettings',
         summary: "The signed-in user's settings: the profile plus email preferences.",
-        response: responses({ 200: SettingsSchema }, 401),
+        response: responses({ 200: Ref(SettingsSchema) }, 401),
       },
     },
     async (request) => account.settings(requireUser(request).id),
@@ -166,8 +166,8 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (scope) => {
           'and outstanding password reset links and earlier pending changes die. The answer is the same whether or not ' +
           'another account uses the new address (then no link is sent). The response shows the current address. ' +
           PASSWORD_CHECK_LIMIT,
-        body: SettingsPatchSchema,
-        response: responses({ 200: SettingsSchema }, 401, 429, 503),
+        body: Ref(SettingsPatchSchema),
+        response: responses({ 200: Ref(SettingsSchema) }, 401, 429, 503),
       },
       // Only an email change checks the password; other settings changes do not count against that limit.
       preHandler: async (request, reply) => {
@@ -186,7 +186,15 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (scope) => {
         summary: 'Download the personal data of the account.',
         description:
           'Account, profile and membership metadata as a JSON attachment; never tokens, password hashes, SMTP data or CRM records.',
-        response: responses({ 200: AccountExportSchema }, 401),
+        response: responses(
+          {
+            200: {
+              ...Ref(AccountExportSchema),
+              headers: { 'content-disposition': Type.String({ description: '`attachment; filename="account-export.json"`' }) },
+            },
+          },
+          401,
+        ),
       },
     },
     async (request, reply) => {
@@ -208,7 +216,7 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (scope) => {
           'workspace (`owner_of_workspace`: transfer the ownership first) or is the only installation administrator ' +
           '(`last_installation_admin`). Deletes the personal workspace and memberships; every token stops working. ' +
           PASSWORD_CHECK_LIMIT,
-        body: DeleteAccountSchema,
+        body: Ref(DeleteAccountSchema),
         response: responses({ 204: NoContent }, 401, 409, 429, 503),
       },
       preHandler: passwordChecks,
@@ -230,7 +238,7 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (scope) => {
           'A wrong current password answers 400 (`wrong_password`, `errors.current_password`). On success every session ' +
           'of the account ends, this one included: no new tokens are returned, sign in again with the new password. ' +
           PASSWORD_CHECK_LIMIT,
-        body: PasswordChangeSchema,
+        body: Ref(PasswordChangeSchema),
         response: responses({ 200: Detail }, 401, 429, 503),
       },
       preHandler: passwordChecks,

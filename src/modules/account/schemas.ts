@@ -1,6 +1,6 @@
 // Request and response bodies of the signed-in user's account: me, profile, settings, export, deletion, passwords.
 import { Type, type Static } from '@sinclair/typebox';
-import { Email, Nullable, NullableTimestamp, StrictObject, Timestamp, Uuid } from '../../lib/http-schemas.js';
+import { Email, named, Nullable, NullableTimestamp, Ref, StrictObject, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { OrganizationSchema, RoleSchema } from '../organizations/organization-dto.js';
 import { Password } from '../auth/schemas.js';
 
@@ -14,11 +14,11 @@ export const MeSchema = Type.Object(
       description: 'Whether POST /organizations/ is open to the caller (installation administrators only).',
     }),
     two_factor_enabled: Type.Boolean({ description: 'Sign-in asks for a TOTP code after the password (see POST /auth/me/two-factor/).' }),
-    organizations: Type.Array(Type.Ref(OrganizationSchema), {
+    organizations: Type.Array(Ref(OrganizationSchema), {
       description: 'Active workspaces the caller is a member of, newest membership first.',
     }),
   },
-  { title: 'Me' },
+  { ...named('Me'), description: 'The signed-in user and the workspaces they belong to.' },
 );
 
 /** The editable profile fields, as returned; PATCH bodies take any subset of them (null clears a field). */
@@ -40,16 +40,16 @@ const profileProperties = {
   onboarding_completed_at: NullableTimestamp(),
 };
 
-export const ProfileSchema = Type.Object(profileProperties, { title: 'Profile' });
+export const ProfileSchema = Type.Object(profileProperties, named('Profile'));
 export type ProfileDto = Static<typeof ProfileSchema>;
 
 const marketingConsent = Type.Boolean({ description: 'Consent to product and marketing emails.' });
 
-export const SettingsSchema = Type.Object({ ...profileProperties, marketing_consent: marketingConsent }, { title: 'Settings' });
+export const SettingsSchema = Type.Object({ ...profileProperties, marketing_consent: marketingConsent }, named('Settings'));
 export type SettingsDto = Static<typeof SettingsSchema>;
 
 export const ProfilePatchSchema = Type.Partial(StrictObject(editableProfileProperties), {
-  title: 'ProfilePatch',
+  ...named('ProfileUpdate'),
   description: 'Names are trimmed; a blank one is stored as null.',
 });
 
@@ -64,33 +64,34 @@ export const SettingsPatchSchema = Type.Partial(
     current_password: Type.String({ maxLength: 1024, description: 'Required with a new `email`.' }),
     marketing_consent: marketingConsent,
   }),
-  { title: 'SettingsPatch', description: 'Names are trimmed; a blank one is stored as null.' },
+  { ...named('SettingsUpdate'), description: 'Names are trimmed; a blank one is stored as null.' },
 );
 export type SettingsPatch = Static<typeof SettingsPatchSchema>;
 
 const ExportProfileSchema = Type.Object(
   { ...editableProfileProperties, marketing_consent: marketingConsent, onboarding_completed_at: NullableTimestamp() },
-  { title: 'ExportProfile' },
+  named('ExportProfile'),
+);
+
+const ExportAccountSchema = Type.Object(
+  { username: Type.String(), email: Type.String({ format: 'email' }), date_joined: Timestamp() },
+  named('ExportAccount'),
+);
+
+const ExportMembershipSchema = Type.Object(
+  { organization_id: Uuid(), organization_name: Type.String(), role: Ref(RoleSchema), created_at: Timestamp() },
+  named('ExportMembership'),
 );
 
 export const AccountExportSchema = Type.Object(
   {
-    account: Type.Object(
-      { username: Type.String(), email: Type.String({ format: 'email' }), date_joined: Timestamp() },
-      { title: 'ExportAccount' },
-    ),
-    profile: ExportProfileSchema,
-    memberships: Type.Array(
-      Type.Object(
-        { organization_id: Uuid(), organization_name: Type.String(), role: Type.Ref(RoleSchema), created_at: Timestamp() },
-        { title: 'ExportMembership' },
-      ),
-    ),
+    account: Ref(ExportAccountSchema),
+    profile: Ref(ExportProfileSchema),
+    memberships: Type.Array(Ref(ExportMembershipSchema)),
   },
   {
-    title: 'AccountExport',
+    ...named('AccountExport'),
     description: 'Personal data only: never tokens, password hashes, SMTP data or workspace CRM records.',
-    headers: { 'content-disposition': Type.String({ description: '`attachment; filename="account-export.json"`' }) },
   },
 );
 export type AccountExportDto = Static<typeof AccountExportSchema>;
@@ -100,24 +101,41 @@ export const DeleteAccountSchema = StrictObject(
     password: Password({ description: 'The current password.' }),
     confirmation: Type.String({ maxLength: 100, description: 'Exactly `DELETE`.' }),
   },
-  { title: 'DeleteAccount' },
+  named('AccountDelete'),
 );
 
 const newPassword = Password({
   description: 'At least 8 characters, at most 1,024 bytes, not entirely numeric, not the username or email.',
 });
 
-export const PasswordChangeSchema = StrictObject({ current_password: Password(), new_password: newPassword }, { title: 'PasswordChange' });
+export const PasswordChangeSchema = StrictObject({ current_password: Password(), new_password: newPassword }, named('PasswordChange'));
 
 export const EmailChangeParamsSchema = Type.Object({
   token: Type.String({ maxLength: 200, description: 'Token from the emailed confirmation link.' }),
 });
 
-export const PasswordResetRequestSchema = StrictObject({ email: Email() }, { title: 'PasswordResetRequest' });
+export const PasswordResetRequestSchema = StrictObject({ email: Email() }, named('PasswordResetRequest'));
 
-export const PasswordResetConfirmSchema = StrictObject({ new_password: newPassword }, { title: 'PasswordResetConfirm' });
+export const PasswordResetConfirmSchema = StrictObject({ new_password: newPassword }, named('PasswordResetConfirm'));
 
 export const PasswordResetParamsSchema = Type.Object({
   uidb64: Type.String({ maxLength: 200, description: 'base64url of the user id, from the emailed link.' }),
   token: Type.String({ maxLength: 200, description: 'Token from the emailed link.' }),
 });
+
+/** The named components of this module, for app.addSchema (src/http/components.ts). */
+export const ACCOUNT_SCHEMAS = [
+  MeSchema,
+  ProfileSchema,
+  SettingsSchema,
+  ProfilePatchSchema,
+  SettingsPatchSchema,
+  ExportAccountSchema,
+  ExportProfileSchema,
+  ExportMembershipSchema,
+  AccountExportSchema,
+  DeleteAccountSchema,
+  PasswordChangeSchema,
+  PasswordResetRequestSchema,
+  PasswordResetConfirmSchema,
+];

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { requireTenant, userAudit } from '../../http/request.js';
-import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
+import { NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
 import { ApiKeyCreateSchema, ApiKeyCreatedSchema, ApiKeyParamsSchema, ApiKeySchema } from './schemas.js';
 
 const tags = ['api-keys'];
@@ -20,8 +20,8 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Create a workspace API key; the key is in this answer only.',
         description: `${ACCESS_NOTE}The key starts with \`crm_live_\` (for secret scanners) and authenticates with \`Authorization: Bearer <key>\` on the workspace's CRM endpoints only. Only its SHA-256 is stored.`,
         params: OrganizationParamsSchema,
-        body: ApiKeyCreateSchema,
-        response: responses({ 201: Type.Ref(ApiKeyCreatedSchema) }, 400, 401, 403, 404),
+        body: Ref(ApiKeyCreateSchema),
+        response: responses({ 201: Ref(ApiKeyCreatedSchema) }, 400, 401, 403, 404),
       },
       config: { access: 'MANAGE_SETTINGS' },
     },
@@ -40,7 +40,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Live (unrevoked) API keys of the workspace, newest first; never their secrets.',
         description: ACCESS_NOTE,
         params: OrganizationParamsSchema,
-        response: responses({ 200: Type.Array(Type.Ref(ApiKeySchema)) }, 401, 403, 404),
+        response: responses({ 200: Type.Array(Ref(ApiKeySchema)) }, 401, 403, 404),
       },
       config: { access: 'MANAGE_SETTINGS' },
     },

@@ -1,7 +1,7 @@
 // Routes of the token endpoints: sign in (rate-limited), refresh with rotation, and sign out.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { NoContent, ProblemSchema, problemResponse, responses } from '../../lib/http-schemas.js';
+import { NoContent, problemResponse, ProblemSchema, Ref, responses } from '../../lib/http-schemas.js';
 import { requireUser, sessionClient } from '../../http/request.js';
 import { RefreshTokenBodySchema, SignInSchema, TokenPairSchema } from './schemas.js';
 import { TwoFactorChallengeProblemSchema } from '../two-factor/schemas.js';
@@ -22,16 +22,16 @@ export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
           '(429 with `Retry-After`). 503 `server_busy` (with `Retry-After`) when too many password checks are queued. ' +
           'With two-factor sign-in on, the right password answers 401 `two_factor_required` with a `challenge` ' +
           '(TwoFactorChallengeProblem) instead of tokens: send it with a code to POST /auth/token/two-factor/.',
-        body: SignInSchema,
+        body: Ref(SignInSchema),
         response: {
-          ...responses({ 200: TokenPairSchema }, 401, 429, 503),
+          ...responses({ 200: Ref(TokenPairSchema) }, 401, 429, 503),
           401: {
             ...problemResponse(401),
             description:
               'Wrong credentials (Problem), or the password was right and a second factor is needed (TwoFactorChallengeProblem).',
             content: {
               'application/problem+json': {
-                schema: Type.Union([Type.Ref(TwoFactorChallengeProblemSchema), Type.Ref(ProblemSchema)]),
+                schema: Type.Union([Ref(TwoFactorChallengeProblemSchema), Ref(ProblemSchema)]),
               },
             },
           },
@@ -53,8 +53,8 @@ export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Rotation: the refresh token sent is blacklisted and a new one is returned; store it. Sending a blacklisted ' +
           'refresh token again answers 401 and ends its whole session (every refresh and access token of that sign-in). ' +
           'A deactivated user gets 401 (and access tokens issued before stop working at once).',
-        body: RefreshTokenBodySchema,
-        response: responses({ 200: TokenPairSchema }, 401),
+        body: Ref(RefreshTokenBodySchema),
+        response: responses({ 200: Ref(TokenPairSchema) }, 401),
       },
     },
     async (request) => auth.refresh(request.body.refresh, sessionClient(request)),
@@ -75,7 +75,7 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (scope) => {
         description:
           'Ends the session of that refresh token: it can no longer be refreshed, and the access tokens of the session ' +
           "stop working. A refresh token that is not the caller's, already used or already blacklisted answers 401.",
-        body: RefreshTokenBodySchema,
+        body: Ref(RefreshTokenBodySchema),
         response: responses({ 204: NoContent }, 401),
       },
     },

@@ -1,6 +1,6 @@
 // Request and response bodies of the token endpoints: sign in, refresh, sign out.
 import { Type } from '@sinclair/typebox';
-import { StrictObject } from '../../lib/http-schemas.js';
+import { named, StrictObject } from '../../lib/http-schemas.js';
 
 /** A password field. 4,096 characters at most in a body; the rules' byte limit (1,024) applies after that. */
 export const Password = (options: { description?: string } = {}) => Type.String({ minLength: 1, maxLength: 4096, ...options });
@@ -11,7 +11,8 @@ export const TokenPairSchema = Type.Object(
     refresh: Type.String({ description: 'Refresh JWT: single use; store the new one every refresh returns.' }),
   },
   {
-    title: 'TokenPair',
+    ...named('TokenPair'),
+    description: 'The tokens of a session: a short-lived access token and the refresh token that renews it.',
     examples: [
       { access: 'eyJhbGciOiJIUzI1NiJ9.example-access-claims.signature', refresh: 'eyJhbGciOiJIUzI1NiJ9.example-refresh-claims.signature' },
     ],
@@ -23,7 +24,7 @@ export const SignInSchema = StrictObject(
     username: Type.String({ minLength: 1, maxLength: 150, description: 'Exact username (email addresses are not accepted).' }),
     password: Password(),
   },
-  { title: 'SignIn', examples: [{ username: 'ada', password: 'correct-horse-battery' }] },
+  { ...named('SignIn'), examples: [{ username: 'ada', password: 'correct-horse-battery' }] },
 );
 
 /** Body of refresh and logout: the refresh token of one session. */
@@ -37,5 +38,8 @@ export const RefreshTokenBodySchema = StrictObject(
       description: 'Refresh JWT of the session.',
     }),
   },
-  { title: 'RefreshTokenBody' },
+  { ...named('RefreshToken') },
 );
+
+/** The named components of this module, for app.addSchema (src/http/components.ts). */
+export const AUTH_SCHEMAS = [TokenPairSchema, SignInSchema, RefreshTokenBodySchema];

@@ -1,6 +1,6 @@
 // Routes of the automations area: rules, the synchronous test run, and run history of an organization.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
+import { OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
 import { defaultEmptyBody } from '../../http/optional-body.js';
 import { PageQuerySchema, pageOf, pageResponse } from '../../lib/pagination.js';
 import { sendPage } from '../../http/pagination.js';
@@ -39,7 +39,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Automation rules of the organization.',
         description: `${READ_NOTE + WEBHOOK_URL_NOTE}${SECRET_NOTE}`,
         params: OrganizationParamsSchema,
-        response: responses({ 200: pageResponse(AutomationSchema, 'Rules, newest first.') }, 401, 403, 404),
+        response: responses({ 200: pageResponse(Ref(AutomationSchema), 'Rules, newest first.') }, 401, 403, 404),
       },
       config: { access: 'VIEW_CRM', apiKeys: true },
     },
@@ -68,8 +68,8 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'The `secret` is stored encrypted and never returned; without a server EMAIL_ENCRYPTION_KEY it cannot be stored ' +
           '(400 `encryption_key_missing`).',
         params: OrganizationParamsSchema,
-        body: AutomationCreateSchema,
-        response: responses({ 201: AutomationSchema }, 401, 403, 404, 413, 415),
+        body: Ref(AutomationCreateSchema),
+        response: responses({ 201: Ref(AutomationSchema) }, 401, 403, 404, 413, 415),
       },
       config: { access: 'MANAGE_AUTOMATIONS', apiKeys: true, idempotent: true },
     },
@@ -88,7 +88,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Runs of every rule of the organization.',
         description: READ_NOTE,
         params: OrganizationParamsSchema,
-        response: responses({ 200: pageResponse(AutomationRunSchema, 'Runs, newest first.') }, 401, 403, 404),
+        response: responses({ 200: pageResponse(Ref(AutomationRunSchema), 'Runs, newest first.') }, 401, 403, 404),
       },
       config: { access: 'VIEW_CRM', apiKeys: true },
     },
@@ -107,7 +107,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'One automation rule.',
         description: `${READ_NOTE + WEBHOOK_URL_NOTE}404 for a rule of another organization.`,
         params: AutomationParamsSchema,
-        response: responses({ 200: AutomationSchema }, 401, 403, 404),
+        response: responses({ 200: Ref(AutomationSchema) }, 401, 403, 404),
       },
       config: { access: 'VIEW_CRM', apiKeys: true },
     },
@@ -123,7 +123,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Runs of one rule.',
         description: `${READ_NOTE}404 for a rule of another organization.`,
         params: AutomationParamsSchema,
-        response: responses({ 200: pageResponse(AutomationRunSchema, 'Runs of the rule, newest first.') }, 401, 403, 404),
+        response: responses({ 200: pageResponse(Ref(AutomationRunSchema), 'Runs of the rule, newest first.') }, 401, 403, 404),
       },
       config: { access: 'VIEW_CRM', apiKeys: true },
     },
@@ -149,8 +149,8 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'webhook gets 5 seconds and redirects are not followed (a 3xx is a failure). Test runs (and email-account test ' +
           'sends) are limited per user (`RATE_LIMIT_TEST_SENDS_PER_HOUR`, 429 with `Retry-After`).',
         params: AutomationParamsSchema,
-        body: AutomationTestSchema,
-        response: responses({ 201: AutomationTestResultSchema }, 401, 403, 404, 413, 415, 429),
+        body: Ref(AutomationTestSchema),
+        response: responses({ 201: Ref(AutomationTestResultSchema) }, 401, 403, 404, 413, 415, 429),
       },
       preValidation: defaultEmptyBody,
       config: { access: 'MANAGE_AUTOMATIONS', apiKeys: true },

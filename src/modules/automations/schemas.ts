@@ -1,27 +1,37 @@
 // TypeBox schemas of the automations area: rules, their per-action settings, runs and the test result.
 import { Type, type Static, type TSchema, type TUnion } from '@sinclair/typebox';
 import { IgnoredOrganizationFields } from '../crm/record-schemas.js';
-import { Email, Nullable, NullableTimestamp, OrganizationParamsSchema, StrictObject, Timestamp, Uuid } from '../../lib/http-schemas.js';
+import {
+  Email,
+  named,
+  Nullable,
+  NullableTimestamp,
+  OrganizationParamsSchema,
+  Ref,
+  StrictObject,
+  StringEnum,
+  Timestamp,
+  Uuid,
+} from '../../lib/http-schemas.js';
 
-export const TriggerSchema = Type.Union(
-  [
-    Type.Literal('company.created'),
-    Type.Literal('company.updated'),
-    Type.Literal('contact.created'),
-    Type.Literal('contact.updated'),
-    Type.Literal('import.finished'),
-  ],
-  { description: 'The CRM event that starts the rule.' },
-);
+export const TriggerSchema = StringEnum(['company.created', 'company.updated', 'contact.created', 'contact.updated', 'import.finished'], {
+  $id: 'AutomationTrigger',
+  description:
+    'The event that starts the rule: a company or a contact was created (`*.created`) or changed (`*.updated`), or a CSV ' +
+    'import ended (`import.finished`).',
+});
 
-export const RunStatusSchema = Type.Union(
-  [Type.Literal('queued'), Type.Literal('running'), Type.Literal('success'), Type.Literal('failed'), Type.Literal('skipped')],
-  {
-    description:
-      '`queued` (waiting, also between retries), `running`, `success`, `failed` (see `error_message`), `skipped` ' +
-      '(a `send_email` refused by the sending policy, see `SendEmailConfig`; `error_message` says why; not retried).',
-  },
-);
+export const RunStatusSchema = StringEnum(['queued', 'running', 'success', 'failed', 'skipped'], {
+  $id: 'AutomationRunStatus',
+  description:
+    '`queued` (waiting, also between retries), `running`, `success`, `failed` (see `error_message`), `skipped` ' +
+    '(a `send_email` refused by the sending policy, see `SendEmailConfig`; `error_message` says why; not retried).',
+});
+
+export const ActionTypeSchema = StringEnum(['send_email', 'webhook'], {
+  $id: 'AutomationActionType',
+  description: 'What the rule does: `send_email` (settings: `SendEmailConfig`) or `webhook` (settings: `WebhookConfig`).',
+});
 
 export const SendEmailConfigSchema = StrictObject(
   {
@@ -37,7 +47,7 @@ export const SendEmailConfigSchema = StrictObject(
     body: Type.String({ minLength: 1, maxLength: 10_000, description: 'Plain text; blank lines separate paragraphs.' }),
   },
   {
-    title: 'SendEmailConfig',
+    ...named('SendEmailConfig'),
     description:
       'Sending policy, checked on every run: through the installation fallback account (the workspace has no active ' +
       'default account of its own) every recipient must be a member of the workspace; and a workspace sends at most ' +
@@ -57,7 +67,7 @@ export const WebhookConfigInputSchema = StrictObject(
     }),
     secret: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Signing secret; stored encrypted, never returned.' })),
   },
-  { title: 'WebhookConfigInput' },
+  named('WebhookConfigInput'),
 );
 export type WebhookConfigInput = Static<typeof WebhookConfigInputSchema>;
 
@@ -66,38 +76,43 @@ const WebhookConfigSchema = Type.Object(
     url: Type.String({ description: 'The webhook URL; only its origin for callers without MANAGE_AUTOMATIONS.' }),
     has_secret: Type.Boolean({ description: 'Whether deliveries are signed; the secret itself is never returned.' }),
   },
-  { title: 'WebhookConfig' },
+  named('WebhookConfig'),
 );
 
-function createBody<A extends string, C extends TSchema>(actionType: A, config: C, title: string) {
+function createBody<A extends string, C extends TSchema>(actionType: A, config: C, name: string) {
   return StrictObject(
     {
       name: Type.String({ minLength: 1, maxLength: 200 }),
-      trigger: TriggerSchema,
+      trigger: Ref(TriggerSchema),
       action_type: Type.Literal(actionType),
       action_config: config,
       is_active: Type.Optional(Type.Boolean({ default: true, description: 'Set once at creation (rules cannot be changed).' })),
       ...IgnoredOrganizationFields,
     },
-    { title },
+    named(name),
   );
 }
 
-const SendEmailAutomationCreateSchema = createBody('send_email', SendEmailConfigSchema, 'SendEmailAutomationCreate');
-const WebhookAutomationCreateSchema = createBody('webhook', WebhookConfigInputSchema, 'WebhookAutomationCreate');
+const SendEmailAutomationCreateSchema = createBody('send_email', Ref(SendEmailConfigSchema), 'SendEmailAutomationCreate');
+const WebhookAutomationCreateSchema = createBody('webhook', Ref(WebhookConfigInputSchema), 'WebhookAutomationCreate');
 
 /**
- * `oneOf` told apart by one property (Ajv's `discriminator`): the body is validated against the branch its tag names
- * only, so errors name that branch's fields. Typed as the TypeBox union it is built from (same static type).
+ * `oneOf` of named branches told apart by one property (Ajv's `discriminator`, which follows the `$ref`s): the body is
+ * validated against the branch its tag names only, so errors name that branch's fields. The document maps each tag
+ * value to its branch (src/plugins/openapi.ts). Typed as the union of the branches.
  */
-function discriminatedUnion<T extends TUnion>(union: T, propertyName: string, title: string): T {
-  const { anyOf, ...rest } = union;
-  return { ...rest, title, type: 'object', oneOf: anyOf, discriminator: { propertyName } } as unknown as T;
+function discriminatedUnion<const T extends TSchema[]>(branches: T, propertyName: string, name: string): TUnion<T> {
+  return {
+    ...named(name),
+    type: 'object',
+    oneOf: branches.map((branch) => Ref(branch)),
+    discriminator: { propertyName },
+  } as unknown as TUnion<T>;
 }
 
 /** One body per action type, so `action_config` is checked against the settings of that action only. */
 export const AutomationCreateSchema = discriminatedUnion(
-  Type.Union([SendEmailAutomationCreateSchema, WebhookAutomationCreateSchema]),
+  [SendEmailAutomationCreateSchema, WebhookAutomationCreateSchema],
   'action_type',
   'AutomationCreate',
 );
@@ -107,42 +122,42 @@ export const AutomationSchema = Type.Object(
   {
     id: Uuid(),
     name: Type.String(),
-    trigger: TriggerSchema,
-    action_type: Type.Union([Type.Literal('send_email'), Type.Literal('webhook')]),
-    action_config: Type.Union([SendEmailConfigSchema, WebhookConfigSchema]),
+    trigger: Ref(TriggerSchema),
+    action_type: Ref(ActionTypeSchema),
+    action_config: Type.Union([Ref(SendEmailConfigSchema), Ref(WebhookConfigSchema)]),
     is_active: Type.Boolean(),
     created_at: Timestamp(),
     updated_at: Timestamp(),
   },
-  { title: 'Automation' },
+  { ...named('Automation'), description: 'A rule: when `trigger` happens in the workspace, run the action.' },
 );
 export type AutomationDto = Static<typeof AutomationSchema>;
 
 const EventPayloadSchema = Type.Object(
   {
-    event: TriggerSchema,
+    event: Ref(TriggerSchema),
     organization_id: Uuid(),
     data: Type.Record(Type.String(), Type.Unknown(), { description: 'The record after the change, as the API returns it.' }),
     occurred_at: Timestamp(),
     test: Type.Optional(Type.Boolean({ description: 'true on runs started through the test endpoint.' })),
   },
-  { title: 'AutomationEvent', description: 'The event JSON; also the body a webhook receives.' },
+  { ...named('AutomationEvent'), description: 'The event JSON; also the body a webhook receives.' },
 );
 
 export const AutomationRunSchema = Type.Object(
   {
     id: Uuid(),
     automation_id: Uuid(),
-    trigger: TriggerSchema,
-    status: RunStatusSchema,
-    payload: EventPayloadSchema,
+    trigger: Ref(TriggerSchema),
+    status: Ref(RunStatusSchema),
+    payload: Ref(EventPayloadSchema),
     error_message: Nullable(Type.String(), { description: 'Why the last attempt failed; null after a success.' }),
     attempts: Type.Integer({ description: 'Attempts made so far (the worker retries transient failures).' }),
     created_at: Timestamp(),
     started_at: NullableTimestamp({ description: 'Start of the latest attempt.' }),
     finished_at: NullableTimestamp({ description: 'Set once the run is success, failed or skipped.' }),
   },
-  { title: 'AutomationRun' },
+  { ...named('AutomationRun'), description: 'One execution of a rule for one event.' },
 );
 export type AutomationRunDto = Static<typeof AutomationRunSchema>;
 
@@ -155,16 +170,34 @@ export const AutomationTestSchema = StrictObject(
       }),
     ),
   },
-  { title: 'AutomationTest', description: 'Optional; the body may also be omitted.' },
+  { ...named('AutomationTest'), description: 'Optional; the body may also be omitted.' },
 );
 export type AutomationTest = Static<typeof AutomationTestSchema>;
 
 export const AutomationTestResultSchema = Type.Object(
-  { status: RunStatusSchema, run: AutomationRunSchema },
-  { title: 'AutomationTestResult' },
+  { status: Ref(RunStatusSchema), run: Ref(AutomationRunSchema) },
+  named('AutomationTestResult'),
 );
 
 export const AutomationParamsSchema = Type.Object({
   ...OrganizationParamsSchema.properties,
   automation_id: Uuid({ description: 'Automation UUID.' }),
 });
+
+/** The named components of this module, for app.addSchema (src/http/components.ts). */
+export const AUTOMATION_SCHEMAS = [
+  TriggerSchema,
+  RunStatusSchema,
+  ActionTypeSchema,
+  SendEmailConfigSchema,
+  WebhookConfigInputSchema,
+  WebhookConfigSchema,
+  SendEmailAutomationCreateSchema,
+  WebhookAutomationCreateSchema,
+  AutomationCreateSchema,
+  AutomationSchema,
+  EventPayloadSchema,
+  AutomationRunSchema,
+  AutomationTestSchema,
+  AutomationTestResultSchema,
+];

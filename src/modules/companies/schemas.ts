@@ -1,15 +1,15 @@
 // Request and response schemas of the company endpoints.
 import { Type, type Static } from '@sinclair/typebox';
-import { Email, Nullable, Timestamp, Uuid } from '../../lib/http-schemas.js';
+import { Email, named, Nullable, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { RecordParamsSchema, SearchTermSchema, recordBodySchemas } from '../crm/record-schemas.js';
 
 const LIFECYCLE_STAGES = ['lead', 'prospect', 'customer', 'inactive'] as const;
 
-const LifecycleStageSchema = Type.Union(
-  LIFECYCLE_STAGES.map((stage) => Type.Literal(stage)),
-  { title: 'LifecycleStage', description: 'Where the company stands: `lead` (default), `prospect`, `customer` or `inactive`.' },
-);
+export const LifecycleStageSchema = StringEnum(LIFECYCLE_STAGES, {
+  $id: 'LifecycleStage',
+  description: 'Where the company stands: `lead` (default), `prospect`, `customer` or `inactive`.',
+});
 
 export const CompanySchema = Type.Object(
   {
@@ -18,12 +18,12 @@ export const CompanySchema = Type.Object(
     email: Nullable(Type.String()),
     phone_number: Nullable(Type.String()),
     website: Nullable(Type.String()),
-    lifecycle_stage: LifecycleStageSchema,
+    lifecycle_stage: Ref(LifecycleStageSchema),
     created_at: Timestamp(),
     updated_at: Timestamp(),
   },
   {
-    title: 'Company',
+    ...named('Company'),
     examples: [
       {
         id: '7c9e6679-7425-40de-944b-e07fc1f90ae7',
@@ -47,7 +47,7 @@ export const CompanyBodySchemas = recordBodySchemas(
     email: Nullable(Email()),
     phone_number: Nullable(Type.String({ maxLength: 50 })),
     website: Nullable(Type.String({ maxLength: 2048 })),
-    lifecycle_stage: LifecycleStageSchema,
+    lifecycle_stage: Ref(LifecycleStageSchema),
   },
   ['name'],
 );
@@ -57,7 +57,10 @@ export type CompanyUpdate = Static<typeof CompanyBodySchemas.update>;
 export const CompanyListQuerySchema = Type.Object({
   ...PageQuerySchema.properties,
   search: SearchTermSchema('name, email, phone_number or website'),
-  lifecycle_stage: Type.Optional(LifecycleStageSchema),
+  lifecycle_stage: Type.Optional(Ref(LifecycleStageSchema)),
 });
 
 export const CompanyParamsSchema = RecordParamsSchema('company_id', 'Company');
+
+/** The named components of this module, for app.addSchema (src/http/components.ts). */
+export const COMPANY_SCHEMAS = [LifecycleStageSchema, CompanySchema, CompanyBodySchemas.create, CompanyBodySchemas.update];

@@ -1,6 +1,6 @@
 // Request and response schemas of the contact endpoints.
 import { Type, type Static } from '@sinclair/typebox';
-import { Email, Nullable, Timestamp, Uuid } from '../../lib/http-schemas.js';
+import { Email, named, Nullable, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { RecordParamsSchema, SearchTermSchema, recordBodySchemas } from '../crm/record-schemas.js';
 
@@ -18,7 +18,7 @@ export const ContactSchema = Type.Object(
     updated_at: Timestamp(),
   },
   {
-    title: 'Contact',
+    ...named('Contact'),
     examples: [
       {
         id: '3f2504e0-4f89-41d3-9a0c-0305e82c3301',
@@ -61,3 +61,6 @@ export const ContactListQuerySchema = Type.Object({
 });
 
 export const ContactParamsSchema = RecordParamsSchema('contact_id', 'Contact');
+
+/** The named components of this module, for app.addSchema (src/http/components.ts). */
+export const CONTACT_SCHEMAS = [ContactSchema, ContactBodySchemas.create, ContactBodySchemas.update];

@@ -4,7 +4,7 @@ import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantDb } from '../../db/tenant-scope.js';
 import type { PageRows, TenantPages } from '../../db/tenant-pages.js';
-import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
+import { NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
 import { DEFAULT_LIMIT, decodeCursor, pageResponse, positionOfApiRow, type PageRequest } from '../../lib/pagination.js';
 import { paginate } from '../../http/pagination.js';
 import { requireTenant } from '../../http/request.js';
@@ -95,7 +95,7 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         description: notes.list,
         params: OrganizationParamsSchema,
         querystring: schemas.listQuery,
-        response: responses({ 200: pageResponse(schemas.record, `${names.many}, newest first.`) }, 401, 403, 404),
+        response: responses({ 200: pageResponse(Ref(schemas.record), `${names.many}, newest first.`) }, 401, 403, 404),
       },
       config: read,
     },
@@ -156,8 +156,8 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         summary: `Create a ${one} (MANAGE_CRM).`,
         description: notes.create,
         params: OrganizationParamsSchema,
-        body: schemas.create,
-        response: responses({ 201: schemas.record }, 401, 403, 404),
+        body: Ref(schemas.create),
+        response: responses({ 201: Ref(schemas.record) }, 401, 403, 404),
       },
       config: { ...write, idempotent: true },
     },
@@ -182,7 +182,7 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
           'if-none-match': Type.Optional(Type.String({ description: 'ETags of versions the client holds; `*` for any.' })),
         }),
         response: {
-          ...responses({ 200: { ...schemas.record, headers: ETAG_HEADER } }, 401, 403, 404),
+          ...responses({ 200: { ...Ref(schemas.record), headers: ETAG_HEADER } }, 401, 403, 404),
           304: { description: 'The version named in If-None-Match is current.', type: 'null', headers: ETAG_HEADER },
         },
       },
@@ -206,8 +206,8 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         description: notes.update,
         params: schemas.params,
         headers: IF_MATCH_HEADERS,
-        body: schemas.update,
-        response: responses({ 200: { ...schemas.record, headers: ETAG_HEADER } }, 401, 403, 404, 412),
+        body: Ref(schemas.update),
+        response: responses({ 200: { ...Ref(schemas.record), headers: ETAG_HEADER } }, 401, 403, 404, 412),
       },
       config: write,
     },

@@ -1,6 +1,6 @@
 // Schema pieces shared by the CRM record endpoints (companies, contacts).
 import { Type, type TProperties } from '@sinclair/typebox';
-import { OrganizationParamsSchema } from '../../lib/http-schemas.js';
+import { named, OrganizationParamsSchema } from '../../lib/http-schemas.js';
 import { SEARCH_SCAN_ROWS, SEARCH_TERM_PATTERN } from '../../lib/text-search.js';
 
 const ignored = Type.Optional(
@@ -24,11 +24,11 @@ export function recordBodySchemas<F extends TProperties, K extends keyof F & str
   const all = Type.Object(fields);
   return {
     create: Type.Composite([Type.Pick(all, required), Type.Partial(Type.Omit(all, required)), Type.Object(IgnoredOrganizationFields)], {
-      title: `${record}Create`,
+      ...named(`${record}Create`),
       additionalProperties: false,
     }),
     update: Type.Partial(all, {
-      title: `${record}Update`,
+      ...named(`${record}Update`),
       additionalProperties: false,
       description: `Any subset of the fields; absent fields stay unchanged.${updateNote}`,
     }),

@@ -1,9 +1,7 @@
-// Routes of a workspace's SMTP accounts (owner or admin): CRUD and a synchronous test send.
-import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requireTenant } from '../../http/request.js';
 import { sendPage } from '../../http/pagination.js';
-import { DetailSchema, NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
+import { DetailSchema, NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
 import { PageQuerySchema, pageOf, pageResponse } from '../../lib/pagination.js';
 import {
   EmailAccountCreateSchema,
@@ -35,7 +33,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: OrganizationParamsSchema,
         querystring: PageQuerySchema,
         response: responses(
-          { 200: pageResponse(EmailAccountSchema, 'Accounts, newest first; passwords are never returned.') },
+          { 200: pageResponse(Ref(EmailAccountSchema), 'Accounts, newest first; passwords are never returned.') },
           401,
           403,
           404,
@@ -62,8 +60,8 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           '`is_default: true`, becomes the default and the previous default is unset. ' +
           HOST_POLICY,
         params: OrganizationParamsSchema,
-        body: EmailAccountCreateSchema,
-        response: responses({ 201: EmailAccountSchema }, 401, 403, 404),
+        body: Ref(EmailAccountCreateSchema),
+        response: responses({ 201: Ref(EmailAccountSchema) }, 401, 403, 404),
       },
       config: { access: 'MANAGE_SETTINGS' },
     },
@@ -81,7 +79,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getEmailAccount',
         summary: 'One SMTP account (owner or admin).',
         params: EmailAccountParamsSchema,
-        response: responses({ 200: EmailAccountSchema }, 401, 403, 404),
+        response: responses({ 200: Ref(EmailAccountSchema) }, 401, 403, 404),
       },
       config: { access: 'MANAGE_SETTINGS' },
     },
@@ -104,8 +102,8 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'entered for. ' +
           HOST_POLICY,
         params: EmailAccountParamsSchema,
-        body: EmailAccountUpdateSchema,
-        response: responses({ 200: EmailAccountSchema }, 401, 403, 404),
+        body: Ref(EmailAccountUpdateSchema),
+        response: responses({ 200: Ref(EmailAccountSchema) }, 401, 403, 404),
       },
       config: { access: 'MANAGE_SETTINGS' },
     },
@@ -143,8 +141,8 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'on a network, TLS, authentication or rejection failure. Works for inactive accounts too. Test sends (this and ' +
           'automation test runs) are limited per user (`RATE_LIMIT_TEST_SENDS_PER_HOUR`, 429 with `Retry-After`).',
         params: EmailAccountParamsSchema,
-        body: EmailAccountTestSchema,
-        response: responses({ 200: Type.Ref(DetailSchema) }, 401, 403, 404, 429, 502),
+        body: Ref(EmailAccountTestSchema),
+        response: responses({ 200: Ref(DetailSchema) }, 401, 403, 404, 429, 502),
       },
       config: { access: 'MANAGE_SETTINGS' },
       preHandler: app.rateLimitPreset('testSends'),

@@ -1,6 +1,6 @@
 // Request and response schemas of a workspace's SMTP accounts: the shared `smtp` input object, the password write-only.
 import { Type, type Static } from '@sinclair/typebox';
-import { Email, Nullable, OrganizationParamsSchema, StrictObject, Timestamp, Uuid } from '../../lib/http-schemas.js';
+import { Email, named, Nullable, OrganizationParamsSchema, StrictObject, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { SmtpAccountInputSchema } from '../email/smtp-account-input.js';
 
 const IsActive = Type.Object({
@@ -11,7 +11,7 @@ const IsActive = Type.Object({
 
 export const EmailAccountCreateSchema = Type.Composite([SmtpAccountInputSchema, IsActive], {
   additionalProperties: false,
-  title: 'EmailAccountCreate',
+  ...named('EmailAccountCreate'),
   description:
     'The `smtp` object plus `is_active`. An empty `password` stores none. The first account of a workspace always becomes its default.',
 });
@@ -20,7 +20,7 @@ export type EmailAccountCreate = Static<typeof EmailAccountCreateSchema>;
 export const EmailAccountUpdateSchema = Type.Composite([Type.Partial(SmtpAccountInputSchema), IsActive], {
   additionalProperties: false,
   minProperties: 1,
-  title: 'EmailAccountUpdate',
+  ...named('EmailAccountUpdate'),
   description:
     'Only the fields to change. A new `password` replaces the stored one; an empty one removes it. `is_default: true` moves ' +
     'the default here; `is_default: false` on the default is refused (make another account the default instead).',
@@ -44,16 +44,19 @@ export const EmailAccountSchema = Type.Object(
     created_at: Timestamp(),
     updated_at: Timestamp(),
   },
-  { title: 'EmailAccount' },
+  { ...named('EmailAccount'), description: "One of a workspace's SMTP accounts (its password is never returned)." },
 );
 export type EmailAccountDto = Static<typeof EmailAccountSchema>;
 
 export const EmailAccountTestSchema = StrictObject(
   { recipient: Email({ description: 'Where to send the test message.' }) },
-  { title: 'EmailAccountTest' },
+  named('EmailAccountTest'),
 );
 
 export const EmailAccountParamsSchema = Type.Composite([
   OrganizationParamsSchema,
   Type.Object({ account_id: Type.String({ description: 'Email account UUID.' }) }),
 ]);
+
+/** The named components of this module, for app.addSchema (src/http/components.ts). */
+export const EMAIL_ACCOUNT_SCHEMAS = [EmailAccountCreateSchema, EmailAccountUpdateSchema, EmailAccountSchema, EmailAccountTestSchema];

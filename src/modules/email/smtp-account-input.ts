@@ -1,6 +1,6 @@
 // The `smtp` object clients submit (setup, SMTP test, email accounts) and its two uses: sending now, or storing.
 import { Type, type Static } from '@sinclair/typebox';
-import { Email, StrictObject } from '../../lib/http-schemas.js';
+import { Email, named, StrictObject } from '../../lib/http-schemas.js';
 import { encryptSecret } from '../../lib/crypto.js';
 import type { FieldErrors } from '../../lib/problem.js';
 import type { SmtpSettings } from './mailer.js';
@@ -18,7 +18,7 @@ export const SmtpAccountInputSchema = StrictObject(
     use_ssl: Type.Boolean({ description: 'Connect with implicit TLS (usually port 465). Mutually exclusive with use_tls.' }),
     is_default: Type.Optional(Type.Boolean({ description: "Use this account for the workspace's emails." })),
   },
-  { title: 'SmtpAccountInput', description: 'SMTP account settings.' },
+  { ...named('SmtpAccountInput'), description: 'SMTP account settings.' },
 );
 export type SmtpAccountInput = Static<typeof SmtpAccountInputSchema>;
 

@@ -5,16 +5,19 @@ import { pendingMigrations } from '../../db/migrate.js';
 import { jobQueueInstalled } from '../../jobs/install.js';
 import { migrationsDir } from '../../lib/project-root.js';
 import { serviceUnavailable } from '../../lib/problem.js';
-import { responses } from '../../lib/http-schemas.js';
+import { named, Ref, responses } from '../../lib/http-schemas.js';
 
 const READINESS_CACHE_MS = 1000;
 
-const StatusSchema = Type.Object({ status: Type.Literal('ok') }, { $id: 'HealthStatus', title: 'HealthStatus' });
+export const HealthStatusSchema = Type.Object(
+  { status: Type.Literal('ok') },
+  { ...named('HealthStatus'), description: 'The answer of a passing liveness or readiness check.' },
+);
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/healthz',
-    { schema: { tags: ['health'], operationId: 'getHealth', summary: 'The process is up.', response: { 200: StatusSchema } } },
+    { schema: { tags: ['health'], operationId: 'getHealth', summary: 'The process is up.', response: { 200: Ref(HealthStatusSchema) } } },
     async () => ({ status: 'ok' as const }),
   );
 
@@ -44,7 +47,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getReadiness',
         summary: 'The database is reachable, every migration is applied and the job queue is installed; 503 while draining.',
         description: "Checked through the application's connection pool; the answer is cached for one second.",
-        response: responses({ 200: StatusSchema }, 503),
+        response: responses({ 200: Ref(HealthStatusSchema) }, 503),
       },
     },
     async () => {

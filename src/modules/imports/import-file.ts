@@ -4,9 +4,9 @@ import { parse } from 'csv-parse/sync';
 import { Type, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { badRequest } from '../../lib/problem.js';
-import { CompanyBodySchemas } from '../companies/schemas.js';
+import { COMPANY_SCHEMAS, CompanyBodySchemas } from '../companies/schemas.js';
 import { companyPage } from '../companies/service.js';
-import { ContactBodySchemas } from '../contacts/schemas.js';
+import { CONTACT_SCHEMAS, ContactBodySchemas } from '../contacts/schemas.js';
 import { contactPage } from '../contacts/service.js';
 import type { PageTable } from '../../db/tenant-pages.js';
 
@@ -33,13 +33,19 @@ export interface ImportKindSpec {
   keys: readonly string[];
 }
 
+/** The named schemas the create bodies refer to (e.g. `LifecycleStage`), for checking rows against them. */
+export const IMPORT_BODY_REFERENCES: readonly TSchema[] = [...COMPANY_SCHEMAS, ...CONTACT_SCHEMAS];
+
+/** A field that takes null is a `Nullable` one: a union with the null type. */
+const acceptsNull = (schema: TSchema) => Array.isArray(schema.anyOf) && schema.anyOf.some((branch: TSchema) => branch.type === 'null');
+
 /** The body's fields a row may set: not the ignored organization fields. */
 const fieldSchemas = (body: ImportKindSpec['body']) =>
   Object.entries(body.properties as Record<string, TSchema>).filter(([f]) => f !== 'organization' && f !== 'organization_id');
 const writable = (body: ImportKindSpec['body']) => fieldSchemas(body).map(([f]) => f);
 const notNullable = (body: ImportKindSpec['body']) =>
   fieldSchemas(body)
-    .filter(([, schema]) => !Value.Check(schema, null))
+    .filter(([, schema]) => !acceptsNull(schema))
     .map(([f]) => f);
 
 export const IMPORT_KIND_SPECS: Record<'companies' | 'contacts', ImportKindSpec> = {

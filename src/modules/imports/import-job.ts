@@ -12,6 +12,7 @@ import { isUuid } from '../../lib/http-schemas.js';
 import { fieldErrors, type AjvIssue } from '../../plugins/errors.js';
 import {
   COMPANY_COLUMN,
+  IMPORT_BODY_REFERENCES,
   IMPORT_KIND_SPECS,
   importCell,
   parseImportFile,
@@ -25,7 +26,7 @@ import { finishImport } from './service.js';
 export const IMPORT_BATCH = 1000;
 
 /** Validates rows as the API validates create bodies (same formats, same field messages). */
-const ajv = addFormats.default(new Ajv({ allErrors: true, strict: false, coerceTypes: false }));
+const ajv = addFormats.default(new Ajv({ allErrors: true, strict: false, coerceTypes: false, schemas: [...IMPORT_BODY_REFERENCES] }));
 const validators = new Map<ImportKindSpec, ValidateFunction>();
 const validatorOf = (kind: ImportKindSpec) => {
   let validate = validators.get(kind);

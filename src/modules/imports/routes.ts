@@ -5,7 +5,7 @@ import multipart from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
+import { OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
 import { pageOf, pageResponse, positionOfApiRow } from '../../lib/pagination.js';
 import { paginate } from '../../http/pagination.js';
 import { requireTenant } from '../../http/request.js';
@@ -14,7 +14,7 @@ import { ImportCreateSchema, ImportListQuerySchema, ImportParamsSchema, ImportSc
 
 const documented = { tags: ['imports'] };
 const base = '/imports/';
-const ImportRef = Type.Ref(ImportSchema);
+const ImportRef = Ref(ImportSchema);
 
 /** The uploaded file of a request, kept aside while the body carries only its digest (for Idempotency-Key). */
 const uploads = new WeakMap<FastifyRequest, Buffer>();
@@ -48,7 +48,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           '`company.created`/`contact.created` events, only one `import.finished` when it ends.',
         consumes: ['multipart/form-data'],
         params: OrganizationParamsSchema,
-        body: ImportCreateSchema,
+        body: Ref(ImportCreateSchema),
         response: responses({ 202: ImportRef }, 401, 403, 404, 409, 413),
       },
       config: { access: 'MANAGE_CRM', idempotent: true },

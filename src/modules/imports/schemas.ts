@@ -1,39 +1,35 @@
-// Request and response schemas of the CSV imports (named components, registered in app.ts).
-import { type Static, type TSchema, Type } from '@sinclair/typebox';
-import { NullableTimestamp, Timestamp, Uuid } from '../../lib/http-schemas.js';
+// Request and response schemas of the CSV imports (named components, registered in src/http/components.ts).
+import { type Static, Type } from '@sinclair/typebox';
+import { named, NullableTimestamp, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { RecordParamsSchema } from '../crm/record-schemas.js';
 
-/** A closed set of strings as one named `{"type": "string", "enum": [...]}` component. */
-const stringEnum = <const V extends readonly string[]>(values: V, $id: string, description: string) =>
-  Type.Unsafe<V[number]>({ type: 'string', enum: [...values], $id, title: $id, description });
-/** The same enum inline, for the request body (validated by the app's own Ajv, which resolves no references). */
-const inline = <T extends { enum?: unknown; description?: string }>(schema: T) =>
-  Type.Unsafe<Static<T & TSchema>>({ type: 'string', enum: schema.enum, description: schema.description });
-
 export const IMPORT_KINDS = ['companies', 'contacts'] as const;
-export const ImportKindSchema = stringEnum(IMPORT_KINDS, 'ImportKind', 'What the file holds: `companies` or `contacts`.');
-export const ImportModeSchema = stringEnum(
-  ['create', 'upsert'] as const,
-  'ImportMode',
-  '`create` (default): every row is a new record. `upsert`: a row matching an existing record by its key updates it, ' +
+export const ImportKindSchema = StringEnum(IMPORT_KINDS, {
+  $id: 'ImportKind',
+  description: 'What the file holds: `companies` or `contacts`.',
+});
+export const ImportModeSchema = StringEnum(['create', 'upsert'], {
+  $id: 'ImportMode',
+  description:
+    '`create` (default): every row is a new record. `upsert`: a row matching an existing record by its key updates it, ' +
     'others are created. The key of contacts is `email`; of companies `website`, else `email`. A row whose key matches ' +
     'several records, or two different records by website and by email, fails with that reason.',
-);
-export const ImportStatusSchema = stringEnum(
-  ['queued', 'running', 'succeeded', 'failed', 'cancelled'] as const,
-  'ImportStatus',
-  '`queued`, `running`, then `succeeded` (at least one row written, or an empty file), `failed` (no row could be ' +
+});
+export const ImportStatusSchema = StringEnum(['queued', 'running', 'succeeded', 'failed', 'cancelled'], {
+  $id: 'ImportStatus',
+  description:
+    '`queued`, `running`, then `succeeded` (at least one row written, or an empty file), `failed` (no row could be ' +
     'written, or the job gave up) or `cancelled` (what was committed before stays and is counted).',
-);
+});
 export type ImportStatus = Static<typeof ImportStatusSchema>;
 
 export const ImportSchema = Type.Object(
   {
     id: Uuid(),
-    kind: Type.Ref(ImportKindSchema),
-    mode: Type.Ref(ImportModeSchema),
-    status: Type.Ref(ImportStatusSchema),
+    kind: Ref(ImportKindSchema),
+    mode: Ref(ImportModeSchema),
+    status: Ref(ImportStatusSchema),
     total_rows: Type.Integer({ description: 'Data rows in the file (the header row not counted).' }),
     processed_rows: Type.Integer({ description: 'Rows handled so far (created, updated or failed).' }),
     created: Type.Integer(),
@@ -42,7 +38,7 @@ export const ImportSchema = Type.Object(
     created_at: Timestamp(),
     finished_at: NullableTimestamp(),
   },
-  { $id: 'Import', title: 'Import', description: 'A CSV import and its progress; never the file itself.' },
+  { ...named('Import'), description: 'A CSV import and its progress; never the file itself.' },
 );
 export type ImportDto = {
   id: string;
@@ -68,7 +64,7 @@ export const ImportCreateSchema = Type.Object(
         'The CSV file: UTF-8 (with or without BOM), comma- or semicolon-separated, a header row. An empty cell is an ' +
         "absent (or cleared) field; one leading `'` before `=`, `+`, `-` or `@` (the export's formula guard) is removed.",
     }),
-    kind: inline(ImportKindSchema),
+    kind: Ref(ImportKindSchema),
     mapping: Type.Optional(
       Type.String({
         description:
@@ -77,12 +73,13 @@ export const ImportCreateSchema = Type.Object(
           'column: the company of the workspace with that website, else with exactly that name.',
       }),
     ),
-    mode: Type.Optional(inline(ImportModeSchema)),
+    mode: Type.Optional(Ref(ImportModeSchema)),
   },
-  { title: 'ImportCreate', additionalProperties: false },
+  { ...named('ImportCreate'), additionalProperties: false },
 );
 
-export const IMPORT_SCHEMAS: TSchema[] = [ImportKindSchema, ImportModeSchema, ImportStatusSchema, ImportSchema];
+/** The named components of this module, for app.addSchema (src/http/components.ts). */
+export const IMPORT_SCHEMAS = [ImportKindSchema, ImportModeSchema, ImportStatusSchema, ImportSchema, ImportCreateSchema];
 
 export const ImportListQuerySchema = Type.Object({ ...PageQuerySchema.properties });
 export const ImportParamsSchema = RecordParamsSchema('import_id', 'Import');

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { assertInstallationAdmin } from '../../lib/current-user.js';
 import { requireUser, userAudit } from '../../http/request.js';
-import { responses } from '../../lib/http-schemas.js';
+import { Ref, responses } from '../../lib/http-schemas.js';
 import { defaultEmptyBody } from '../../http/optional-body.js';
 import { AcceptBodySchema, LinkTokenParamsSchema } from '../invitations/schemas.js';
 import {
@@ -30,7 +30,7 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'listInstallationAdmins',
         summary: 'Installation administrators and their pending invitations (installation administrators only).',
-        response: responses({ 200: AdminOverviewSchema }, 401, 403),
+        response: responses({ 200: Ref(AdminOverviewSchema) }, 401, 403),
       },
       preHandler: requireInstallationAdmin,
     },
@@ -49,8 +49,8 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'workspaces have their own accounts (nothing is created then). The link is ' +
           '`<SERVICE_APP_URL>/installation-admin-invite/<token>`, single use, seven days. Inviting an address again ' +
           "revokes its earlier links. 409 `already_administrator` for an administrator's address. Rate-limited per user.",
-        body: AdminInvitationCreateSchema,
-        response: responses({ 201: AdminInvitationSchema }, 401, 403, 409, 429),
+        body: Ref(AdminInvitationCreateSchema),
+        response: responses({ 201: Ref(AdminInvitationSchema) }, 401, 403, 409, 429),
       },
       preHandler: [requireInstallationAdmin, app.rateLimitPreset('adminInvitations')],
     },
@@ -75,7 +75,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'The invited address and expiry of an installation-administrator link.',
         description: 'Public: the token is the credential. Unknown, accepted, expired and revoked links are all 404 `invitation_invalid`.',
         params: LinkTokenParamsSchema,
-        response: responses({ 200: AdminInvitationPreviewSchema }, 404),
+        response: responses({ 200: Ref(AdminInvitationPreviewSchema) }, 404),
       },
     },
     async (request) => admins.preview(request.params.token),
@@ -94,8 +94,8 @@ export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'users: Bearer token, no body or `{}`, and the invited address (403 `invitation_email_mismatch`). Replayed, ' +
           'expired and revoked links are 404 `invitation_invalid`.',
         params: LinkTokenParamsSchema,
-        body: AcceptBodySchema,
-        response: responses({ 201: AdminInvitationAcceptedSchema }, 401, 403, 404, 409),
+        body: Ref(AcceptBodySchema),
+        response: responses({ 201: Ref(AdminInvitationAcceptedSchema) }, 401, 403, 404, 409),
       },
       preValidation: defaultEmptyBody,
       config: { identifyUser: true },

@@ -4,7 +4,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requestTransport, requireUser, userAudit } from '../../http/request.js';
 import { paginate } from '../../http/pagination.js';
-import { responses } from '../../lib/http-schemas.js';
+import { Ref, responses } from '../../lib/http-schemas.js';
 import { pageOf, pageResponse, positionOfApiRow } from '../../lib/pagination.js';
 import {
   AuditEntrySchema,
@@ -31,7 +31,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Twelve checks in a fixed order, each `pass` or `fail` with guidance naming the variable to set; no value of ' +
           'any variable is ever part of the answer. `served_over_https` and `trust_proxy` are judged from the request ' +
           'that asks: call it through the same proxy as clients do.',
-        response: responses({ 200: Type.Ref(ProductionReadinessSchema) }),
+        response: responses({ 200: Ref(ProductionReadinessSchema) }),
       },
     },
     async (request) => installation.readiness(requestTransport(request, app.config.trustProxy)),
@@ -44,7 +44,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         operationId: 'getSystemInformation',
         summary: 'Versions, uptime, database size and installation-wide counts (installation administrators).',
-        response: responses({ 200: Type.Ref(SystemInformationSchema) }),
+        response: responses({ 200: Ref(SystemInformationSchema) }),
       },
     },
     async () => installation.systemInformation(),
@@ -59,7 +59,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'The audit log, newest first (installation administrators).',
         description: 'The same entries as the console\'s audit page; filters combine. Keyset pages (`Link: rel="next"`).',
         querystring: AuditLogQuerySchema,
-        response: responses({ 200: pageResponse(Type.Ref(AuditEntrySchema), 'Audit entries, newest first.') }),
+        response: responses({ 200: pageResponse(Ref(AuditEntrySchema), 'Audit entries, newest first.') }),
       },
     },
     async (request, reply) => {
@@ -81,7 +81,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Each kind is `failed` when its latest event is a failure, `stale` when its latest success is older than ' +
           '`BACKUP_MAX_AGE_HOURS` (backups) or `RESTORE_TEST_MAX_AGE_DAYS` (restore tests), `current` otherwise, and ' +
           '`unknown` before any event. `make backup` and `make restore-test` record their outcome themselves.',
-        response: responses({ 200: Type.Ref(BackupStatusSchema) }),
+        response: responses({ 200: Ref(BackupStatusSchema) }),
       },
     },
     async () => installation.backupStatus(),
@@ -95,8 +95,8 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'recordBackupEvent',
         summary: "Record the outcome of a backup or restore test (an operator's backup script).",
         description: 'Answers the backup status with the event counted. Written to the audit log.',
-        body: BackupEventCreateSchema,
-        response: responses({ 201: Type.Ref(BackupStatusSchema) }),
+        body: Ref(BackupEventCreateSchema),
+        response: responses({ 201: Ref(BackupStatusSchema) }),
       },
     },
     async (request, reply) => {

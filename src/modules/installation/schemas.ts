@@ -1,27 +1,22 @@
 // Request and response schemas of the installation administrators' API (named components, registered in app.ts).
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
-import { Nullable, StrictObject, Timestamp, Uuid } from '../../lib/http-schemas.js';
+import { named, Nullable, Ref, StrictObject, Timestamp, Uuid, StringEnum } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { READINESS_KEYS } from './readiness.js';
 
-/** A closed set of strings as one named `{"type": "string", "enum": [...]}` component. */
-const stringEnum = <const V extends readonly string[]>(values: V, $id: string, description: string) =>
-  Type.Unsafe<V[number]>({ type: 'string', enum: [...values], $id, title: $id, description });
-
-export const ReadinessCheckKeySchema = stringEnum(
-  READINESS_KEYS,
-  'ReadinessCheckKey',
-  'The production-readiness checks, in the order of the answer; `guidance` of each says what it verifies.',
-);
-export const ReadinessCheckStatusSchema = stringEnum(['pass', 'fail'] as const, 'ReadinessCheckStatus', '`pass` or `fail`.');
+export const ReadinessCheckKeySchema = StringEnum(READINESS_KEYS, {
+  $id: 'ReadinessCheckKey',
+  description: 'The production-readiness checks, in the order of the answer; `guidance` of each says what it verifies.',
+});
+export const ReadinessCheckStatusSchema = StringEnum(['pass', 'fail'], { $id: 'ReadinessCheckStatus', description: '`pass` or `fail`.' });
 
 export const ReadinessCheckSchema = Type.Object(
   {
-    key: Type.Ref(ReadinessCheckKeySchema),
-    status: Type.Ref(ReadinessCheckStatusSchema),
+    key: Ref(ReadinessCheckKeySchema),
+    status: Ref(ReadinessCheckStatusSchema),
     guidance: Type.String({ description: 'What to set, by variable name (never a value).' }),
   },
-  { $id: 'ReadinessCheck', title: 'ReadinessCheck' },
+  named('ReadinessCheck'),
 );
 
 export const ProductionReadinessSchema = Type.Object(
@@ -29,9 +24,9 @@ export const ProductionReadinessSchema = Type.Object(
     ready: Type.Boolean({ description: 'Every check passes.' }),
     passed: Type.Integer(),
     total: Type.Integer(),
-    checks: Type.Array(Type.Ref(ReadinessCheckSchema)),
+    checks: Type.Array(Ref(ReadinessCheckSchema)),
   },
-  { $id: 'ProductionReadiness', title: 'ProductionReadiness' },
+  named('ProductionReadiness'),
 );
 
 export const SystemInformationSchema = Type.Object(
@@ -52,7 +47,7 @@ export const SystemInformationSchema = Type.Object(
       failed_jobs: Type.Integer({ description: 'Background jobs that used up their attempts.' }),
     }),
   },
-  { $id: 'SystemInformation', title: 'SystemInformation' },
+  named('SystemInformation'),
 );
 
 export const AuditEntrySchema = Type.Object(
@@ -68,7 +63,7 @@ export const AuditEntrySchema = Type.Object(
     organization_id: Nullable(Uuid()),
     client_ip: Nullable(Type.String()),
   },
-  { $id: 'AuditEntry', title: 'AuditEntry' },
+  named('AuditEntry'),
 );
 export type AuditEntryDto = Static<typeof AuditEntrySchema>;
 
@@ -80,29 +75,29 @@ export const AuditLogQuerySchema = Type.Object({
 });
 
 const BACKUP_STATES = ['current', 'stale', 'failed', 'unknown'] as const;
-export const BackupStateSchema = stringEnum(
-  BACKUP_STATES,
-  'BackupState',
-  'From the latest event of the kind: `failed` after a failure, `stale` when its success is older than the configured ' +
+export const BackupStateSchema = StringEnum(BACKUP_STATES, {
+  $id: 'BackupState',
+  description:
+    'From the latest event of the kind: `failed` after a failure, `stale` when its success is older than the configured ' +
     'age, `current` otherwise, `unknown` before any event.',
-);
+});
 export const BackupKindStatusSchema = Type.Object(
   {
-    status: Type.Ref(BackupStateSchema),
+    status: Ref(BackupStateSchema),
     completed_at: Nullable(Timestamp(), { description: 'When the latest event of the kind was reported.' }),
   },
-  { $id: 'BackupKindStatus', title: 'BackupKindStatus' },
+  named('BackupKindStatus'),
 );
 export type BackupKindStatusDto = { status: (typeof BACKUP_STATES)[number]; completed_at: string | null };
 
 export const BackupStatusSchema = Type.Object(
   {
-    backup: Type.Ref(BackupKindStatusSchema),
-    restore_test: Type.Ref(BackupKindStatusSchema),
+    backup: Ref(BackupKindStatusSchema),
+    restore_test: Ref(BackupKindStatusSchema),
     backup_max_age_hours: Type.Integer({ description: 'BACKUP_MAX_AGE_HOURS.' }),
     restore_test_max_age_days: Type.Integer({ description: 'RESTORE_TEST_MAX_AGE_DAYS.' }),
   },
-  { $id: 'BackupStatus', title: 'BackupStatus' },
+  named('BackupStatus'),
 );
 
 const BACKUP_EVENT_KINDS = ['backup', 'restore_test'] as const;
@@ -110,16 +105,15 @@ const BACKUP_EVENT_STATUSES = ['success', 'failure'] as const;
 export type BackupEventKindValue = (typeof BACKUP_EVENT_KINDS)[number];
 export type BackupEventStatusValue = (typeof BACKUP_EVENT_STATUSES)[number];
 
+const BackupEventKindSchema = StringEnum(BACKUP_EVENT_KINDS, {
+  $id: 'BackupEventKind',
+  description: 'What ran: `backup` (a backup was taken) or `restore_test` (a backup was restored and verified).',
+});
+const BackupEventStatusSchema = StringEnum(BACKUP_EVENT_STATUSES, { $id: 'BackupEventStatus', description: '`success` or `failure`.' });
+
 export const BackupEventCreateSchema = StrictObject(
-  {
-    kind: Type.Unsafe<BackupEventKindValue>({ type: 'string', enum: [...BACKUP_EVENT_KINDS], description: '`backup` or `restore_test`.' }),
-    status: Type.Unsafe<BackupEventStatusValue>({
-      type: 'string',
-      enum: [...BACKUP_EVENT_STATUSES],
-      description: '`success` or `failure`.',
-    }),
-  },
-  { title: 'BackupEventCreate' },
+  { kind: Ref(BackupEventKindSchema), status: Ref(BackupEventStatusSchema) },
+  named('BackupEventCreate'),
 );
 
 /** Every named schema of this area, for app.addSchema (dependencies first). */
@@ -133,4 +127,7 @@ export const INSTALLATION_SCHEMAS: TSchema[] = [
   BackupStateSchema,
   BackupKindStatusSchema,
   BackupStatusSchema,
+  BackupEventKindSchema,
+  BackupEventStatusSchema,
+  BackupEventCreateSchema,
 ];

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requireTenant, requireUser, userAudit } from '../../http/request.js';
 import { sendPage } from '../../http/pagination.js';
-import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
+import { NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
 import { defaultEmptyBody } from '../../http/optional-body.js';
 import { PageQuerySchema, pageOf, pageResponse } from '../../lib/pagination.js';
 import {
@@ -35,7 +35,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'listed (they belong to provisioning). Members and viewers get 403; workspaces you are not a member of, 404.',
         params: OrganizationParamsSchema,
         querystring: PageQuerySchema,
-        response: responses({ 200: pageResponse(InvitationSchema, 'Invitations, newest first.') }, 401, 403, 404),
+        response: responses({ 200: pageResponse(Ref(InvitationSchema), 'Invitations, newest first.') }, 401, 403, 404),
       },
       config: { access: 'MANAGE_MEMBERS' },
     },
@@ -59,8 +59,8 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'workspace cannot invite (403 `personal_workspace`). 409 `already_member` when the address belongs to a member, ' +
           '409 `invitation_pending` when a pending invitation for it exists (resend or revoke that one). Rate-limited per user.',
         params: OrganizationParamsSchema,
-        body: InvitationCreateSchema,
-        response: responses({ 201: InvitationSchema }, 401, 403, 404, 409, 429),
+        body: Ref(InvitationCreateSchema),
+        response: responses({ 201: Ref(InvitationSchema) }, 401, 403, 404, 409, 429),
       },
       config: { access: 'MANAGE_MEMBERS', idempotent: true },
       preHandler: sendLimit,
@@ -106,7 +106,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'invitations (403). Without a usable email account: 400 `email_not_configured`, nothing changes. Rate-limited ' +
           'together with sending.',
         params: InvitationParamsSchema,
-        response: responses({ 201: InvitationSchema }, 401, 403, 404, 409, 429),
+        response: responses({ 201: Ref(InvitationSchema) }, 401, 403, 404, 409, 429),
       },
       config: { access: 'MANAGE_MEMBERS' },
       preHandler: sendLimit,
@@ -131,7 +131,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'What an invitation link offers: workspace, role, invited address.',
         description: 'Public: the token is the credential. Unknown, accepted, expired and revoked links are all 404 `invitation_invalid`.',
         params: LinkTokenParamsSchema,
-        response: responses({ 200: InvitationPreviewSchema }, 404),
+        response: responses({ 200: Ref(InvitationPreviewSchema) }, 404),
       },
     },
     async (request) => links.preview(request.params.token),
@@ -152,8 +152,8 @@ export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'already is a member keeps their membership (`membership_created: false`). Accepting an Owner handoff ' +
           'activates the workspace with you as owner. Replayed, expired and revoked links are 404 `invitation_invalid`.',
         params: LinkTokenParamsSchema,
-        body: AcceptBodySchema,
-        response: responses({ 201: InvitationAcceptedSchema }, 401, 403, 404, 409),
+        body: Ref(AcceptBodySchema),
+        response: responses({ 201: Ref(InvitationAcceptedSchema) }, 401, 403, 404, 409),
       },
       preValidation: defaultEmptyBody,
       config: { identifyUser: true },

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requireTenant, userAudit } from '../../http/request.js';
 import { sendPage } from '../../http/pagination.js';
-import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
+import { NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
 import { PageQuerySchema, pageOf, pageResponse } from '../../lib/pagination.js';
 import { MemberParamsSchema, MemberSchema, MemberUpdateSchema } from './schemas.js';
 
@@ -21,7 +21,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: 'Memberships are created only by accepting an invitation; there is no endpoint to add a member directly.',
         params: OrganizationParamsSchema,
         querystring: PageQuerySchema,
-        response: responses({ 200: pageResponse(MemberSchema, 'Members, newest first.') }, 401, 403, 404),
+        response: responses({ 200: pageResponse(Ref(MemberSchema), 'Members, newest first.') }, 401, 403, 404),
       },
       config: { access: 'MANAGE_MEMBERS' },
     },
@@ -44,8 +44,8 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           "admins move other members between `member` and `viewer`. The owner's own role changes only through a transfer " +
           '(403 `owner_role_locked`). Personal workspaces: 403 `personal_workspace`. Answers the changed member.',
         params: MemberParamsSchema,
-        body: MemberUpdateSchema,
-        response: responses({ 200: MemberSchema }, 401, 403, 404),
+        body: Ref(MemberUpdateSchema),
+        response: responses({ 200: Ref(MemberSchema) }, 401, 403, 404),
       },
       config: { access: 'MANAGE_MEMBERS' },
     },

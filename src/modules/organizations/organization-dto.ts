@@ -1,12 +1,13 @@
 // The Organization body every endpoint returns, and its mapping from the database row and the caller's role.
 import { Type, type Static } from '@sinclair/typebox';
 import type { MembershipRole, Organization } from '../../generated/prisma/client.js';
-import { Timestamp, Uuid } from '../../lib/http-schemas.js';
+import { named, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 
-export const RoleSchema = Type.Union([Type.Literal('owner'), Type.Literal('admin'), Type.Literal('member'), Type.Literal('viewer')], {
+export const RoleSchema = StringEnum(['owner', 'admin', 'member', 'viewer'], {
   $id: 'MembershipRole',
-  title: 'MembershipRole',
-  description: 'Role in one organization.',
+  description:
+    'Role in one organization: `owner` (one per workspace, everything), `admin` (manages members, invitations, email ' +
+    'accounts and automations), `member` (reads and writes CRM records), `viewer` (reads only).',
 });
 
 export const OrganizationSchema = Type.Object(
@@ -15,14 +16,14 @@ export const OrganizationSchema = Type.Object(
     name: Type.String(),
     slug: Type.String(),
     is_personal: Type.Boolean(),
-    current_user_role: Type.Ref(RoleSchema),
+    current_user_role: Ref(RoleSchema),
     require_two_factor: Type.Boolean({
       description: 'Members without two-factor sign-in get 403 `two_factor_required` on this workspace (set by the owner).',
     }),
     created_at: Timestamp(),
     updated_at: Timestamp(),
   },
-  { $id: 'Organization', title: 'Organization' },
+  { ...named('Organization'), description: 'A workspace, with the role the caller has in it.' },
 );
 export type OrganizationDto = Static<typeof OrganizationSchema>;
 

@@ -1,8 +1,6 @@
-// Routes of the workspaces themselves: create, read, delete, provisioning handoffs and personal workspaces.
-import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requireTenant, requireUser, userAudit } from '../../http/request.js';
-import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
+import { NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
 import { defaultEmptyBody } from '../../http/optional-body.js';
 import { PageQuerySchema, pageOf, pageResponse } from '../../lib/pagination.js';
 import { sendPage } from '../../http/pagination.js';
@@ -35,8 +33,8 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'send it; nothing is created then) and you hold a temporary `admin` membership that disappears when the Owner ' +
           'accepts. A signed-in user who is not an installation administrator gets 403. A taken `slug` is a 409; an ' +
           'omitted one is generated from the name and made unique with a numeric suffix. Rate-limited per user.',
-        body: OrganizationCreateSchema,
-        response: responses({ 201: OrganizationCreatedSchema }, 401, 403, 409, 429),
+        body: Ref(OrganizationCreateSchema),
+        response: responses({ 201: Ref(OrganizationCreatedSchema) }, 401, 403, 409, 429),
       },
       config: { idempotent: true },
       preHandler: app.rateLimitPreset('provisioning'),
@@ -60,8 +58,8 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
           '`installation_not_initialized` before). ' +
           'A second personal workspace is a 409 `personal_workspace_exists`. A personal workspace cannot invite, receive ' +
           'members or be deleted.',
-        body: PersonalOrganizationCreateSchema,
-        response: responses({ 201: Type.Ref(OrganizationSchema) }, 401, 409),
+        body: Ref(PersonalOrganizationCreateSchema),
+        response: responses({ 201: Ref(OrganizationSchema) }, 401, 409),
       },
       preValidation: defaultEmptyBody,
       config: { idempotent: true },
@@ -80,7 +78,7 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listProvisioning',
         summary: 'Workspaces awaiting their Owner: your own, or all of them for an installation administrator.',
         querystring: PageQuerySchema,
-        response: responses({ 200: pageResponse(ProvisioningItemSchema, 'Pending handoffs, newest first.') }, 401),
+        response: responses({ 200: pageResponse(Ref(ProvisioningItemSchema), 'Pending handoffs, newest first.') }, 401),
       },
     },
     async (request, reply) => {
@@ -102,8 +100,8 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'nothing changed, when no SMTP account can send it). No body, or `{}`. Rate-limited ' +
           'together with workspace creation.',
         params: OrganizationParamsSchema,
-        body: ProvisioningResendSchema,
-        response: responses({ 200: ProvisioningItemSchema }, 401, 404, 429),
+        body: Ref(ProvisioningResendSchema),
+        response: responses({ 200: Ref(ProvisioningItemSchema) }, 401, 404, 429),
       },
       preValidation: defaultEmptyBody,
       preHandler: app.rateLimitPreset('provisioning'),
@@ -145,7 +143,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'One workspace you are a member of.',
         description: 'Workspaces you are not a member of, and pending or cancelled ones, answer 404.',
         params: OrganizationParamsSchema,
-        response: responses({ 200: Type.Ref(OrganizationSchema) }, 401, 403, 404),
+        response: responses({ 200: Ref(OrganizationSchema) }, 401, 403, 404),
       },
       config: { access: 'VIEW_CRM', apiKeys: true },
       // The workspace's own URL keeps the API's trailing slash (the prefix alone would be registered without it).
@@ -165,8 +163,8 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           '`name`: owners and admins (MANAGE_SETTINGS). `require_two_factor`: the owner only (403 `owner_required`), and ' +
           'turning it on only once the owner has two-factor sign-in on (403 `two_factor_required`). The slug never changes.',
         params: OrganizationParamsSchema,
-        body: OrganizationUpdateSchema,
-        response: responses({ 200: Type.Ref(OrganizationSchema) }, 401, 403, 404),
+        body: Ref(OrganizationUpdateSchema),
+        response: responses({ 200: Ref(OrganizationSchema) }, 401, 403, 404),
       },
       config: { access: 'MANAGE_SETTINGS' },
       prefixTrailingSlash: 'slash',

@@ -1,6 +1,6 @@
 // Request and response schemas of the workspace endpoints: creation, provisioning handoffs, personal workspaces.
 import { Type, type Static } from '@sinclair/typebox';
-import { Email, StrictObject, Timestamp, Uuid } from '../../lib/http-schemas.js';
+import { Email, named, Ref, StrictObject, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { OrganizationSchema } from './organization-dto.js';
 
 export const SLUG_PATTERN = '^[a-z0-9]+(?:-[a-z0-9]+)*$';
@@ -24,13 +24,13 @@ export const OrganizationCreateSchema = StrictObject(
       description: 'The Owner. Your own address makes you the owner at once; any other address starts a provisioning handoff.',
     }),
   },
-  { title: 'OrganizationCreate' },
+  named('OrganizationCreate'),
 );
 export type OrganizationCreate = Static<typeof OrganizationCreateSchema>;
 
 export const OrganizationCreatedSchema = Type.Intersect(
   [
-    Type.Ref(OrganizationSchema),
+    Ref(OrganizationSchema),
     Type.Object({
       owner_invitation_pending: Type.Boolean({
         description:
@@ -39,7 +39,7 @@ export const OrganizationCreatedSchema = Type.Intersect(
     }),
   ],
   {
-    title: 'OrganizationCreated',
+    ...named('OrganizationCreated'),
     description:
       'The new workspace. While the handoff is pending, current_user_role is `admin`: your temporary membership, removed ' +
       'when the Owner accepts.',
@@ -58,8 +58,7 @@ export const OrganizationUpdateSchema = StrictObject(
     ),
   },
   {
-    $id: 'OrganizationUpdate',
-    title: 'OrganizationUpdate',
+    ...named('OrganizationUpdate'),
     description: 'Any subset; the slug never changes.',
     minProperties: 1,
   },
@@ -68,7 +67,7 @@ export type OrganizationUpdate = Static<typeof OrganizationUpdateSchema>;
 
 export const PersonalOrganizationCreateSchema = StrictObject(
   { name: Type.Optional(OrganizationName) },
-  { title: 'PersonalOrganizationCreate', description: 'Optional; the body may also be omitted.' },
+  { ...named('PersonalOrganizationCreate'), description: 'Optional; the body may also be omitted.' },
 );
 export type PersonalOrganizationCreate = Static<typeof PersonalOrganizationCreateSchema>;
 
@@ -80,11 +79,21 @@ export const ProvisioningItemSchema = Type.Object(
     owner_email: Type.String({ format: 'email' }),
     created_at: Timestamp(),
   },
-  { title: 'ProvisioningItem', description: 'A workspace awaiting its Owner.' },
+  { ...named('ProvisioningItem'), description: 'A workspace awaiting its Owner.' },
 );
 export type ProvisioningItem = Static<typeof ProvisioningItemSchema>;
 
 export const ProvisioningResendSchema = StrictObject(
   {},
-  { title: 'ProvisioningResend', description: 'No fields; the body may be omitted.' },
+  { ...named('ProvisioningResend'), description: 'No fields; the body may be omitted.' },
 );
+
+/** The named components of this module, for app.addSchema (src/http/components.ts). */
+export const ORGANIZATION_SCHEMAS = [
+  OrganizationCreateSchema,
+  OrganizationCreatedSchema,
+  OrganizationUpdateSchema,
+  PersonalOrganizationCreateSchema,
+  ProvisioningItemSchema,
+  ProvisioningResendSchema,
+];

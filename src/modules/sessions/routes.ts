@@ -1,9 +1,8 @@
 // Routes of the signed-in user's sessions: list them, end one, end all but the current one.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
-import { NoContent, responses } from '../../lib/http-schemas.js';
+import { NoContent, Ref, responses } from '../../lib/http-schemas.js';
 import { requestSessionId, requireUser, userAudit } from '../../http/request.js';
-import { SessionListSchema, SessionParamsSchema, SessionSchema, SessionsEndedSchema } from './schemas.js';
+import { SessionListSchema, SessionParamsSchema, SessionsEndedSchema } from './schemas.js';
 
 const tags = ['auth'];
 const REVOCATION =
@@ -23,7 +22,7 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'One entry per sign-in (refresh-token family), with the client of its last sign-in or refresh; `current` marks ' +
           'the session of the access token used. Not paginated: a user has one entry per live sign-in.',
-        response: responses({ 200: Type.Ref(SessionListSchema) }, 401),
+        response: responses({ 200: Ref(SessionListSchema) }, 401),
       },
     },
     async (request) => ({ results: await sessions.list(requireUser(request).id, requestSessionId(request)) }),
@@ -55,11 +54,9 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'endOtherSessions',
         summary: 'Sign out everywhere else: end every session but the current one.',
         description: `${REVOCATION} No body.`,
-        response: responses({ 200: Type.Ref(SessionsEndedSchema) }, 401),
+        response: responses({ 200: Ref(SessionsEndedSchema) }, 401),
       },
     },
     async (request) => ({ ended: await sessions.endOthers(requireUser(request).id, requestSessionId(request), userAudit(request)) }),
   );
 };
-
-export const sessionSchemas = [SessionSchema, SessionListSchema, SessionsEndedSchema];

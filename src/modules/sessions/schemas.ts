@@ -1,6 +1,6 @@
 // Response bodies and parameters of the session endpoints.
 import { Type } from '@sinclair/typebox';
-import { Nullable, Timestamp, Uuid } from '../../lib/http-schemas.js';
+import { named, Nullable, Ref, Timestamp, Uuid } from '../../lib/http-schemas.js';
 
 export const SessionSchema = Type.Object(
   {
@@ -13,17 +13,20 @@ export const SessionSchema = Type.Object(
     }),
     current: Type.Boolean({ description: 'The session of the access token making this request.' }),
   },
-  { $id: 'Session', title: 'Session', description: 'A sign-in (a refresh-token family) that is still live.' },
+  { ...named('Session'), description: 'A sign-in (a refresh-token family) that is still live.' },
 );
 
 export const SessionListSchema = Type.Object(
-  { results: Type.Array(Type.Ref(SessionSchema), { description: 'Live sessions, most recently used first.' }) },
-  { $id: 'SessionList', title: 'SessionList' },
+  { results: Type.Array(Ref(SessionSchema), { description: 'Live sessions, most recently used first.' }) },
+  named('SessionList'),
 );
 
 export const SessionsEndedSchema = Type.Object(
   { ended: Type.Integer({ minimum: 0, description: 'How many sessions were ended.' }) },
-  { $id: 'SessionsEnded', title: 'SessionsEnded' },
+  named('SessionsEnded'),
 );
 
 export const SessionParamsSchema = Type.Object({ session_id: Type.String({ description: 'Session id.' }) });
+
+/** The named components of this module, for app.addSchema (src/http/components.ts). */
+export const SESSION_SCHEMAS = [SessionSchema, SessionListSchema, SessionsEndedSchema];

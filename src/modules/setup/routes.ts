@@ -1,7 +1,6 @@
 // Routes of first-run setup: availability, the one-time setup itself, and the SMTP test offered during it.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
-import { DetailSchema, responses } from '../../lib/http-schemas.js';
+import { DetailSchema, Ref, responses } from '../../lib/http-schemas.js';
 import { SetupAvailabilitySchema, SetupRequestSchema, SmtpTestRequestSchema } from './schemas.js';
 
 const GATE_DESCRIPTION =
@@ -27,7 +26,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getSetupAvailability',
         summary: 'Whether first-run setup can run.',
         description: 'Never reveals the setup token.',
-        response: responses({ 200: SetupAvailabilitySchema }),
+        response: responses({ 200: Ref(SetupAvailabilitySchema) }),
       },
     },
     async () => setup.availability(),
@@ -46,8 +45,8 @@ export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'the installation fallback SMTP account (always the default; `smtp` needs EMAIL_ENCRYPTION_KEY on the server, ' +
           'else 400 with `errors.smtp`). ' +
           GATE_DESCRIPTION,
-        body: SetupRequestSchema,
-        response: responses({ 201: Type.Ref(DetailSchema) }, 403, 413, 415, 429),
+        body: Ref(SetupRequestSchema),
+        response: responses({ 201: Ref(DetailSchema) }, 403, 413, 415, 429),
       },
     },
     async (request, reply) => {
@@ -68,8 +67,8 @@ export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
           '200 when the SMTP server accepted the message (not a delivery guarantee). Any connection, TLS, authentication or ' +
           'rejection failure answers 502 `smtp_failed` with a generic detail. Needs no EMAIL_ENCRYPTION_KEY: nothing is stored. ' +
           GATE_DESCRIPTION,
-        body: SmtpTestRequestSchema,
-        response: responses({ 200: Type.Ref(DetailSchema) }, 403, 413, 415, 429, 502),
+        body: Ref(SmtpTestRequestSchema),
+        response: responses({ 200: Ref(DetailSchema) }, 403, 413, 415, 429, 502),
       },
     },
     async (request) => {

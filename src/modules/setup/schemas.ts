@@ -1,6 +1,6 @@
 // Request and response bodies of first-run setup and of its SMTP test.
 import { Type, type Static } from '@sinclair/typebox';
-import { Email, StrictObject } from '../../lib/http-schemas.js';
+import { Email, named, Ref, StrictObject } from '../../lib/http-schemas.js';
 import { Password } from '../auth/schemas.js';
 import { NAME_MAX_LENGTH, SLUG_MAX_LENGTH, SLUG_PATTERN } from '../organizations/schemas.js';
 import { SmtpAccountInputSchema } from '../email/smtp-account-input.js';
@@ -13,7 +13,7 @@ export const SetupAvailabilitySchema = Type.Object(
         'users and no workspaces yet.',
     }),
   },
-  { title: 'SetupAvailability' },
+  { ...named('SetupAvailability'), description: 'Whether first-run setup can run now.' },
 );
 
 const SetupToken = Type.String({
@@ -40,10 +40,10 @@ export const SetupRequestSchema = StrictObject(
       pattern: SLUG_PATTERN,
       description: 'Lower-case letters and digits in dash-separated groups.',
     }),
-    smtp: Type.Optional(SmtpAccountInputSchema),
+    smtp: Type.Optional(Ref(SmtpAccountInputSchema)),
   },
   {
-    title: 'SetupRequest',
+    ...named('SetupRequest'),
     examples: [
       {
         setup_token: '<the value of SERVICE_SETUP_TOKEN>',
@@ -62,8 +62,11 @@ export const SmtpTestRequestSchema = StrictObject(
   {
     setup_token: SetupToken,
     recipient: Email({ description: 'Address that receives the test message.' }),
-    smtp: SmtpAccountInputSchema,
+    smtp: Ref(SmtpAccountInputSchema),
   },
-  { title: 'SmtpTestRequest' },
+  named('SmtpTestRequest'),
 );
 export type SmtpTestRequest = Static<typeof SmtpTestRequestSchema>;
+
+/** The named components of this module, for app.addSchema (src/http/components.ts). */
+export const SETUP_SCHEMAS = [SetupAvailabilitySchema, SetupRequestSchema, SmtpTestRequestSchema];

@@ -1,11 +1,9 @@
 // Routes of two-factor sign-in: enrol, confirm and disable for the signed-in user; the challenge answer at sign-in.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
-import { NoContent, responses } from '../../lib/http-schemas.js';
+import { NoContent, Ref, responses } from '../../lib/http-schemas.js';
 import { requestSessionId, requireUser, sessionClient, userAudit } from '../../http/request.js';
 import { TokenPairSchema } from '../auth/schemas.js';
 import {
-  TwoFactorChallengeProblemSchema,
   TwoFactorCodeSchema,
   TwoFactorDisableSchema,
   TwoFactorEnrolmentSchema,
@@ -33,8 +31,8 @@ export const publicRoutes: FastifyPluginAsyncTypebox = async (app) => {
           "(sign in again). Ten wrong codes in 15 minutes, over all challenges, lock the account's second step: 429 " +
           '`two_factor_attempts_exceeded` with `Retry-After`. 503 `two_factor_unavailable` when the server can no longer ' +
           'read TOTP secrets (its EMAIL_ENCRYPTION_KEY is gone): recovery codes still work.',
-        body: TwoFactorSignInSchema,
-        response: responses({ 200: TokenPairSchema }, 401, 429, 503),
+        body: Ref(TwoFactorSignInSchema),
+        response: responses({ 200: Ref(TokenPairSchema) }, 401, 429, 503),
       },
       preHandler: app.rateLimitPreset('tokenPerIp'),
     },
@@ -58,7 +56,7 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
           '/auth/me/two-factor/confirm/ with a code. Calling it again before confirming replaces the secret. 409 ' +
           '`two_factor_already_enabled` when it is on; 400 `encryption_key_missing` when the server has no ' +
           'EMAIL_ENCRYPTION_KEY (secrets are stored encrypted with it). No body.',
-        response: responses({ 200: Type.Ref(TwoFactorEnrolmentSchema) }, 401, 409),
+        response: responses({ 200: Ref(TwoFactorEnrolmentSchema) }, 401, 409),
       },
     },
     async (request) => twoFactor.enrol(requireUser(request)),
@@ -75,8 +73,8 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'The session making the request stays signed in (its refresh token keeps working); every other session of ' +
           'the account ends, since it was opened with the password alone. A wrong or replayed code answers 400 ' +
           "`two_factor_code_invalid` and counts against the account's limit (429 `two_factor_attempts_exceeded`).",
-        body: TwoFactorCodeSchema,
-        response: responses({ 200: Type.Ref(TwoFactorRecoveryCodesSchema) }, 401, 409, 429, 503),
+        body: Ref(TwoFactorCodeSchema),
+        response: responses({ 200: Ref(TwoFactorRecoveryCodesSchema) }, 401, 409, 429, 503),
       },
     },
     async (request) => twoFactor.confirm(requireUser(request), requestSessionId(request), request.body.code, userAudit(request)),
@@ -93,7 +91,7 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Removes the secret and every recovery code; sessions stay as they are. Workspaces that require two-factor ' +
           'answer 403 `two_factor_required` again until it is back on. 400 `wrong_password`, 400 ' +
           '`two_factor_code_invalid`, 400 `two_factor_not_enabled`.',
-        body: TwoFactorDisableSchema,
+        body: Ref(TwoFactorDisableSchema),
         response: responses({ 204: NoContent }, 401, 429, 503),
       },
       preHandler: app.rateLimitPreset('passwordChecks'),
@@ -104,6 +102,3 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   );
 };
-
-/** Response bodies referenced by name (request bodies are validated inline, without the shared components). */
-export const twoFactorSchemas = [TwoFactorEnrolmentSchema, TwoFactorRecoveryCodesSchema, TwoFactorChallengeProblemSchema];

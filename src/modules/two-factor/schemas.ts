@@ -1,6 +1,6 @@
 // Request and response bodies of two-factor sign-in: enrolment, confirmation, disabling, and the sign-in challenge.
 import { Type } from '@sinclair/typebox';
-import { ProblemSchema, StrictObject } from '../../lib/http-schemas.js';
+import { named, ProblemSchema, Ref, StrictObject } from '../../lib/http-schemas.js';
 import { Password } from '../auth/schemas.js';
 
 const TotpCode = Type.String({ pattern: '^[0-9]{6}$', description: 'The 6-digit code the authenticator app shows now.' });
@@ -21,13 +21,12 @@ export const TwoFactorEnrolmentSchema = Type.Object(
     otpauth_uri: Type.String({ description: '`otpauth://totp/…` URI with the same secret: render it as a QR code.' }),
   },
   {
-    $id: 'TwoFactorEnrolment',
-    title: 'TwoFactorEnrolment',
+    ...named('TwoFactorEnrolment'),
     description: 'Shown once, at enrolment; never again after confirmation.',
   },
 );
 
-export const TwoFactorCodeSchema = StrictObject({ code: TotpCode }, { $id: 'TwoFactorCode', title: 'TwoFactorCode' });
+export const TwoFactorCodeSchema = StrictObject({ code: TotpCode }, named('TwoFactorCode'));
 
 export const TwoFactorRecoveryCodesSchema = Type.Object(
   {
@@ -37,25 +36,24 @@ export const TwoFactorRecoveryCodesSchema = Type.Object(
       description: 'Ten single-use codes for when the authenticator is lost. Shown only now: only their hashes are kept.',
     }),
   },
-  { $id: 'TwoFactorRecoveryCodes', title: 'TwoFactorRecoveryCodes' },
+  named('TwoFactorRecoveryCodes'),
 );
 
 export const TwoFactorDisableSchema = StrictObject(
   { password: Password({ description: 'The current password.' }), code: TotpCode },
-  { $id: 'TwoFactorDisable', title: 'TwoFactorDisable' },
+  named('TwoFactorDisable'),
 );
 
-export const TwoFactorSignInSchema = Type.Union(
-  [
-    StrictObject({ challenge: Challenge, code: TotpCode }, { title: 'TwoFactorSignInWithCode' }),
-    StrictObject({ challenge: Challenge, recovery_code: RecoveryCode }, { title: 'TwoFactorSignInWithRecoveryCode' }),
-  ],
-  {
-    $id: 'TwoFactorSignIn',
-    title: 'TwoFactorSignIn',
-    description: 'The challenge and either a current code or a recovery code.',
-  },
+const TwoFactorSignInWithCodeSchema = StrictObject({ challenge: Challenge, code: TotpCode }, named('TwoFactorSignInWithCode'));
+const TwoFactorSignInWithRecoveryCodeSchema = StrictObject(
+  { challenge: Challenge, recovery_code: RecoveryCode },
+  named('TwoFactorSignInWithRecoveryCode'),
 );
+
+export const TwoFactorSignInSchema = Type.Union([Ref(TwoFactorSignInWithCodeSchema), Ref(TwoFactorSignInWithRecoveryCodeSchema)], {
+  ...named('TwoFactorSignIn'),
+  description: 'The challenge and either a current code or a recovery code.',
+});
 
 /** The 401 of a password sign-in when two-factor is on: a problem with the challenge to answer. */
 export const TwoFactorChallengeProblemSchema = Type.Object(
@@ -67,8 +65,19 @@ export const TwoFactorChallengeProblemSchema = Type.Object(
     }),
   },
   {
-    $id: 'TwoFactorChallengeProblem',
-    title: 'TwoFactorChallengeProblem',
+    ...named('TwoFactorChallengeProblem'),
     description: 'Problem `two_factor_required` of POST /auth/token/: the password was right, a second factor is needed.',
   },
 );
+
+/** The named components of this module, for app.addSchema (src/http/components.ts). */
+export const TWO_FACTOR_SCHEMAS = [
+  TwoFactorEnrolmentSchema,
+  TwoFactorCodeSchema,
+  TwoFactorRecoveryCodesSchema,
+  TwoFactorDisableSchema,
+  TwoFactorSignInWithCodeSchema,
+  TwoFactorSignInWithRecoveryCodeSchema,
+  TwoFactorSignInSchema,
+  TwoFactorChallengeProblemSchema,
+];

@@ -1,0 +1,49 @@
+// Every named schema of the API, registered once with app.addSchema: routes refer to them with `Ref` and
+// @fastify/swagger lists them under `components/schemas` by their `$id`. A new named schema joins its module's list.
+import type { TSchema } from '@sinclair/typebox';
+import { DetailSchema, ErrorCodeSchema, ProblemSchema } from '../lib/http-schemas.js';
+import { ACCOUNT_SCHEMAS } from '../modules/account/schemas.js';
+import { API_KEY_SCHEMAS } from '../modules/api-keys/schemas.js';
+import { AUTH_SCHEMAS } from '../modules/auth/schemas.js';
+import { AUTOMATION_SCHEMAS } from '../modules/automations/schemas.js';
+import { COMPANY_SCHEMAS } from '../modules/companies/schemas.js';
+import { CONTACT_SCHEMAS } from '../modules/contacts/schemas.js';
+import { SmtpAccountInputSchema } from '../modules/email/smtp-account-input.js';
+import { EMAIL_ACCOUNT_SCHEMAS } from '../modules/email-accounts/schemas.js';
+import { HealthStatusSchema } from '../modules/health/routes.js';
+import { IMPORT_SCHEMAS } from '../modules/imports/schemas.js';
+import { INSTALLATION_SCHEMAS } from '../modules/installation/schemas.js';
+import { INSTALLATION_ADMIN_SCHEMAS } from '../modules/installation-admins/schemas.js';
+import { INVITATION_SCHEMAS } from '../modules/invitations/schemas.js';
+import { MEMBER_SCHEMAS } from '../modules/members/schemas.js';
+import { OrganizationSchema, RoleSchema } from '../modules/organizations/organization-dto.js';
+import { ORGANIZATION_SCHEMAS } from '../modules/organizations/schemas.js';
+import { SESSION_SCHEMAS } from '../modules/sessions/schemas.js';
+import { SETUP_SCHEMAS } from '../modules/setup/schemas.js';
+import { TWO_FACTOR_SCHEMAS } from '../modules/two-factor/schemas.js';
+
+export const COMPONENT_SCHEMAS: readonly TSchema[] = [
+  ErrorCodeSchema,
+  ProblemSchema,
+  DetailSchema,
+  HealthStatusSchema,
+  ...AUTH_SCHEMAS,
+  ...SESSION_SCHEMAS,
+  ...TWO_FACTOR_SCHEMAS,
+  ...ACCOUNT_SCHEMAS,
+  ...SETUP_SCHEMAS,
+  SmtpAccountInputSchema,
+  RoleSchema,
+  OrganizationSchema,
+  ...ORGANIZATION_SCHEMAS,
+  ...MEMBER_SCHEMAS,
+  ...INVITATION_SCHEMAS,
+  ...INSTALLATION_ADMIN_SCHEMAS,
+  ...INSTALLATION_SCHEMAS,
+  ...EMAIL_ACCOUNT_SCHEMAS,
+  ...COMPANY_SCHEMAS,
+  ...CONTACT_SCHEMAS,
+  ...AUTOMATION_SCHEMAS,
+  ...IMPORT_SCHEMAS,
+  ...API_KEY_SCHEMAS,
+];
