@@ -10,6 +10,7 @@ import { configurePasswordHashing } from './lib/passwords.js';
 import errorsPlugin, { renderError } from './plugins/errors.js';
 import storableTextPlugin from './plugins/storable-text.js';
 import securityHeadersPlugin from './plugins/security-headers.js';
+import corsPlugin from './plugins/cors.js';
 import dbPlugin from './plugins/db.js';
 import readReplicaPlugin from './plugins/read-replica.js';
 import authPlugin from './plugins/auth.js';
@@ -112,6 +113,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(errorsPlugin);
   await app.register(storableTextPlugin);
   await app.register(securityHeadersPlugin);
+  // Before authentication and rate limits (preflights carry no token); the console under /admin/ stays same-origin.
+  await app.register(corsPlugin, { paths: ['/api/', '/openapi.json'] });
   await app.register(dbPlugin);
   await app.register(readReplicaPlugin);
   await app.register(metricsPlugin);
