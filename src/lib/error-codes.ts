@@ -66,6 +66,8 @@ export const ERROR_CODES = {
   setup_closed: 'Setup has already been completed.',
   idempotency_request_in_progress: 'A request with this Idempotency-Key is still being handled.',
   idempotency_key_reused: 'The Idempotency-Key was used for a different request.',
+  precondition_failed:
+    "If-Match names none of the record's current ETags: it changed since the caller read it. Read it again (GET), merge, retry with the new ETag.",
   // Setup and configuration
   invalid_setup_token: 'The setup token is wrong.',
   setup_unavailable: 'Setup is disabled: the server has no SERVICE_SETUP_TOKEN.',

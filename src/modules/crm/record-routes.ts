@@ -1,13 +1,23 @@
 // Registers the five endpoints every CRM record collection has (list, create, read, update, delete) in the tenant
-// context, reads needing VIEW_CRM and writes MANAGE_CRM.
+// context, reads needing VIEW_CRM and writes MANAGE_CRM; single records carry an ETag and honour If-None-Match and
+// If-Match.
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { TenantDb } from '../../db/tenant-scope.js';
 import type { PageRows, TenantPages } from '../../db/tenant-pages.js';
+import type { TenantWrites, Versioned } from '../../db/tenant-writes.js';
 import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
 import { DEFAULT_LIMIT, decodeCursor, pageResponse, positionOfApiRow, type PageRequest } from '../../lib/pagination.js';
 import { paginate } from '../../http/pagination.js';
 import { requireTenant } from '../../http/request.js';
+import {
+  ETAG_HEADERS,
+  etagOf,
+  IfMatchHeadersSchema,
+  IfNoneMatchHeadersSchema,
+  ifMatchVersions,
+  NotModifiedResponse,
+  notModified,
+} from '../../http/conditional.js';
 import { csvExport } from './record-export.js';
 import type { CrmScope } from './record-service.js';
 
@@ -24,10 +34,11 @@ export interface RecordSchemas {
 /** What the routes call (a `recordService`); the service owns the behaviour. */
 export interface RecordService<S extends RecordSchemas, Filters> {
   list(pages: TenantPages, filters: Filters, page: PageRequest): Promise<PageRows<ApiRecord<S>>>;
-  get(db: TenantDb, id: string): Promise<Static<S['record']>>;
-  create(scope: CrmScope, body: Static<S['create']>): Promise<Static<S['record']>>;
-  update(scope: CrmScope, id: string, body: Static<S['update']>): Promise<Static<S['record']>>;
-  remove(db: TenantDb, id: string): Promise<void>;
+  get(writes: TenantWrites, id: string): Promise<Versioned<Static<S['record']>>>;
+  create(scope: CrmScope, body: Static<S['create']>): Promise<Versioned<Static<S['record']>>>;
+  /** `expected`: the versions of If-Match, or undefined (unconditional). */
+  update(scope: CrmScope, id: string, body: Static<S['update']>, expected?: readonly string[]): Promise<Versioned<Static<S['record']>>>;
+  remove(scope: CrmScope, id: string, expected?: readonly string[]): Promise<void>;
 }
 
 export interface RecordCollection<S extends RecordSchemas, Filters> {
@@ -67,6 +78,17 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
   const write = { access: 'MANAGE_CRM' } as const;
   const common = { tags: [tag] };
   const idOf = (request: FastifyRequest) => (request.params as Record<string, string>)[idParam] ?? '';
+  const ifMatch = (request: FastifyRequest) => ifMatchVersions(request.headers['if-match']);
+  /** The record as the body, its version as the ETag. */
+  const withETag = <T>(reply: FastifyReply, { record, version }: Versioned<T>): T => {
+    reply.header('etag', etagOf(version));
+    return record;
+  };
+  const recordResponse = (description: string) => ({
+    description,
+    headers: ETAG_HEADERS,
+    content: { 'application/json': { schema: schemas.record } },
+  });
 
   app.get(
     path,
@@ -140,13 +162,13 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         description: notes.create,
         params: OrganizationParamsSchema,
         body: schemas.create,
-        response: responses({ 201: schemas.record }, 401, 403, 404),
+        response: responses({ 201: recordResponse(`The ${one} created.`) }, 401, 403, 404),
       },
       config: { ...write, idempotent: true },
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
       reply.code(201);
-      return service.create(scopeOf(request), request.body as Static<S['create']>);
+      return withETag(reply, await service.create(scopeOf(request), request.body as Static<S['create']>));
     },
   );
 
@@ -157,12 +179,23 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         ...common,
         operationId: `get${names.one}`,
         summary: `One ${one} (VIEW_CRM).`,
+        description:
+          'Sends an `ETag`; with `If-None-Match` naming it the answer is 304 without a body (for clients that keep their ' +
+          'own copy: browsers are told `no-store`). Send the ETag back in `If-Match` to change or delete the record only ' +
+          'if nobody changed it meanwhile.',
         params: schemas.params,
-        response: responses({ 200: schemas.record }, 401, 403, 404),
+        headers: IfNoneMatchHeadersSchema,
+        response: responses({ 200: recordResponse(`The ${one}.`), 304: NotModifiedResponse }, 401, 403, 404),
       },
       config: read,
     },
-    async (request: FastifyRequest) => service.get(requireTenant(request).db, idOf(request)),
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      const current = await service.get(requireTenant(request).writes, idOf(request));
+      if (notModified(request.headers['if-none-match'], current.version)) {
+        return reply.code(304).header('etag', etagOf(current.version)).send();
+      }
+      return withETag(reply, current);
+    },
   );
 
   app.patch(
@@ -172,14 +205,16 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         ...common,
         operationId: `update${names.one}`,
         summary: `Change some fields of a ${one} (MANAGE_CRM).`,
-        description: notes.update,
+        description: `${notes.update} With \`If-Match\`, only if the ${one} is still at that ETag, else 412 and nothing changes.`,
         params: schemas.params,
+        headers: IfMatchHeadersSchema,
         body: schemas.update,
-        response: responses({ 200: schemas.record }, 401, 403, 404),
+        response: responses({ 200: recordResponse(`The ${one} as changed.`) }, 401, 403, 404, 412),
       },
       config: write,
     },
-    async (request: FastifyRequest) => service.update(scopeOf(request), idOf(request), request.body as Static<S['update']>),
+    async (request: FastifyRequest, reply: FastifyReply) =>
+      withETag(reply, await service.update(scopeOf(request), idOf(request), request.body as Static<S['update']>, ifMatch(request))),
   );
 
   app.delete(
@@ -189,14 +224,15 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         ...common,
         operationId: `delete${names.one}`,
         summary: `Delete a ${one} (MANAGE_CRM).`,
-        description: notes.delete,
+        description: `${notes.delete} With \`If-Match\`, only if the ${one} is still at that ETag, else 412 and nothing is deleted.`,
         params: schemas.params,
-        response: responses({ 204: NoContent }, 401, 403, 404),
+        headers: IfMatchHeadersSchema,
+        response: responses({ 204: NoContent }, 401, 403, 404, 412),
       },
       config: write,
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
-      await service.remove(requireTenant(request).db, idOf(request));
+      await service.remove(scopeOf(request), idOf(request), ifMatch(request));
       return reply.code(204).send(null);
     },
   );

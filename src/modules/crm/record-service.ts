@@ -1,12 +1,13 @@
 // The behaviour every CRM record shares (companies, contacts): reads that answer 404 for unknown and malformed
-// ids, writes in one statement with their automation event, database errors mapped to the API's answers. Each
-// record type supplies its queries.
+// ids, writes in one statement with their automation event, database errors mapped to the API's answers, and
+// versions: every read and write answers the record's version, updates and deletes may be conditional on it (412).
+// Each record type supplies its queries.
 import type { TenantDb } from '../../db/tenant-scope.js';
 import type { PageRows, PageTable, TenantPages } from '../../db/tenant-pages.js';
-import type { ColumnValues, TenantWrites } from '../../db/tenant-writes.js';
+import type { ColumnValues, TenantWrites, Versioned } from '../../db/tenant-writes.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import type { PageRequest } from '../../lib/pagination.js';
-import type { ProblemError } from '../../lib/problem.js';
+import { preconditionFailed, type ProblemError } from '../../lib/problem.js';
 
 /** The organization a CRM service works in, its tenant-scoped client and its tenant-bound writer. */
 export interface CrmScope {
@@ -19,10 +20,9 @@ export interface CrmScope {
 const FOREIGN_KEY_VIOLATION = '23503';
 
 /** The queries and answers of one record type. */
-export interface RecordQueries<Row, Dto extends Record<string, unknown>, Filters> {
+export interface RecordQueries<Dto extends Record<string, unknown>, Filters> {
   /** Names the events: `company` → `company.created` / `company.updated`. */
   event: 'company' | 'contact';
-  toDto(row: Row): Dto;
   notFound(): ProblemError;
   /** The answer to a foreign key violation (a reference outside the organization), when the record has one. */
   invalidReference?(): ProblemError;
@@ -30,44 +30,55 @@ export interface RecordQueries<Row, Dto extends Record<string, unknown>, Filters
   table: PageTable<Dto, string>;
   /** Newest first, `page.limit + 1` records (already in API shape) for the pager, and where a short search page stopped. */
   list(pages: TenantPages, filters: Filters, page: PageRequest): Promise<PageRows<Dto>>;
-  find(db: TenantDb, id: string): Promise<Row | null>;
-  /** Deletes the record and answers how many rows went (0 or 1). */
-  remove(db: TenantDb, id: string): Promise<number>;
 }
 
-export function recordService<Row, Dto extends Record<string, unknown>, Create, Update extends object, Filters>(
-  queries: RecordQueries<Row, Dto, Filters>,
+export function recordService<Dto extends Record<string, unknown>, Create, Update extends object, Filters>(
+  queries: RecordQueries<Dto, Filters>,
 ) {
-  const { event, toDto, notFound } = queries;
+  const { event, notFound } = queries;
 
   function mapWriteError(error: unknown): never {
     if ((error as { code?: unknown }).code === FOREIGN_KEY_VIOLATION && queries.invalidReference) throw queries.invalidReference();
     throw error;
   }
 
-  async function get(db: TenantDb, id: string): Promise<Dto> {
-    const row = isUuid(id) ? await queries.find(db, id) : null;
-    if (!row) throw notFound();
-    return toDto(row);
+  /** The record with its version; 404 for an unknown or malformed id. */
+  async function get(writes: TenantWrites, id: string): Promise<Versioned<Dto>> {
+    const current = isUuid(id) ? await writes.current(queries.table, id) : undefined;
+    if (!current) throw notFound();
+    return current;
+  }
+
+  /** Why a conditional write changed nothing: the record is gone (404), or at another version than `expected` (412). */
+  async function refusal(writes: TenantWrites, id: string, expected: readonly string[] | undefined): Promise<never> {
+    if (expected && (await writes.current(queries.table, id))) throw preconditionFailed();
+    throw notFound();
   }
 
   return {
     list: queries.list,
     get,
     /** The record and its `created` event's runs commit together. */
-    create: (scope: CrmScope, body: Create): Promise<Dto> =>
+    create: (scope: CrmScope, body: Create): Promise<Versioned<Dto>> =>
       scope.writes.insert(queries.table, body as ColumnValues, `${event}.created`).catch(mapWriteError),
-    /** An empty body changes nothing and dispatches no event. */
-    async update(scope: CrmScope, id: string, body: Update): Promise<Dto> {
-      if (Object.keys(body).length === 0) return get(scope.db, id);
+    /**
+     * An empty body changes nothing and dispatches no event. With `expected` versions (If-Match), the record is
+     * changed only at one of them, checked in the writing statement itself.
+     */
+    async update(scope: CrmScope, id: string, body: Update, expected?: readonly string[]): Promise<Versioned<Dto>> {
+      if (Object.keys(body).length === 0) {
+        const current = await get(scope.writes, id);
+        if (expected && !expected.includes(current.version)) throw preconditionFailed();
+        return current;
+      }
       const record = isUuid(id)
-        ? await scope.writes.update(queries.table, id, body as ColumnValues, `${event}.updated`).catch(mapWriteError)
+        ? await scope.writes.update(queries.table, id, body as ColumnValues, `${event}.updated`, expected).catch(mapWriteError)
         : undefined;
-      if (!record) throw notFound();
-      return record;
+      return record ?? refusal(scope.writes, id, expected);
     },
-    async remove(db: TenantDb, id: string): Promise<void> {
-      if ((isUuid(id) ? await queries.remove(db, id) : 0) === 0) throw notFound();
+    /** With `expected` versions (If-Match), only at one of them. */
+    async remove(scope: CrmScope, id: string, expected?: readonly string[]): Promise<void> {
+      if ((isUuid(id) ? await scope.writes.remove(queries.table, id, expected) : 0) === 0) await refusal(scope.writes, id, expected);
     },
   };
 }
