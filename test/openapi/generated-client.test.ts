@@ -17,6 +17,7 @@ import { killGroup, startServer, stop } from '../helpers/server.js';
 const run = promisify(execFile);
 const require = createRequire(import.meta.url);
 const SCENARIO = path.join(import.meta.dirname, 'client-scenario', 'scenario.ts');
+const BROWSER_SCENARIO = path.join(import.meta.dirname, 'client-scenario', 'browser-scenario.ts');
 
 t.test('the generated SDK compiles with --strict and completes setup, sign-in, refresh, CRM writes, paging and errors', async (t) => {
   const dir = await mkdtemp(path.join(tmpdir(), 'openapi-client-'));
@@ -24,6 +25,8 @@ t.test('the generated SDK compiles with --strict and completes setup, sign-in, r
   // From the committed document: what API clients get is what is checked.
   await createClient({ input: OPENAPI_FILE, output: path.join(dir, 'sdk'), logs: { level: 'silent' } });
   await copyFile(SCENARIO, path.join(dir, 'scenario.ts'));
+  // The browser test's scenario (bundled by esbuild there, which strips types) is type-checked here with this one.
+  await copyFile(BROWSER_SCENARIO, path.join(dir, 'browser-scenario.ts'));
   await writeFile(path.join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
   await writeFile(
     path.join(dir, 'tsconfig.json'),
