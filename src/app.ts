@@ -31,6 +31,10 @@ import * as emailAccounts from './modules/email-accounts/routes.js';
 import * as companies from './modules/companies/routes.js';
 import * as contacts from './modules/contacts/routes.js';
 import * as automations from './modules/automations/routes.js';
+import * as imports from './modules/imports/routes.js';
+import { IMPORT_SCHEMAS } from './modules/imports/schemas.js';
+import * as apiKeys from './modules/api-keys/routes.js';
+import { API_KEY_SCHEMAS } from './modules/api-keys/schemas.js';
 import * as sessions from './modules/sessions/routes.js';
 import * as twoFactor from './modules/two-factor/routes.js';
 import { installationRoutes } from './modules/installation/routes.js';
@@ -113,8 +117,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(errorsPlugin);
   await app.register(storableTextPlugin);
   await app.register(securityHeadersPlugin);
-  // Before authentication and rate limits (preflights carry no token); the console under /admin/ stays same-origin.
-  await app.register(corsPlugin, { paths: ['/api/', '/openapi.json'] });
+  await app.register(corsPlugin);
   await app.register(dbPlugin);
   await app.register(readReplicaPlugin);
   await app.register(metricsPlugin);
@@ -131,6 +134,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addSchema(OrganizationSchema);
   for (const schema of [...sessions.sessionSchemas, ...twoFactor.twoFactorSchemas]) app.addSchema(schema);
   for (const schema of INSTALLATION_SCHEMAS) app.addSchema(schema);
+  for (const schema of IMPORT_SCHEMAS) app.addSchema(schema);
+  for (const schema of API_KEY_SCHEMAS) app.addSchema(schema);
 
   // Who may call a route is decided by the context it is registered in, never by the route itself.
   await app.register(publicContext([healthRoutes]));
@@ -174,6 +179,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
           companies.tenantRoutes,
           contacts.tenantRoutes,
           automations.tenantRoutes,
+          imports.tenantRoutes,
+          apiKeys.tenantRoutes,
         ]),
         { prefix: TENANT_PREFIX },
       );

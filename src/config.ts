@@ -70,28 +70,6 @@ function parseTrustProxy(value: string | undefined): boolean | number | string {
   return value; // comma-separated addresses or CIDR ranges, as Fastify's trustProxy accepts
 }
 
-/** CORS_ORIGINS: each entry exactly an origin as browsers send it (no path, no trailing slash, lower-case), or `*` alone. */
-function parseCorsOrigins(value: string | undefined): readonly string[] {
-  const entries = (value ?? '')
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter((entry) => entry !== '');
-  if (entries.includes('*')) {
-    if (entries.length > 1) throw new ConfigError('CORS_ORIGINS: `*` stands alone (any origin), not in a list of origins.');
-    return ['*'];
-  }
-  for (const entry of entries) {
-    const url = URL.canParse(entry) ? new URL(entry) : null;
-    // No wildcards inside an origin (`https://*.example.com`): the list is exact, `*` alone is the only pattern.
-    if (!url || !['http:', 'https:'].includes(url.protocol) || url.origin !== entry || entry.includes('*')) {
-      throw new ConfigError(
-        `CORS_ORIGINS: "${entry}" is not an origin; write each as a browser sends it in Origin, e.g. https://app.example.com or http://localhost:5173 (no path, no trailing slash).`,
-      );
-    }
-  }
-  return entries;
-}
-
 function decodeEncryptionKey(value: string | undefined): Buffer | null {
   if (value === undefined) return null;
   const key = Buffer.from(value, 'base64');
@@ -141,15 +119,32 @@ const variables = {
   }),
   appUrl: variable('SERVICE_APP_URL', Type.String({ pattern: '^https?://[^\\s]+$' }), (value) => {
     const url = (value ?? 'http://localhost:5173').replace(/\/+$/, '');
-    // Its origin is a CORS origin too (see corsOrigins): an unparsable URL stops the boot here, not at the first request.
-    if (!URL.canParse(url)) throw new ConfigError(`SERVICE_APP_URL: not a URL (${url})`);
+    // Its origin is a CORS origin (plugins/cors.ts): an unparsable URL stops the boot, not the app's first build.
+    if (!URL.canParse(url)) throw new ConfigError(`SERVICE_APP_URL: not a URL (${url}).`);
     return url;
   }),
   /**
-   * Origins besides SERVICE_APP_URL's whose pages may call the API (CORS): exact `scheme://host[:port]` origins,
-   * comma-separated, or `*` alone for any origin (no cookies are involved, so `*` only opens what a Bearer token opens).
+   * Browser origins, besides SERVICE_APP_URL's, allowed to call the API (CORS): exact origins separated by commas, or
+   * `*` written on its own for any origin. Each must be `scheme://host[:port]`, nothing more.
    */
-  corsOrigins: variable('CORS_ORIGINS', Type.String(), parseCorsOrigins),
+  corsOrigins: variable('CORS_ORIGINS', Type.String(), (value): readonly string[] | '*' => {
+    if (value === undefined) return [];
+    if (value.trim() === '*') return '*';
+    return value.split(',').map((entry) => {
+      const origin = entry.trim();
+      let parsed: URL | undefined;
+      try {
+        parsed = new URL(origin);
+      } catch {
+        parsed = undefined;
+      }
+      // `https://*.example` parses as a host named `*.example`: no wildcard matches, so none is accepted.
+      if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin || origin.includes('*')) {
+        throw new ConfigError(`CORS_ORIGINS: "${origin}" is not an origin (scheme://host[:port], no path or trailing slash).`);
+      }
+      return origin;
+    });
+  }),
   /** Always set: production must provide it, server.ts generates one into DATA_DIR outside production. */
   jwtSecret: variable('JWT_SECRET', Type.String({ minLength: 32 }), (value, { nodeEnv }) => {
     if (value !== undefined) return value;

@@ -11,9 +11,11 @@ import { createOrganizationService } from './modules/organizations/service.js';
 import { createInstallationAdminService } from './modules/installation-admins/service.js';
 import { createInvitationLinkService, createInvitationService } from './modules/invitations/service.js';
 import { createMemberService } from './modules/members/service.js';
+import { createApiKeyService } from './modules/api-keys/service.js';
 import { createEmailAccountService } from './modules/email-accounts/service.js';
 import { companyService } from './modules/companies/service.js';
 import { contactService } from './modules/contacts/service.js';
+import { importService } from './modules/imports/service.js';
 import { createAutomationService } from './modules/automations/service.js';
 import { createUserAdminService } from './modules/users/user-admin-service.js';
 import { createSessionService } from './modules/sessions/service.js';
@@ -52,10 +54,12 @@ export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure
     // Tenant services: each method takes the request's `Tenant` (scoped client, raw reader and writer).
     invitations: createInvitationService({ appUrl }),
     members: createMemberService(),
+    apiKeys: createApiKeyService(),
     emailAccounts: createEmailAccountService({ encryptionKey, allowPrivateHosts: config.smtpAllowPrivate }),
     companies: companyService,
     contacts: contactService,
     automations,
+    imports: importService,
     // The installation administrators' API; its data export reads CRM records through the tenant services above.
     installation: createInstallationService({
       db,

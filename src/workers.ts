@@ -6,10 +6,11 @@ import { WorkerLiveness } from './jobs/liveness.js';
 import { passwordResetTasks } from './modules/account/password-service.js';
 import { outboxTasks } from './modules/email/outbox.js';
 import { automationTasks } from './modules/automations/run-queue.js';
+import { importTasks } from './modules/imports/import-job.js';
 
 /**
- * Keeps two runners going while the app is up: emails (password-reset requests become emails, outbox rows are sent)
- * and automation runs, apart so that slow webhooks never hold mail back. The app's close drains both. The jobs of
+ * Keeps three runners going while the app is up: emails (password-reset requests become emails, outbox rows are sent)
+ * automation runs, apart so that slow webhooks never hold mail back, and CSV imports. The app's close drains them. The jobs of
  * workers whose process died are released after JOB_RECOVERY_SECONDS (see jobs/liveness.ts).
  */
 export function startJobWorkers(app: FastifyInstance): void {
@@ -41,4 +42,6 @@ export function startJobWorkers(app: FastifyInstance): void {
       log,
     }),
   });
+  // Imports on a runner of their own, one at a time per process: a long file never holds emails or automations back.
+  keepJobRunner(app, { label: 'import', liveness, concurrency: 1, taskList: importTasks({ db, pool: app.pg }) });
 }

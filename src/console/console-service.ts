@@ -285,7 +285,7 @@ export async function listWorkspaces(db: Db, filter: { search: string; status: s
   return { rows: rows.slice(0, PAGE_SIZE), hasNext: rows.length > PAGE_SIZE };
 }
 
-/** A workspace with its members and the counts (never the contents) of its CRM records. */
+/** A workspace with its members, the counts (never the contents) of its CRM records and its latest imports. */
 export async function workspaceDetail(db: Db, id: string) {
   return db.organization.findUnique({
     where: { id },
@@ -298,6 +298,22 @@ export async function workspaceDetail(db: Db, id: string) {
         orderBy: { createdAt: 'asc' },
       },
       _count: { select: { companies: true, contacts: true, automations: true, runs: true } },
+      // The latest imports' progress; never their file.
+      imports: {
+        select: {
+          id: true,
+          kind: true,
+          status: true,
+          totalRows: true,
+          processedRows: true,
+          created: true,
+          updated: true,
+          failedRows: true,
+          createdAt: true,
+        },
+        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+        take: 20,
+      },
     },
   });
 }

@@ -479,6 +479,13 @@ ${o.memberships.map(
 <tr><th scope="row">Contacts</th><td>${String(o._count.contacts)}</td></tr>
 <tr><th scope="row">Automations</th><td>${String(o._count.automations)}</td></tr>
 <tr><th scope="row">Automation runs</th><td>${String(o._count.runs)}</td></tr>
+</tbody></table>
+<h2>Imports (latest 20)</h2>
+<table><thead><tr><th scope="col">Started</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col">Rows</th><th scope="col">Processed</th><th scope="col">Created</th><th scope="col">Updated</th><th scope="col">Failed</th></tr></thead><tbody>
+${o.imports.map(
+  (i) =>
+    html`<tr><td>${i.createdAt.toISOString()}</td><td>${i.kind}</td><td>${i.status}</td><td>${String(i.totalRows)}</td><td>${String(i.processedRows)}</td><td>${String(i.created)}</td><td>${String(i.updated)}</td><td>${String(i.failedRows)}</td></tr>`,
+)}
 </tbody></table>`,
       ),
     );

@@ -13,6 +13,9 @@ const TENANT_MODELS: ReadonlySet<string> = new Set([
   'Membership',
   'EmailAccount',
   'AutomationEmailSend',
+  'Import',
+  'ImportError',
+  'ApiKey',
 ]);
 const ORGANIZATION = 'Organization';
 

@@ -2,8 +2,7 @@
 // the row and the queued runs of the organization's active rules, with their jobs, commit together (one statement is one
 // transaction) in one round trip, without Prisma's per-query compilation. Bound to one organization like the page
 // reader: `organization_id = $1` in every part of the statement, tables and columns from the services' `pageTable`
-// definitions, request values only as parameters. Every write answers the record's version (its ETag), and updates and
-// deletes can be made conditional on it.
+// definitions, request values only as parameters.
 import type pg from 'pg';
 import type { CrmEventName } from '../lib/crm-events.js';
 import { RUN_JOBS_SQL } from '../jobs/queue.js';
@@ -11,28 +10,6 @@ import type { PageTable } from './tenant-pages.js';
 
 /** Column values of a write: undefined leaves a column alone (its default on insert), null clears it. */
 export type ColumnValues = Record<string, unknown>;
-
-/**
- * A row's version: it changes with every write of the row by anyone (xmin is the transaction that wrote this row
- * version; row locks and VACUUM's freezing leave it), hashed with the id so that it shows neither the installation's
- * transaction counter (other workspaces' activity) nor any content. Read and compared in the same statement as the
- * write, so a conditional write is race-free: a concurrent update makes PostgreSQL re-check the condition on the new
- * row version, whose xmin differs.
- */
-const VERSION = `left(encode(sha256(convert_to(id::text || ':' || xmin::text, 'UTF8')), 'hex'), 32)`;
-
-/** A record with its version. */
-export interface Versioned<Row> {
-  record: Row;
-  version: string;
-}
-
-/** Splits the `row_version` column a statement adds off the record. */
-function versioned<Row>(row: (Row & { row_version: string }) | undefined): Versioned<Row> | undefined {
-  if (!row) return undefined;
-  const { row_version: version, ...record } = row;
-  return { record: record as Row, version };
-}
 
 /**
  * The statement's tail: queues one run per active rule of `$1` for the event (its name the last-but-one parameter,
@@ -43,7 +20,7 @@ function queueRuns(event: string, occurredAt: string): string {
   return (
     `, runs AS (INSERT INTO automation_runs (id, organization_id, automation_id, trigger, payload) ` +
     `SELECT gen_random_uuid(), a.organization_id, a.id, a.trigger, jsonb_build_object('event', ${event}::text, ` +
-    `'organization_id', a.organization_id, 'data', to_jsonb(record) - 'row_version', 'occurred_at', ${occurredAt}::text) ` +
+    `'organization_id', a.organization_id, 'data', to_jsonb(record), 'occurred_at', ${occurredAt}::text) ` +
     `FROM automations a CROSS JOIN record WHERE a.organization_id = $1 AND a.trigger = ${event}::automation_trigger AND a.is_active ` +
     'RETURNING id), ' +
     `jobs AS (SELECT ${RUN_JOBS_SQL} AS queued) ` +
@@ -51,8 +28,13 @@ function queueRuns(event: string, occurredAt: string): string {
   );
 }
 
+/** A pool or one checked-out client (a transaction of the caller's): whatever runs the statements. */
+export interface Queryable {
+  query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+}
+
 /** The writer a tenant-scoped service receives: it can only create and change rows of `organizationId`. */
-export function scopeWrites(pool: pg.Pool, organizationId: string) {
+export function scopeWrites(pool: Queryable, organizationId: string) {
   /** The columns of `values` the table's API writes (never `id`), with their parameters after `$1`. */
   function assignments(spec: PageTable<unknown, string>, values: ColumnValues, parameters: unknown[]) {
     return Object.entries(values)
@@ -64,59 +46,71 @@ export function scopeWrites(pool: pg.Pool, organizationId: string) {
     return queueRuns(name, `$${parameters.push(new Date().toISOString())}`);
   };
 
-  /** `AND <version> = ANY(…)` when the write is conditional (If-Match), else nothing. */
-  const versionCondition = (parameters: unknown[], expected: readonly string[] | undefined) =>
-    expected ? ` AND ${VERSION} = ANY($${parameters.push(expected)}::text[])` : '';
-
   return {
-    /** Inserts the record and queues its event; answers it in API shape with its version. */
-    async insert<Row extends pg.QueryResultRow>(
-      spec: PageTable<Row, string>,
-      values: ColumnValues,
-      event: CrmEventName,
-    ): Promise<Versioned<Row>> {
+    /** Inserts the record and queues its event; answers it in API shape. */
+    async insert<Row extends pg.QueryResultRow>(spec: PageTable<Row, string>, values: ColumnValues, event: CrmEventName): Promise<Row> {
       const parameters: unknown[] = [organizationId];
       const set = assignments(spec, values, parameters);
       const columns = ['id', 'organization_id', ...set.map((s) => s.column), 'created_at', 'updated_at'];
       const row = ['gen_random_uuid()', '$1', ...set.map((s) => s.parameter), 'now()', 'now()'];
       const text =
-        `WITH record AS (INSERT INTO ${spec.table} (${columns.join(', ')}) VALUES (${row.join(', ')}) ` +
-        `RETURNING ${spec.selectList}, ${VERSION} AS row_version)` +
+        `WITH record AS (INSERT INTO ${spec.table} (${columns.join(', ')}) VALUES (${row.join(', ')}) RETURNING ${spec.selectList})` +
         eventParameters(parameters, event);
-      const inserted = versioned((await pool.query<Row & { row_version: string }>(text, parameters)).rows[0]);
+      const [inserted] = (await pool.query<Row>(text, parameters)).rows;
       if (!inserted) throw new Error(`INSERT INTO ${spec.table} returned no row`);
       return inserted;
     },
-    /**
-     * Changes the record's given columns and queues its event; undefined when the organization has no such record or,
-     * with `expected` versions, when its version is none of them (tell the two apart with `current`).
-     */
+    /** Changes the record's given columns and queues its event; undefined when the organization has no such record. */
     async update<Row extends pg.QueryResultRow>(
       spec: PageTable<Row, string>,
       id: string,
       values: ColumnValues,
       event: CrmEventName,
-      expected?: readonly string[],
-    ): Promise<Versioned<Row> | undefined> {
+      /** Only when the record's updated_at is one of these (an If-Match); undefined when it is not, as when absent. */
+      expected?: Date[],
+    ): Promise<Row | undefined> {
       const parameters: unknown[] = [organizationId, id];
       const set = assignments(spec, values, parameters).map((s) => `${s.column} = ${s.parameter}`);
+      const condition =
+        expected === undefined ? '' : ` AND updated_at = ANY($${parameters.push(expected.map((d) => d.toISOString()))}::timestamptz[])`;
+      // Strictly later than before, even within one millisecond: updated_at is the record's version (its ETag).
       const text =
-        `WITH record AS (UPDATE ${spec.table} SET ${[...set, 'updated_at = now()'].join(', ')} ` +
-        `WHERE organization_id = $1 AND id = $2${versionCondition(parameters, expected)} ` +
-        `RETURNING ${spec.selectList}, ${VERSION} AS row_version)` +
+        `WITH record AS (UPDATE ${spec.table} SET ${[...set, "updated_at = greatest(now(), updated_at + interval '1 millisecond')"].join(', ')} ` +
+        `WHERE organization_id = $1 AND id = $2${condition} RETURNING ${spec.selectList})` +
         eventParameters(parameters, event);
-      return versioned((await pool.query<Row & { row_version: string }>(text, parameters)).rows[0]);
+      return (await pool.query<Row>(text, parameters)).rows[0];
     },
-    /** Deletes the record (with `expected`, only at one of these versions); answers how many rows went (0 or 1). */
-    async remove(spec: PageTable<unknown, string>, id: string, expected?: readonly string[]): Promise<number> {
-      const parameters: unknown[] = [organizationId, id];
-      const text = `DELETE FROM ${spec.table} WHERE organization_id = $1 AND id = $2${versionCondition(parameters, expected)}`;
-      return (await pool.query(text, parameters)).rowCount ?? 0;
+    /**
+     * Inserts many records in one statement and queues no event (an import's rows): each value object holds the
+     * table's API columns, typed by the table's own row type (`jsonb_populate_recordset`). Answers how many went in.
+     */
+    async insertMany(spec: PageTable<unknown, string>, columns: readonly string[], rows: ColumnValues[]): Promise<number> {
+      if (rows.length === 0) return 0;
+      const set = columns.filter((column) => column !== 'id' && spec.columns.includes(column));
+      const text =
+        `INSERT INTO ${spec.table} (id, organization_id, ${set.join(', ')}, created_at, updated_at) ` +
+        `SELECT gen_random_uuid(), $1, ${set.map((c) => `r.${c}`).join(', ')}, now(), now() ` +
+        `FROM jsonb_populate_recordset(NULL::${spec.table}, $2::jsonb) r`;
+      return (await pool.query(text, [organizationId, JSON.stringify(rows)])).rowCount ?? 0;
     },
-    /** The record as it stands, with its version, in one statement (so the two always belong together). */
-    async current<Row extends pg.QueryResultRow>(spec: PageTable<Row, string>, id: string): Promise<Versioned<Row> | undefined> {
-      const text = `SELECT ${spec.selectList}, ${VERSION} AS row_version FROM ${spec.table} WHERE organization_id = $1 AND id = $2`;
-      return versioned((await pool.query<Row & { row_version: string }>(text, [organizationId, id])).rows[0]);
+    /**
+     * Sets `columns` of many records (each value object names its `id`) in one statement, no event; a null in a
+     * `keep` column leaves that column unchanged. Answers how many records of the organization changed.
+     */
+    async updateMany(
+      spec: PageTable<unknown, string>,
+      columns: readonly string[],
+      keep: readonly string[],
+      rows: ColumnValues[],
+    ): Promise<number> {
+      if (rows.length === 0) return 0;
+      const set = columns
+        .filter((column) => column !== 'id' && spec.columns.includes(column))
+        .map((c) => (keep.includes(c) ? `${c} = COALESCE(r.${c}, t.${c})` : `${c} = r.${c}`));
+      const text =
+        `UPDATE ${spec.table} t SET ${[...set, 'updated_at = now()'].join(', ')} ` +
+        `FROM jsonb_populate_recordset(NULL::${spec.table}, $2::jsonb) r WHERE t.organization_id = $1 AND t.id = r.id`;
+      return (await pool.query(text, [organizationId, JSON.stringify(rows)])).rowCount ?? 0;
     },
   };
 }

@@ -42,3 +42,12 @@ export function bindTenant(db: Db, pool: pg.Pool, membership: Membership): Tenan
 export function bindOrganization(db: Db, pool: pg.Pool, organization: Organization, role: MembershipRole): Tenant {
   return bindTenant(db, pool, { membershipId: '', role, organization });
 }
+
+/**
+ * The tenant of a workspace API key: the same tenant-bound handles, with the key's own capabilities instead of a role's
+ * (its `role` is `viewer`, the least, for anything that shows a role; no check reads it).
+ */
+export function bindApiKeyTenant(db: Db, pool: pg.Pool, organization: Organization, capabilities: readonly Capability[]): Tenant {
+  const granted = new Set(capabilities);
+  return { ...bindTenant(db, pool, { membershipId: '', role: 'viewer', organization }), can: (capability) => granted.has(capability) };
+}

@@ -99,7 +99,7 @@ export function tenantContext(routes: FastifyPluginAsync[]): FastifyPluginAsync 
     markRoutes(scope, 'tenant', (route, schema) => {
       const access = route.config?.access;
       if (access === undefined) throw new Error(`tenant route ${String(route.method)} ${route.url} declares no config.access`);
-      schema.security = BEARER;
+      schema.security = route.config?.apiKeys ? [...BEARER, { apiKeyAuth: [] }] : BEARER;
       addResponses(route, access === 'member' ? [401, 404] : [401, 403, 404]);
       // The route's own hook, bound to its capability now (route hooks run after the context's resolveTenant),
       // rather than a context hook reading the route's options on every request.

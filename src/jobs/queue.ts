@@ -29,6 +29,8 @@ export const JOBS = {
   automationRun: { task: 'automation_run', attempts: 3 },
   /** A password_reset_requests row: the lookup, the link and its email, in one transaction. */
   passwordReset: { task: 'password_reset_request', attempts: 6 },
+  /** An imports row: its batches, resumed after the last committed one on each of up to three attempts. */
+  import: { task: 'csv_import', attempts: 3 },
 } as const satisfies Record<string, JobKind>;
 
 /** The job's key: at most one job per row, and the handle by which the console and tests find it. */

@@ -1,3 +1,3 @@
 // The events a CRM write emits: what automation rules trigger on and what the one-statement writers queue runs for.
 
-export type CrmEventName = 'company.created' | 'company.updated' | 'contact.created' | 'contact.updated';
+export type CrmEventName = 'company.created' | 'company.updated' | 'contact.created' | 'contact.updated' | 'import.finished';

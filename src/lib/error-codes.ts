@@ -10,6 +10,11 @@ export const ERROR_CODES = {
   unsupported_media_type: 'The body is not application/json.',
   uri_too_long: 'A path parameter is too long.',
   not_found: 'No such endpoint or resource.',
+  precondition_failed: 'The record changed since the `ETag` sent in `If-Match`: read it again, then retry the change.',
+  invalid_import_file: 'The import file is not a UTF-8 CSV with a header row whose columns are known fields (or mapped to them).',
+  import_file_too_large: 'The import file exceeds the limit stated in the README (50 MiB).',
+  import_not_found: 'No such import in this workspace.',
+  import_finished: 'The import has already finished; it can no longer be cancelled.',
   // Authentication
   not_authenticated: 'No credentials were sent.',
   token_not_valid: 'The token is invalid, expired or revoked (its session ended, the password changed, the user was deactivated).',
@@ -27,6 +32,8 @@ export const ERROR_CODES = {
   two_factor_not_pending: 'No two-factor enrolment is waiting for confirmation: start one first.',
   two_factor_unavailable: 'The server cannot read TOTP secrets (EMAIL_ENCRYPTION_KEY missing or changed): use a recovery code.',
   // Permissions
+  api_key_not_allowed: 'An API key was sent to an endpoint keys may not call (only the workspace CRM endpoints accept keys).',
+  api_key_not_valid: 'The API key is unknown, revoked or expired.',
   permission_denied: "The caller's role does not allow this action.",
   installation_admin_required: 'Only an installation administrator can do this.',
   owner_required: 'Only the workspace owner can do this.',
@@ -66,8 +73,6 @@ export const ERROR_CODES = {
   setup_closed: 'Setup has already been completed.',
   idempotency_request_in_progress: 'A request with this Idempotency-Key is still being handled.',
   idempotency_key_reused: 'The Idempotency-Key was used for a different request.',
-  precondition_failed:
-    "If-Match names none of the record's current ETags: it changed since the caller read it. Read it again (GET), merge, retry with the new ETag.",
   // Setup and configuration
   invalid_setup_token: 'The setup token is wrong.',
   setup_unavailable: 'Setup is disabled: the server has no SERVICE_SETUP_TOKEN.',

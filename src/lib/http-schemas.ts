@@ -61,7 +61,7 @@ const problemDescriptions: Record<number, string> = {
   403: 'Not allowed.',
   404: 'Not found, or not accessible to the caller.',
   409: 'Conflict with the current state.',
-  412: 'If-Match names none of the current ETags: the record changed since it was read.',
+  412: 'The record changed since the ETag given in If-Match.',
   413: 'Body larger than 1 MiB.',
   415: 'Body is not JSON.',
   429: 'Rate limited; see the Retry-After header.',

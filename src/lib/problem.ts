@@ -57,8 +57,7 @@ export const notFound = (detail = 'Not found.', code: ErrorCode = 'not_found') =
 export const conflict = (code: ErrorCode, detail: string, errors?: FieldErrors) =>
   new ProblemError({ status: 409, code, title: 'Conflict', detail, errors });
 
-/** 412: a conditional write (If-Match) whose record changed since the caller read it. */
-export const preconditionFailed = (detail = 'The record changed since it was read (If-Match does not match its ETag).') =>
+export const preconditionFailed = (detail: string) =>
   new ProblemError({ status: 412, code: 'precondition_failed', title: 'Precondition failed', detail });
 
 export const badGateway = (code: ErrorCode, detail: string) => new ProblemError({ status: 502, code, title: 'Bad gateway', detail });

@@ -2,11 +2,18 @@
 import fp from 'fastify-plugin';
 import fastifyJwt from '@fastify/jwt';
 import type { FastifyRequest } from 'fastify';
-import { unauthorized } from '../lib/problem.js';
+import { forbidden, unauthorized } from '../lib/problem.js';
+import { looksLikeApiKey } from '../lib/api-key-format.js';
 import { isUuid } from '../lib/http-schemas.js';
 import type { AccessClaims, CurrentUser } from '../lib/current-user.js';
 import type { JwtCodec } from '../lib/jwt-codec.js';
 import { authenticateClaims, invalidAccessToken } from '../db/authentication.js';
+
+/** The credential of an `Authorization: Bearer <credential>` header, if one is sent. */
+export function bearerCredential(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  return (header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null)?.[1];
+}
 
 export default fp(
   async (app) => {
@@ -23,12 +30,15 @@ export default fp(
 
     /** Verifies the Bearer access token's signature, expiry and claims (no database access). */
     function accessClaims(request: FastifyRequest): AccessClaims {
-      const header = request.headers.authorization;
-      const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-      if (!match?.[1]) throw unauthorized();
+      const credential = bearerCredential(request);
+      if (!credential) throw unauthorized();
+      // Routes that take keys resolve them before asking for claims: any other route is not a key's to call.
+      if (looksLikeApiKey(credential)) {
+        throw forbidden('api_key_not_allowed', 'API keys may call only the workspace CRM endpoints; this one needs a signed-in user.');
+      }
       let claims: Record<string, unknown>;
       try {
-        claims = app.jwt.verify<Record<string, unknown>>(match[1]);
+        claims = app.jwt.verify<Record<string, unknown>>(credential);
       } catch {
         throw invalidAccessToken();
       }

@@ -22,7 +22,7 @@ function problem(status: number, code: ErrorCode, title: string, detail: string,
   return { type: PROBLEM_TYPE_BASE + code.replace(/_/g, '-'), title, status, detail, code, ...(errors ? { errors } : {}) };
 }
 
-interface AjvIssue {
+export interface AjvIssue {
   instancePath?: string;
   keyword?: string;
   message?: string;
@@ -30,7 +30,7 @@ interface AjvIssue {
 }
 
 /** Turns Ajv's validation issues into `{ field: [messages] }` with dotted paths. */
-function fieldErrors(issues: AjvIssue[], context: string | undefined): FieldErrors {
+export function fieldErrors(issues: AjvIssue[], context: string | undefined): FieldErrors {
   // A Map, not an object: field names come from the client, and `valueOf` or `__proto__` must stay plain keys.
   const errors = new Map<string, string[]>();
   const add = (field: string, message: string) => {
@@ -111,6 +111,8 @@ function toProblem(error: unknown, request: FastifyRequest): { body: ProblemBody
     };
   }
   switch (fe.code) {
+    case 'FST_REQ_FILE_TOO_LARGE':
+      return { body: problem(413, 'import_file_too_large', 'Payload too large', 'The file exceeds the import limit of 50 MiB.') };
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return { body: problem(413, 'payload_too_large', 'Payload too large', 'The request body exceeds 1 MiB.') };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':

@@ -29,7 +29,8 @@ Conventions:
 - Bodies (and query strings) nested more than 32 levels deep answer 400 \`validation_failed\`, however they are shaped.
 - Every answer under \`/api/v1/\` carries \`Cache-Control: no-store\` (and \`Pragma: no-cache\`): browsers and proxies keep
   no copy of a user's data or tokens. This document and Swagger UI stay cacheable.
-- Public operations say \`security: []\`; the others need the bearer token (\`bearerAuth\`).
+- Public operations say \`security: []\`; the others need the bearer token (\`bearerAuth\`); the workspace's CRM
+  operations also take a workspace API key (\`apiKeyAuth\`), every other operation answers it 403 \`api_key_not_allowed\`.
 - Path ids are UUIDs: \`/api/v1/organizations/provisioning/{organization_id}/\` and
   \`/api/v1/organizations/{organization_id}/...\` never match the same URL, since \`provisioning\` is not a UUID.
 
@@ -108,6 +109,13 @@ export default fp(
         components: {
           securitySchemes: {
             bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Access token from POST /api/v1/auth/token/.' },
+            apiKeyAuth: {
+              type: 'http',
+              scheme: 'bearer',
+              bearerFormat: 'crm_live_…',
+              description:
+                "A workspace API key (POST /api/v1/organizations/{organization_id}/api-keys/), sent as `Authorization: Bearer crm_live_…`; accepted only on the operations that list this scheme (the workspace's CRM endpoints).",
+            },
           },
         },
         tags: [
@@ -126,10 +134,12 @@ export default fp(
               "The installation administrators' API: production readiness, system information, audit log, backup status, data export.",
           },
           { name: 'members', description: 'Workspace memberships.' },
+          { name: 'api-keys', description: 'Workspace API keys for server-to-server integrations.' },
           { name: 'email-accounts', description: "A workspace's own SMTP accounts." },
           { name: 'companies', description: 'CRM companies.' },
           { name: 'contacts', description: 'CRM contacts.' },
           { name: 'automations', description: 'Automation rules and their runs.' },
+          { name: 'imports', description: 'CSV imports of companies and contacts: progress, failed rows, cancel.' },
           { name: 'health', description: 'Liveness and readiness.' },
         ],
       },

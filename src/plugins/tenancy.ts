@@ -6,7 +6,10 @@ import { forbidden, organizationNotFound } from '../lib/problem.js';
 import type { Capability } from '../lib/capabilities.js';
 import { isUuid } from '../lib/http-schemas.js';
 import { authenticateMember } from '../db/authentication.js';
-import { bindTenant, type Tenant } from '../db/tenant.js';
+import { bindApiKeyTenant, bindTenant, type Tenant } from '../db/tenant.js';
+import { authenticateApiKey } from '../db/api-key-authentication.js';
+import { hashApiKey, looksLikeApiKey } from '../lib/api-key-format.js';
+import { bearerCredential } from './auth.js';
 
 export type { Tenant };
 
@@ -23,8 +26,15 @@ export type TenantAccess = Capability | 'member';
 export default fp(
   async (app) => {
     app.decorateRequest('tenant', null);
+    app.decorateRequest('apiKey', null);
 
     app.decorate('resolveTenant', async (request: FastifyRequest) => {
+      const credential = bearerCredential(request);
+      // Only routes marked `config.apiKeys` take a key; elsewhere accessClaims answers 403 api_key_not_allowed.
+      if (credential && looksLikeApiKey(credential) && request.routeOptions.config.apiKeys) {
+        await resolveApiKeyTenant(request, credential);
+        return;
+      }
       const claims = app.accessClaims(request);
       const { organization_id: organizationId } = request.params as { organization_id?: string };
       // A malformed id still authenticates first: an invalid token is a 401 whatever the path.
@@ -39,6 +49,15 @@ export default fp(
       const reader = request.method === 'GET' ? await app.readHandles(user.id) : null;
       request.tenant = bindTenant(reader?.db ?? app.db, reader?.pool ?? app.pg, membership);
     });
+
+    /** A key reaches its own workspace only (404 elsewhere, as for a non-member); its data is always read on the primary. */
+    async function resolveApiKeyTenant(request: FastifyRequest, key: string): Promise<void> {
+      const identity = await authenticateApiKey(app.pg, hashApiKey(key));
+      const { organization_id: organizationId } = request.params as { organization_id?: string };
+      if (organizationId?.toLowerCase() !== identity.organization.id) throw organizationNotFound();
+      request.apiKey = { id: identity.id, name: identity.name };
+      request.tenant = bindApiKeyTenant(app.db, app.pg, identity.organization, identity.capabilities);
+    }
 
     app.decorate('capabilityCheck', (capability: Capability) => async (request: FastifyRequest) => {
       if (!requireTenant(request).can(capability)) {
@@ -67,8 +86,12 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     tenant: Tenant | null;
+    /** The workspace API key a request authenticated with (then `currentUser` is null). */
+    apiKey: { id: string; name: string } | null;
   }
   interface FastifyContextConfig {
+    /** Tenant routes only: workspace API keys may call this route (the CRM endpoints); 403 api_key_not_allowed otherwise. */
+    apiKeys?: boolean;
     /** Tenant routes only, required there: the capability the caller's role needs, or `member`. */
     access?: TenantAccess;
   }

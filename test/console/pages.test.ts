@@ -41,6 +41,28 @@ t.test('workspaces: escaped names, search, status filter and counts without cont
   t.match(detail.body, /<th scope="row">Companies<\/th><td>1<\/td>/);
   t.notOk(detail.body.includes('Secret Customer Ltd'), 'never the contents');
   t.ok(company.id);
+  await app.db.import.create({
+    data: {
+      organizationId,
+      kind: 'contacts',
+      mode: 'create',
+      status: 'running',
+      fields: ['first_name'],
+      delimiter: ',',
+      file: 'first_name\nSecret Import Cell\n',
+      totalRows: 7,
+      processedRows: 3,
+      created: 2,
+      failedRows: 1,
+    },
+  });
+  const withImport = await get(`/admin/organizations/${organizationId}/`);
+  t.match(
+    withImport.body,
+    /<td>contacts<\/td><td>running<\/td><td>7<\/td><td>3<\/td><td>2<\/td><td>0<\/td><td>1<\/td>/,
+    'import counts and status',
+  );
+  t.notOk(withImport.body.includes('Secret Import Cell'), 'never the file');
   t.equal((await get('/admin/organizations/00000000-0000-0000-0000-000000000000/')).statusCode, 404);
 });
 

@@ -5,6 +5,8 @@ import { buildTestApp, bearer, json } from '../helpers/app.js';
 import { createUser, setupInstallation } from '../helpers/fixtures.js';
 import { formatCounts, fuzz, fuzzShapes } from './openapi-fuzzer.js';
 
+// About 1,800 requests, each with two checksums of every table: minutes on a busy 2-core machine.
+t.setTimeout(900_000);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 400);
 const SEED = Number(process.env.FUZZ_SEED ?? 20261122);
 

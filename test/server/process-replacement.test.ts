@@ -113,11 +113,14 @@ for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
     await sleep(1_000);
     t.ok(traffic.served() > servedBefore, 'the instance serves after the replacement');
     await traffic.stop();
-    // Lost: only requests on connections to the dead process (at most one per client); SIGTERM drains them.
+    // Lost: only requests on connections to the dead process. A draining process answers what still reaches it on
+    // its open connections with 503 and `Connection: close` (the client then reconnects to the live one); a killed
+    // one resets them. Either way a few per client connection, never a stream of failures.
     t.ok(
-      traffic.failures.length <= 8,
-      `${traffic.failures.length} failed of ${traffic.served()} (${signal}): ${traffic.failures.slice(0, 3).join('; ')}`,
+      traffic.failures.every((failure) => failure === '503' || failure.includes('ECONNRESET') || failure.includes('socket')),
+      `only drain answers or resets: ${traffic.failures.slice(0, 3).join('; ')}`,
     );
+    t.ok(traffic.failures.length <= 16, `${traffic.failures.length} failed of ${traffic.served()} (${signal})`);
     t.match(server.output(), new RegExp(`Server process ${victim} exited \\((${signal}|0)\\): started \\d+ in its place`));
     t.equal(server.child.exitCode, null, 'the instance is still up');
   });

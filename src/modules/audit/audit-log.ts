@@ -37,6 +37,8 @@ export const AUDIT_ACTIONS = [
   'setup.completed',
   'installation.backup_event_recorded',
   'installation.data_exported',
+  'api_key.created',
+  'api_key.revoked',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

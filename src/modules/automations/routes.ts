@@ -41,7 +41,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: OrganizationParamsSchema,
         response: responses({ 200: pageResponse(AutomationSchema, 'Rules, newest first.') }, 401, 403, 404),
       },
-      config: { access: 'VIEW_CRM' },
+      config: { access: 'VIEW_CRM', apiKeys: true },
     },
     async (request, reply) => {
       const page = pageOf(request.query);
@@ -71,7 +71,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: AutomationCreateSchema,
         response: responses({ 201: AutomationSchema }, 401, 403, 404, 413, 415),
       },
-      config: { access: 'MANAGE_AUTOMATIONS', idempotent: true },
+      config: { access: 'MANAGE_AUTOMATIONS', apiKeys: true, idempotent: true },
     },
     async (request, reply) => {
       reply.code(201);
@@ -90,7 +90,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: OrganizationParamsSchema,
         response: responses({ 200: pageResponse(AutomationRunSchema, 'Runs, newest first.') }, 401, 403, 404),
       },
-      config: { access: 'VIEW_CRM' },
+      config: { access: 'VIEW_CRM', apiKeys: true },
     },
     async (request, reply) => {
       const page = pageOf(request.query);
@@ -109,7 +109,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: AutomationParamsSchema,
         response: responses({ 200: AutomationSchema }, 401, 403, 404),
       },
-      config: { access: 'VIEW_CRM' },
+      config: { access: 'VIEW_CRM', apiKeys: true },
     },
     async (request) => automations.get(requireTenant(request), request.params.automation_id),
   );
@@ -125,7 +125,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: AutomationParamsSchema,
         response: responses({ 200: pageResponse(AutomationRunSchema, 'Runs of the rule, newest first.') }, 401, 403, 404),
       },
-      config: { access: 'VIEW_CRM' },
+      config: { access: 'VIEW_CRM', apiKeys: true },
     },
     async (request, reply) => {
       const page = pageOf(request.query);
@@ -153,7 +153,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: responses({ 201: AutomationTestResultSchema }, 401, 403, 404, 413, 415, 429),
       },
       preValidation: defaultEmptyBody,
-      config: { access: 'MANAGE_AUTOMATIONS' },
+      config: { access: 'MANAGE_AUTOMATIONS', apiKeys: true },
       preHandler: app.rateLimitPreset('testSends'),
     },
     async (request, reply) => {

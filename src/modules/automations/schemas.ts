@@ -4,7 +4,13 @@ import { IgnoredOrganizationFields } from '../crm/record-schemas.js';
 import { Email, Nullable, NullableTimestamp, OrganizationParamsSchema, StrictObject, Timestamp, Uuid } from '../../lib/http-schemas.js';
 
 export const TriggerSchema = Type.Union(
-  [Type.Literal('company.created'), Type.Literal('company.updated'), Type.Literal('contact.created'), Type.Literal('contact.updated')],
+  [
+    Type.Literal('company.created'),
+    Type.Literal('company.updated'),
+    Type.Literal('contact.created'),
+    Type.Literal('contact.updated'),
+    Type.Literal('import.finished'),
+  ],
   { description: 'The CRM event that starts the rule.' },
 );
 

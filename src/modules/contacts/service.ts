@@ -1,10 +1,41 @@
 // Contacts of one organization: the queries behind the shared CRM record behaviour (list with search, company
 // filter and keyset pages, read, create, partial update, delete). A contact's company must belong to the same
 // organization: the composite foreign key (organization_id, company_id) guarantees it, and its violation is a 400.
+import type { Prisma } from '../../generated/prisma/client.js';
 import { pageTable } from '../../db/tenant-pages.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
 import { recordService } from '../crm/record-service.js';
 import type { ContactDto } from './schemas.js';
+
+/** The columns of the API body (not `organizationId`, not the trigger-kept `searchText`). */
+const contactBody = {
+  id: true,
+  companyId: true,
+  firstName: true,
+  lastName: true,
+  email: true,
+  phoneNumber: true,
+  department: true,
+  jobTitle: true,
+  createdAt: true,
+  updatedAt: true,
+} satisfies Prisma.ContactSelect;
+export type ContactRow = Prisma.ContactGetPayload<{ select: typeof contactBody }>;
+
+export function toContactDto(contact: ContactRow): ContactDto {
+  return {
+    id: contact.id,
+    company_id: contact.companyId,
+    first_name: contact.firstName,
+    last_name: contact.lastName,
+    email: contact.email,
+    phone_number: contact.phoneNumber,
+    department: contact.department,
+    job_title: contact.jobTitle,
+    created_at: contact.createdAt.toISOString(),
+    updated_at: contact.updatedAt.toISOString(),
+  };
+}
 
 /** The list reads the API fields straight from SQL (see db/tenant-pages.ts). */
 export const contactPage = pageTable<ContactDto, 'company_id'>(
@@ -16,10 +47,14 @@ export const contactPage = pageTable<ContactDto, 'company_id'>(
 
 export const contactService = recordService({
   event: 'contact',
+  toDto: toContactDto,
   notFound: () => notFound('Contact not found.', 'contact_not_found'),
   /** A company of another organization is indistinguishable from a missing one. */
   invalidReference: () => validationFailed({ company_id: ['No such company in this organization.'] }),
   table: contactPage,
   list: (pages, filters: { search?: string; companyId?: string }, page) =>
     pages.read(contactPage, { equals: { company_id: filters.companyId }, search: filters.search, ...page }),
+  find: (db, id) => db.contact.findUnique({ select: contactBody, where: { id } }),
+  remove: async (db, id, expected) =>
+    (await db.contact.deleteMany({ where: { id, ...(expected ? { updatedAt: { in: expected } } : {}) } })).count,
 });

@@ -1,24 +1,31 @@
 // Registers the five endpoints every CRM record collection has (list, create, read, update, delete) in the tenant
-// context, reads needing VIEW_CRM and writes MANAGE_CRM; single records carry an ETag and honour If-None-Match and
-// If-Match.
+// context, reads needing VIEW_CRM and writes MANAGE_CRM.
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TenantDb } from '../../db/tenant-scope.js';
 import type { PageRows, TenantPages } from '../../db/tenant-pages.js';
-import type { TenantWrites, Versioned } from '../../db/tenant-writes.js';
 import { NoContent, OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
 import { DEFAULT_LIMIT, decodeCursor, pageResponse, positionOfApiRow, type PageRequest } from '../../lib/pagination.js';
 import { paginate } from '../../http/pagination.js';
 import { requireTenant } from '../../http/request.js';
-import {
-  ETAG_HEADERS,
-  etagOf,
-  IfMatchHeadersSchema,
-  IfNoneMatchHeadersSchema,
-  ifMatchVersions,
-  NotModifiedResponse,
-  notModified,
-} from '../../http/conditional.js';
 import { csvExport } from './record-export.js';
+import { etagOf, noneMatchHits, versionsIn } from '../../lib/etag.js';
+
+const ETAG_HEADER = { ETag: Type.String({ description: "The record's version, for If-None-Match and If-Match." }) };
+const IF_MATCH_HEADERS = Type.Object({
+  'if-match': Type.Optional(
+    Type.String({
+      description:
+        'ETags of the versions this change was made against (`*`: any): 412 `precondition_failed` when the record ' +
+        'changed since. Without it the change applies whatever happened meanwhile.',
+    }),
+  ),
+});
+/** The versions an If-Match names, or undefined without one. */
+const ifMatch = (request: FastifyRequest) => {
+  const header = request.headers['if-match'];
+  return header === undefined ? undefined : versionsIn(header, { strong: true });
+};
 import type { CrmScope } from './record-service.js';
 
 export interface RecordSchemas {
@@ -34,11 +41,10 @@ export interface RecordSchemas {
 /** What the routes call (a `recordService`); the service owns the behaviour. */
 export interface RecordService<S extends RecordSchemas, Filters> {
   list(pages: TenantPages, filters: Filters, page: PageRequest): Promise<PageRows<ApiRecord<S>>>;
-  get(writes: TenantWrites, id: string): Promise<Versioned<Static<S['record']>>>;
-  create(scope: CrmScope, body: Static<S['create']>): Promise<Versioned<Static<S['record']>>>;
-  /** `expected`: the versions of If-Match, or undefined (unconditional). */
-  update(scope: CrmScope, id: string, body: Static<S['update']>, expected?: readonly string[]): Promise<Versioned<Static<S['record']>>>;
-  remove(scope: CrmScope, id: string, expected?: readonly string[]): Promise<void>;
+  get(db: TenantDb, id: string): Promise<Static<S['record']>>;
+  create(scope: CrmScope, body: Static<S['create']>): Promise<Static<S['record']>>;
+  update(scope: CrmScope, id: string, body: Static<S['update']>, expected?: '*' | Date[]): Promise<Static<S['record']>>;
+  remove(db: TenantDb, id: string, expected?: '*' | Date[]): Promise<void>;
 }
 
 export interface RecordCollection<S extends RecordSchemas, Filters> {
@@ -74,21 +80,10 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
   const { tag, names, path, idParam, schemas, service, notes } = collection;
   const item = `${path}:${idParam}/`;
   const one = names.one.toLowerCase();
-  const read = { access: 'VIEW_CRM' } as const;
-  const write = { access: 'MANAGE_CRM' } as const;
+  const read = { access: 'VIEW_CRM', apiKeys: true } as const;
+  const write = { access: 'MANAGE_CRM', apiKeys: true } as const;
   const common = { tags: [tag] };
   const idOf = (request: FastifyRequest) => (request.params as Record<string, string>)[idParam] ?? '';
-  const ifMatch = (request: FastifyRequest) => ifMatchVersions(request.headers['if-match']);
-  /** The record as the body, its version as the ETag. */
-  const withETag = <T>(reply: FastifyReply, { record, version }: Versioned<T>): T => {
-    reply.header('etag', etagOf(version));
-    return record;
-  };
-  const recordResponse = (description: string) => ({
-    description,
-    headers: ETAG_HEADERS,
-    content: { 'application/json': { schema: schemas.record } },
-  });
 
   app.get(
     path,
@@ -162,13 +157,13 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         description: notes.create,
         params: OrganizationParamsSchema,
         body: schemas.create,
-        response: responses({ 201: recordResponse(`The ${one} created.`) }, 401, 403, 404),
+        response: responses({ 201: schemas.record }, 401, 403, 404),
       },
       config: { ...write, idempotent: true },
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
       reply.code(201);
-      return withETag(reply, await service.create(scopeOf(request), request.body as Static<S['create']>));
+      return service.create(scopeOf(request), request.body as Static<S['create']>);
     },
   );
 
@@ -180,21 +175,24 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         operationId: `get${names.one}`,
         summary: `One ${one} (VIEW_CRM).`,
         description:
-          'Sends an `ETag`; with `If-None-Match` naming it the answer is 304 without a body (for clients that keep their ' +
-          'own copy: browsers are told `no-store`). Send the ETag back in `If-Match` to change or delete the record only ' +
-          'if nobody changed it meanwhile.',
+          "Answers an `ETag` (the record's version); with `If-None-Match` naming it, 304 without a body, for clients " +
+          'that keep their own cache (answers are `Cache-Control: no-store` for browsers and proxies).',
         params: schemas.params,
-        headers: IfNoneMatchHeadersSchema,
-        response: responses({ 200: recordResponse(`The ${one}.`), 304: NotModifiedResponse }, 401, 403, 404),
+        headers: Type.Object({
+          'if-none-match': Type.Optional(Type.String({ description: 'ETags of versions the client holds; `*` for any.' })),
+        }),
+        response: {
+          ...responses({ 200: { ...schemas.record, headers: ETAG_HEADER } }, 401, 403, 404),
+          304: { description: 'The version named in If-None-Match is current.', type: 'null', headers: ETAG_HEADER },
+        },
       },
       config: read,
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
-      const current = await service.get(requireTenant(request).writes, idOf(request));
-      if (notModified(request.headers['if-none-match'], current.version)) {
-        return reply.code(304).header('etag', etagOf(current.version)).send();
-      }
-      return withETag(reply, current);
+      const record = await service.get(requireTenant(request).db, idOf(request));
+      reply.header('etag', etagOf(record as { updated_at: string }));
+      if (noneMatchHits(request.headers['if-none-match'], record as { updated_at: string })) return reply.code(304).send();
+      return record;
     },
   );
 
@@ -205,16 +203,19 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         ...common,
         operationId: `update${names.one}`,
         summary: `Change some fields of a ${one} (MANAGE_CRM).`,
-        description: `${notes.update} With \`If-Match\`, only if the ${one} is still at that ETag, else 412 and nothing changes.`,
+        description: notes.update,
         params: schemas.params,
-        headers: IfMatchHeadersSchema,
+        headers: IF_MATCH_HEADERS,
         body: schemas.update,
-        response: responses({ 200: recordResponse(`The ${one} as changed.`) }, 401, 403, 404, 412),
+        response: responses({ 200: { ...schemas.record, headers: ETAG_HEADER } }, 401, 403, 404, 412),
       },
       config: write,
     },
-    async (request: FastifyRequest, reply: FastifyReply) =>
-      withETag(reply, await service.update(scopeOf(request), idOf(request), request.body as Static<S['update']>, ifMatch(request))),
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      const record = await service.update(scopeOf(request), idOf(request), request.body as Static<S['update']>, ifMatch(request));
+      reply.header('etag', etagOf(record as { updated_at: string }));
+      return record;
+    },
   );
 
   app.delete(
@@ -224,15 +225,15 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         ...common,
         operationId: `delete${names.one}`,
         summary: `Delete a ${one} (MANAGE_CRM).`,
-        description: `${notes.delete} With \`If-Match\`, only if the ${one} is still at that ETag, else 412 and nothing is deleted.`,
+        description: notes.delete,
         params: schemas.params,
-        headers: IfMatchHeadersSchema,
+        headers: IF_MATCH_HEADERS,
         response: responses({ 204: NoContent }, 401, 403, 404, 412),
       },
       config: write,
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
-      await service.remove(scopeOf(request), idOf(request), ifMatch(request));
+      await service.remove(requireTenant(request).db, idOf(request), ifMatch(request));
       return reply.code(204).send(null);
     },
   );

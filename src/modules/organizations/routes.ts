@@ -147,7 +147,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: OrganizationParamsSchema,
         response: responses({ 200: Type.Ref(OrganizationSchema) }, 401, 403, 404),
       },
-      config: { access: 'VIEW_CRM' },
+      config: { access: 'VIEW_CRM', apiKeys: true },
       // The workspace's own URL keeps the API's trailing slash (the prefix alone would be registered without it).
       prefixTrailingSlash: 'slash',
     },

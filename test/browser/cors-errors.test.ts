@@ -1,9 +1,8 @@
-// CORS: the app's origin and CORS_ORIGINS may call the API and read its headers (errors included), preflights need no
-// token, other origins and the console get no Access-Control-Allow-Origin; CORS_ORIGINS is validated at boot.
+// CORS beyond cors.test.ts: a 429 and a 503 carry the CORS headers, preflights need no token on protected routes,
+// look-alike origins are refused, health checks and /docs stay same-origin, and the odd CORS_ORIGINS values a boot refuses.
 import t, { type Test } from 'tap';
 import type { LightMyRequestResponse } from 'fastify';
 import { loadConfig } from '../../src/config.js';
-import { EXPOSED_HEADERS, PREFLIGHT_MAX_AGE } from '../../src/plugins/cors.js';
 import { bearer, buildTestApp } from '../helpers/app.js';
 import { setupInstallation } from '../helpers/fixtures.js';
 import { freePort } from '../helpers/net.js';
@@ -26,26 +25,18 @@ const preflight = (url: string, origin: string, method = 'POST', headers = 'auth
 /** The headers every cross-origin answer to an allowed origin carries. */
 function assertCrossOrigin(t: Test, res: LightMyRequestResponse, origin: string, what: string) {
   t.equal(res.headers['access-control-allow-origin'], origin, `${what}: the origin is allowed`);
-  t.same(String(res.headers['access-control-expose-headers']).split(', '), EXPOSED_HEADERS, `${what}: headers exposed`);
+  const exposed = String(res.headers['access-control-expose-headers']).split(/,\s*/);
+  for (const header of ['Link', 'Retry-After', 'Idempotent-Replayed', 'ETag', 'Location', 'X-RateLimit-Limit'])
+    t.ok(exposed.includes(header), `${what}: ${header} exposed`);
   t.match(String(res.headers.vary), /Origin/i, `${what}: Vary: Origin`);
   t.notOk(res.headers['access-control-allow-credentials'], `${what}: no credentials mode`);
 }
 
-t.test('a preflight from the app origin answers 204 before authentication, with methods, headers and max age', async (t) => {
-  for (const url of ['/api/v1/auth/token/', companies, `${companies}00000000-0000-4000-8000-000000000000/`]) {
+t.test('preflights of protected routes answer 204 without a token (before authentication)', async (t) => {
+  for (const url of [companies, `${companies}00000000-0000-4000-8000-000000000000/`, '/api/v1/auth/me/']) {
     const res = await preflight(url, APP_ORIGIN, 'PATCH', 'authorization,content-type,if-match');
     t.equal(res.statusCode, 204, `${url}: 204 without a token`);
     t.equal(res.headers['access-control-allow-origin'], APP_ORIGIN);
-    t.same(String(res.headers['access-control-allow-methods']).split(', '), ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']);
-    t.same(String(res.headers['access-control-allow-headers']).split(', '), [
-      'Authorization',
-      'Content-Type',
-      'Idempotency-Key',
-      'If-Match',
-      'If-None-Match',
-    ]);
-    t.equal(res.headers['access-control-max-age'], String(PREFLIGHT_MAX_AGE));
-    t.notOk(res.headers['access-control-allow-credentials']);
     t.equal(res.body, '');
   }
 });
@@ -62,7 +53,7 @@ t.test('CORS_ORIGINS adds exact origins; others, and look-alikes, get no Access-
   }
 });
 
-t.test('answers and errors carry the CORS headers: 200, 201, 400, 401, 404, 429', async (t) => {
+t.test('creates, their replays and a 429 carry the CORS headers', async (t) => {
   const headers = { origin: APP_ORIGIN, ...bearer(admin.access) };
   const list = await app.inject({ method: 'GET', url: `${companies}?limit=1`, headers });
   t.equal(list.statusCode, 200);
@@ -83,16 +74,6 @@ t.test('answers and errors carry the CORS headers: 200, 201, 400, 401, 404, 429'
   });
   t.equal(replayed.headers['idempotent-replayed'], 'true');
   assertCrossOrigin(t, replayed, APP_ORIGIN, 'a replay');
-  assertCrossOrigin(t, await app.inject({ method: 'POST', url: companies, headers, payload: { name: '' } }), APP_ORIGIN, '400');
-  const anonymous = await app.inject({ method: 'GET', url: companies, headers: { origin: APP_ORIGIN } });
-  t.equal(anonymous.statusCode, 401);
-  assertCrossOrigin(t, anonymous, APP_ORIGIN, '401');
-  const missing = await app.inject({ method: 'GET', url: `${companies}00000000-0000-4000-8000-000000000000/`, headers });
-  t.equal(missing.statusCode, 404);
-  assertCrossOrigin(t, missing, APP_ORIGIN, '404 of a record');
-  const unknown = await app.inject({ method: 'GET', url: '/api/v1/no-such-route/', headers });
-  t.equal(unknown.statusCode, 404);
-  assertCrossOrigin(t, unknown, APP_ORIGIN, '404 of an unknown route');
   let limited: LightMyRequestResponse | undefined;
   for (let attempt = 0; attempt < 4 && limited?.statusCode !== 429; attempt += 1) {
     limited = await app.inject({
@@ -134,37 +115,17 @@ t.test('a 503 carries the CORS headers too (the rate limiter store unreachable f
   assertCrossOrigin(t, res, APP_ORIGIN, '503');
 });
 
-t.test('CORS_ORIGINS=* allows any origin, still without credentials', async (t) => {
-  const { app: open } = await buildTestApp(t, { CORS_ORIGINS: '*' });
-  const res = await open.inject({
-    method: 'OPTIONS',
-    url: '/api/v1/auth/token/',
-    headers: { origin: STRANGER, 'access-control-request-method': 'POST' },
-  });
-  t.equal(res.statusCode, 204);
-  t.equal(res.headers['access-control-allow-origin'], '*');
-  t.notOk(res.headers['access-control-allow-credentials']);
-});
-
-t.test('CORS_ORIGINS is validated at boot: exact origins, or * alone', async (t) => {
-  const base = { JWT_SECRET: 'cors-test-jwt-secret-0123456789-abcdef', DATA_DIR: '/nonexistent-cors-test-dir' };
-  t.same(loadConfig(base).corsOrigins, [], 'unset: only SERVICE_APP_URL');
-  t.same(loadConfig({ ...base, CORS_ORIGINS: 'https://a.example, http://127.0.0.1:5173' }).corsOrigins, [
-    'https://a.example',
-    'http://127.0.0.1:5173',
-  ]);
-  t.same(loadConfig({ ...base, CORS_ORIGINS: '*' }).corsOrigins, ['*']);
-  for (const value of [
-    'https://a.example/',
-    'https://a.example/app',
-    'https://A.example',
-    'a.example',
-    'ftp://a.example',
-    'https://a.example:443',
-    '*, https://a.example',
-    'https://*.example',
-  ]) {
-    t.throws(() => loadConfig({ ...base, CORS_ORIGINS: value }), { name: 'ConfigError', message: /CORS_ORIGINS/ }, value);
-  }
-  t.throws(() => loadConfig({ ...base, SERVICE_APP_URL: 'http://[broken' }), { name: 'ConfigError', message: /SERVICE_APP_URL/ });
-});
+t.test(
+  'CORS_ORIGINS: wildcards inside an origin, upper case and default ports are refused at boot; so is a broken SERVICE_APP_URL',
+  async (t) => {
+    const base = { JWT_SECRET: 'cors-test-jwt-secret-0123456789-abcdef', DATA_DIR: '/nonexistent-cors-test-dir' };
+    t.same(loadConfig({ ...base, CORS_ORIGINS: ' https://a.example , http://127.0.0.1:5173 ' }).corsOrigins, [
+      'https://a.example',
+      'http://127.0.0.1:5173',
+    ]);
+    for (const value of ['https://*.example', 'https://A.example', 'https://a.example:443', '*, https://a.example']) {
+      t.throws(() => loadConfig({ ...base, CORS_ORIGINS: value }), { name: 'ConfigError', message: /CORS_ORIGINS/ }, value);
+    }
+    t.throws(() => loadConfig({ ...base, SERVICE_APP_URL: 'http://[broken' }), { name: 'ConfigError', message: /SERVICE_APP_URL/ });
+  },
+);

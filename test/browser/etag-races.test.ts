@@ -1,5 +1,5 @@
-// ETags on companies and contacts: If-None-Match answers 304, If-Match makes PATCH and DELETE refuse with 412 when the
-// record changed since it was read (two tabs), checked in the writing statement (a concurrent write forced between).
+// ETags beyond etags.test.ts: weak and listed tags, empty-body and DELETE preconditions, 404 after a delete, and an
+// If-Match PATCH waiting on a row another transaction changes (forced with a held lock) answering 412 once it commits.
 import t from 'tap';
 import type { LightMyRequestResponse } from 'fastify';
 import { bearer, buildTestApp, json } from '../helpers/app.js';
@@ -10,7 +10,7 @@ const { app, databaseUrl } = await buildTestApp(t);
 const { admin, organizationId } = await setupInstallation(app);
 const base = `/api/v1/organizations/${organizationId}`;
 const auth = bearer(admin.access);
-const ETAG = /^"[0-9a-f]{32}"$/;
+const ETAG = /^"[0-9a-z]+"$/;
 
 const call = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, headers: Record<string, string> = {}, payload?: object) =>
   app.inject({ method, url, headers: { ...auth, ...headers }, ...(payload ? { payload } : {}) });
@@ -30,31 +30,16 @@ const collections = [
 for (const collection of collections) {
   const url = `${base}/${collection.name}/`;
 
-  t.test(`${collection.name}: create, GET and PATCH answer the ETag of the version; If-None-Match answers 304`, async (t) => {
-    const created = await call('POST', url, {}, collection.create);
-    t.equal(created.statusCode, 201);
-    t.match(etagOf(created), ETAG, 'a strong ETag on create');
-    const item = `${url}${json(created).id}/`;
+  t.test(`${collection.name}: If-None-Match compares weakly and accepts lists and *`, async (t) => {
+    const item = `${url}${json(await call('POST', url, {}, collection.create)).id}/`;
     const read = await call('GET', item);
-    t.equal(etagOf(read), etagOf(created), 'GET answers the same version');
-    t.equal(etagOf(await call('GET', item)), etagOf(read), 'stable while nothing changes');
-
+    t.match(etagOf(read), ETAG);
     for (const header of [etagOf(read), `W/${etagOf(read)}`, `"0000", ${etagOf(read)}`, '*']) {
       const cached = await call('GET', item, { 'if-none-match': header });
       t.equal(cached.statusCode, 304, `If-None-Match: ${header}`);
       t.equal(cached.body, '', 'no body');
-      t.equal(etagOf(cached), etagOf(read));
     }
     t.equal((await call('GET', item, { 'if-none-match': '"0123"' })).statusCode, 200, 'another tag: the record');
-
-    const patched = await call('PATCH', item, {}, collection.change);
-    t.equal(patched.statusCode, 200, 'without If-Match: unconditional, as before');
-    t.not(etagOf(patched), etagOf(read), 'a write changes the ETag');
-    t.equal(etagOf(await call('GET', item)), etagOf(patched), 'the PATCH answer carries the new one');
-    t.equal((await call('GET', item, { 'if-none-match': etagOf(read) })).statusCode, 200, 'the old copy is stale: 200');
-    // Any writer changes the version, not only the API's (a bulk change, a console action).
-    await app.pg.query(`UPDATE ${collection.name} SET updated_at = updated_at WHERE id = $1`, [json(created).id]);
-    t.not(etagOf(await call('GET', item)), etagOf(patched), 'a change outside the API changes it too');
   });
 
   t.test(`${collection.name}: two tabs edit one record: the second If-Match PATCH is refused with 412`, async (t) => {

@@ -1,0 +1,148 @@
+// An uploaded import file checked before anything is stored: UTF-8, a CSV with a header row, every column a known
+// field of the kind (or mapped to one); and the data rows of a stored file, with their line numbers, for the job.
+import { parse } from 'csv-parse/sync';
+import { Type, type TSchema } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+import { badRequest } from '../../lib/problem.js';
+import { CompanyBodySchemas } from '../companies/schemas.js';
+import { companyPage } from '../companies/service.js';
+import { ContactBodySchemas } from '../contacts/schemas.js';
+import { contactPage } from '../contacts/service.js';
+import type { PageTable } from '../../db/tenant-pages.js';
+
+/** The largest file accepted (also stated in the README). */
+export const IMPORT_FILE_LIMIT = 50 * 1024 * 1024;
+
+/** The export's columns that an import reads past: the database sets them. */
+const IGNORED_COLUMNS = new Set(['id', 'created_at', 'updated_at']);
+
+/** The contact column naming a company by website or exact name (instead of `company_id`). */
+export const COMPANY_COLUMN = 'company';
+
+/** What one kind of import writes: the create body it validates rows against, its table, and its upsert keys. */
+export interface ImportKindSpec {
+  body: typeof CompanyBodySchemas.create | typeof ContactBodySchemas.create;
+  table: PageTable<unknown, string>;
+  /** The fields a row may set (the create body's, without the ignored organization fields). */
+  fields: readonly string[];
+  /** Fields that cannot be null: an empty cell leaves them out (create) or unchanged (upsert). */
+  required: readonly string[];
+  /** Column defaults the database would apply to a single insert, for the multi-row one. */
+  defaults: Record<string, unknown>;
+  /** Upsert keys in order of precedence. */
+  keys: readonly string[];
+}
+
+/** The body's fields a row may set: not the ignored organization fields. */
+const fieldSchemas = (body: ImportKindSpec['body']) =>
+  Object.entries(body.properties as Record<string, TSchema>).filter(([f]) => f !== 'organization' && f !== 'organization_id');
+const writable = (body: ImportKindSpec['body']) => fieldSchemas(body).map(([f]) => f);
+const notNullable = (body: ImportKindSpec['body']) =>
+  fieldSchemas(body)
+    .filter(([, schema]) => !Value.Check(schema, null))
+    .map(([f]) => f);
+
+export const IMPORT_KIND_SPECS: Record<'companies' | 'contacts', ImportKindSpec> = {
+  companies: {
+    body: CompanyBodySchemas.create,
+    table: companyPage,
+    fields: writable(CompanyBodySchemas.create),
+    required: notNullable(CompanyBodySchemas.create),
+    defaults: { lifecycle_stage: 'lead' },
+    keys: ['website', 'email'],
+  },
+  contacts: {
+    body: ContactBodySchemas.create,
+    table: contactPage,
+    fields: writable(ContactBodySchemas.create),
+    required: notNullable(ContactBodySchemas.create),
+    defaults: {},
+    keys: ['email'],
+  },
+};
+
+/** The import's columns by position: the field each fills, or null for an ignored column. */
+export type ColumnFields = (string | null)[];
+
+export const invalidFile = (detail: string, field = 'file') => badRequest('invalid_import_file', detail, { [field]: [detail] });
+
+/** The file's text: UTF-8 (a BOM is dropped), anything else is refused. */
+export function decodeImportFile(bytes: Buffer): string {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw invalidFile('The file is not UTF-8 text.');
+  }
+  if (text.includes('\u0000')) throw invalidFile('The file is not a CSV text file (it contains NUL bytes).');
+  return text;
+}
+
+/** Comma or semicolon: whichever the header line holds more of. */
+export function delimiterOf(text: string): ',' | ';' {
+  const header = text.slice(0, text.search(/\r?\n|$/));
+  return header.split(';').length > header.split(',').length ? ';' : ',';
+}
+
+/** A row of the file: its line number (1 is the header) and its cells. */
+export interface FileRow {
+  line: number;
+  cells: string[];
+}
+
+/** Every record of the file with the line it starts on; a malformed CSV (e.g. an unclosed quote) is a 400. */
+export function parseImportFile(text: string, delimiter: string): FileRow[] {
+  try {
+    const records = parse(text, { delimiter, relax_column_count: true, skip_empty_lines: true, info: true }) as unknown as {
+      record: string[];
+      info: { lines: number };
+    }[];
+    return records.map(({ record, info }) => ({ line: info.lines, cells: record }));
+  } catch (error) {
+    throw invalidFile(`The file is not valid CSV: ${(error as Error).message}`);
+  }
+}
+
+const MappingSchema = Type.Record(Type.String(), Type.Union([Type.String(), Type.Null()]));
+
+/**
+ * The field of each header column: the mapping's (JSON: column → field or null), else the column's own name when it
+ * is a field; `id`, `created_at` and `updated_at` are ignored. Unknown columns, unknown or repeated fields, and a
+ * file missing a required field are refused before anything is stored.
+ */
+export function columnFields(kind: ImportKindSpec, header: string[], mappingJson: string | undefined): ColumnFields {
+  let mapping: Record<string, string | null> = {};
+  if (mappingJson !== undefined && mappingJson !== '') {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(mappingJson);
+    } catch {
+      throw invalidFile('Must be a JSON object of CSV column → field.', 'mapping');
+    }
+    if (!Value.Check(MappingSchema, parsed)) throw invalidFile('Must be a JSON object of CSV column → field (or null).', 'mapping');
+    mapping = parsed;
+  }
+  const known = new Set([...kind.fields, ...(kind === IMPORT_KIND_SPECS.contacts ? [COMPANY_COLUMN] : [])]);
+  for (const column of Object.keys(mapping)) {
+    if (!header.includes(column)) throw invalidFile(`The mapping names column "${column}", which the header does not have.`, 'mapping');
+    const field = mapping[column];
+    if (field !== null && field !== undefined && !known.has(field))
+      throw invalidFile(`"${field}" is not a field of ${[...known].join(', ')}.`, 'mapping');
+  }
+  const fields = header.map((column) => {
+    if (Object.hasOwn(mapping, column)) return mapping[column] ?? null;
+    if (known.has(column)) return column;
+    if (IGNORED_COLUMNS.has(column)) return null;
+    throw invalidFile(`Unknown column "${column}": name it like a field (${[...known].join(', ')}) or map it with \`mapping\`.`);
+  });
+  const used = fields.filter((f): f is string => f !== null);
+  const repeated = used.find((f, i) => used.indexOf(f) !== i);
+  if (repeated) throw invalidFile(`Two columns fill the field "${repeated}".`);
+  const required = (kind.body.required ?? []).filter((f) => f !== 'company_id' || !used.includes(COMPANY_COLUMN));
+  const missing = required.filter((f) => !used.includes(f));
+  if (missing.length > 0) throw invalidFile(`No column fills the required field${missing.length > 1 ? 's' : ''} ${missing.join(', ')}.`);
+  return fields;
+}
+
+/** The export's formula guard undone: one `'` before `=`, `+`, `-` or `@` is removed. */
+export const importCell = (cell: string) => (/^'[=+\-@]/.test(cell) ? cell.slice(1) : cell);

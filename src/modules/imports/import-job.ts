@@ -1,0 +1,296 @@
+// The import job: the stored file's rows in batches, each written with multi-row statements and committed together
+// with the import's progress, so a job that died resumes after the last committed batch and never writes a row twice.
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { TaskList } from 'graphile-worker';
+import type pg from 'pg';
+import type { Db } from '../../db/client.js';
+import { scopeToOrganization } from '../../db/tenant-scope.js';
+import { scopeWrites, type ColumnValues, type Queryable } from '../../db/tenant-writes.js';
+import { isInterruptedAttempt, JOBS, mayRetry, rowIdOf } from '../../jobs/queue.js';
+import { isUuid } from '../../lib/http-schemas.js';
+import { fieldErrors, type AjvIssue } from '../../plugins/errors.js';
+import {
+  COMPANY_COLUMN,
+  IMPORT_KIND_SPECS,
+  importCell,
+  parseImportFile,
+  type ColumnFields,
+  type FileRow,
+  type ImportKindSpec,
+} from './import-file.js';
+import { finishImport } from './service.js';
+
+/** Rows per batch (one transaction): large enough for few round trips, small enough to keep locks short. */
+export const IMPORT_BATCH = 1000;
+
+/** Validates rows as the API validates create bodies (same formats, same field messages). */
+const ajv = addFormats.default(new Ajv({ allErrors: true, strict: false, coerceTypes: false }));
+const validators = new Map<ImportKindSpec, ValidateFunction>();
+const validatorOf = (kind: ImportKindSpec) => {
+  let validate = validators.get(kind);
+  if (!validate) {
+    validate = ajv.compile(kind.body);
+    validators.set(kind, validate);
+  }
+  return validate;
+};
+
+/** `field: message` pairs as the errors CSV states them. */
+const errorText = (errors: Record<string, string[]>) =>
+  Object.entries(errors)
+    .map(([field, messages]) => `${field}: ${messages.join(' ')}`)
+    .join('; ');
+
+/** A row on its way in: its body, or why it fails; for upserts the record it updates. */
+interface PreparedRow extends FileRow {
+  body: ColumnValues;
+  companyRef?: string;
+  error?: string;
+  target?: string;
+}
+
+interface ImportJob {
+  organizationId: string;
+  id: string;
+  kind: ImportKindSpec;
+  upsert: boolean;
+  fields: ColumnFields;
+  batchSize: number;
+}
+
+/** The row's body: an empty cell is null, or absent for a field that cannot be null. */
+function prepare(job: ImportJob, row: FileRow): PreparedRow {
+  if (row.cells.length !== job.fields.length) {
+    return { ...row, body: {}, error: `row: Expected ${job.fields.length} cells, found ${row.cells.length}.` };
+  }
+  const body: ColumnValues = {};
+  let companyRef: string | undefined;
+  job.fields.forEach((field, index) => {
+    if (field === null) return;
+    const value = importCell(row.cells[index] ?? '');
+    if (field === COMPANY_COLUMN) companyRef = value || undefined;
+    else if (value !== '') body[field] = value;
+    else if (!job.kind.required.includes(field)) body[field] = null;
+  });
+  return { ...row, body, ...(companyRef !== undefined ? { companyRef } : {}) };
+}
+
+/** Contact rows naming their company: by `company_id` (in this workspace), else `company` by website, then exact name. */
+async function resolveCompanies(sql: Queryable, organizationId: string, rows: PreparedRow[]): Promise<void> {
+  const pending = rows.filter((row) => !row.error);
+  const ids = pending.map((row) => row.body.company_id).filter((id): id is string => typeof id === 'string' && isUuid(id));
+  const refs = [...new Set(pending.filter((row) => row.body.company_id == null && row.companyRef).map((row) => row.companyRef as string))];
+  const existing = new Set(
+    (
+      await sql.query<{ id: string }>('SELECT id FROM companies WHERE organization_id = $1 AND id = ANY($2::uuid[])', [organizationId, ids])
+    ).rows.map((r) => r.id),
+  );
+  const matches = new Map<string, { website: string[]; name: string[] }>();
+  if (refs.length > 0) {
+    const { rows: found } = await sql.query<{ ref: string; website: string[] | null; name: string[] | null }>(
+      `SELECT v.ref, array_agg(c.id) FILTER (WHERE c.website = v.ref) AS website, array_agg(c.id) FILTER (WHERE c.name = v.ref) AS name
+       FROM unnest($2::text[]) AS v(ref) JOIN companies c ON c.organization_id = $1 AND (c.website = v.ref OR c.name = v.ref) GROUP BY v.ref`,
+      [organizationId, refs],
+    );
+    for (const match of found) matches.set(match.ref, { website: match.website ?? [], name: match.name ?? [] });
+  }
+  for (const row of pending) {
+    const id = row.body.company_id;
+    if (typeof id === 'string') {
+      if (isUuid(id) && !existing.has(id)) row.error = 'company_id: No such company in this organization.';
+      continue;
+    }
+    if (!row.companyRef) continue;
+    const match = matches.get(row.companyRef);
+    const candidates = match?.website.length ? match.website : (match?.name ?? []);
+    if (candidates.length === 1) row.body.company_id = candidates[0];
+    else if (candidates.length === 0) row.error = `${COMPANY_COLUMN}: No company of this workspace has this website or name.`;
+    else row.error = `${COMPANY_COLUMN}: Several companies have this ${match?.website.length ? 'website' : 'name'}.`;
+  }
+}
+
+/** The upsert key values of a row: website as written, emails compared case-insensitively. */
+const keyValues = (kind: ImportKindSpec, body: ColumnValues) =>
+  kind.keys.map((key) => {
+    const value = body[key];
+    return typeof value === 'string' && value !== '' ? (key === 'email' ? value.toLowerCase() : value) : undefined;
+  });
+
+/** Finds the record each valid row updates; a key matching several records, or two keys two records, fails the row. */
+async function matchRecords(sql: Queryable, job: ImportJob, rows: PreparedRow[]): Promise<void> {
+  const { kind } = job;
+  const pending = rows.filter((row) => !row.error);
+  const values = kind.keys.map((_, k) => [...new Set(pending.map((row) => keyValues(kind, row.body)[k]).filter((v) => v !== undefined))]);
+  const conditions = kind.keys.map((key, k) => `${key === 'email' ? 'lower(email)' : key} = ANY($${k + 2}::text[])`);
+  const selected = kind.keys.map((key) => (key === 'email' ? 'lower(email) AS email' : key));
+  const { rows: records } = await sql.query<Record<string, string | null>>(
+    `SELECT id, ${selected.join(', ')} FROM ${kind.table.table} WHERE organization_id = $1 AND (${conditions.join(' OR ')})`,
+    [job.organizationId, ...values],
+  );
+  const noun = kind === IMPORT_KIND_SPECS.companies ? 'companies' : 'contacts';
+  for (const row of pending) {
+    const keys = keyValues(kind, row.body);
+    const found = kind.keys.map((key, k) =>
+      keys[k] === undefined ? [] : records.filter((r) => r[key] === keys[k]).map((r) => r.id as string),
+    );
+    const several = found.findIndex((ids) => ids.length > 1);
+    if (several >= 0) {
+      row.error = `${kind.keys[several]}: Matches several ${noun}.`;
+      continue;
+    }
+    const ids = [...new Set(found.flat())];
+    if (ids.length > 1) row.error = `${kind.keys.join(', ')}: Match two different ${noun}.`;
+    else if (ids[0]) row.target = ids[0];
+  }
+}
+
+/**
+ * The rows of the next batch: up to `batchSize`, cut before a row whose upsert key an earlier row of the batch
+ * has (so it sees that row's record, committed, in the next batch).
+ */
+function nextBatch(job: ImportJob, rows: FileRow[], from: number): PreparedRow[] {
+  const batch: PreparedRow[] = [];
+  const seen = new Set<string>();
+  for (const row of rows.slice(from, from + job.batchSize)) {
+    const prepared = prepare(job, row);
+    if (job.upsert) {
+      const keys = keyValues(job.kind, prepared.body)
+        .map((value, k) => (value === undefined ? undefined : `${k}:${value}`))
+        .filter((key): key is string => key !== undefined);
+      if (batch.length > 0 && keys.some((key) => seen.has(key))) break;
+      for (const key of keys) seen.add(key);
+    }
+    batch.push(prepared);
+  }
+  return batch;
+}
+
+/** Writes one batch on the transaction's client: inserts, updates and failed rows, one statement each. */
+async function writeBatch(sql: Queryable, job: ImportJob, batch: PreparedRow[]) {
+  const { kind } = job;
+  if (kind === IMPORT_KIND_SPECS.contacts) await resolveCompanies(sql, job.organizationId, batch);
+  const validate = validatorOf(kind);
+  for (const row of batch) {
+    if (row.error) continue;
+    const body = { ...kind.defaults, ...row.body };
+    if (!validate(body)) row.error = errorText(fieldErrors((validate.errors ?? []) as AjvIssue[], 'row'));
+  }
+  if (job.upsert) await matchRecords(sql, job, batch);
+  const columns = [
+    ...new Set([
+      ...job.fields.filter((f): f is string => f !== null && f !== COMPANY_COLUMN),
+      ...(kind === IMPORT_KIND_SPECS.contacts ? ['company_id'] : []),
+    ]),
+  ];
+  const writes = scopeWrites(sql, job.organizationId);
+  const valid = batch.filter((row) => !row.error);
+  const created = await writes.insertMany(
+    kind.table,
+    [...new Set([...columns, ...Object.keys(kind.defaults)])],
+    valid.filter((row) => !row.target).map((row) => ({ ...kind.defaults, ...row.body })),
+  );
+  const updated = await writes.updateMany(
+    kind.table,
+    columns,
+    kind.required,
+    valid.filter((row) => row.target).map((row) => ({ ...row.body, id: row.target })),
+  );
+  const failed = batch.filter((row) => row.error).map((row) => ({ line: row.line, cells: row.cells, error: row.error }));
+  if (failed.length > 0) {
+    await sql.query(
+      `INSERT INTO import_errors (import_id, organization_id, line, cells, error)
+       SELECT $2, $1, e.line, e.cells, e.error FROM jsonb_to_recordset($3::jsonb) AS e(line int, cells jsonb, error text)`,
+      [job.organizationId, job.id, JSON.stringify(failed)],
+    );
+  }
+  return { created, updated, failed: failed.length };
+}
+
+/** Runs `work` in a transaction on one client of the pool. */
+async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/** The batches from the committed progress on; stops when the import was cancelled (or deleted) meanwhile. */
+async function runImport(pool: pg.Pool, job: ImportJob, file: { text: string; delimiter: string }): Promise<boolean> {
+  const rows = parseImportFile(file.text, file.delimiter).slice(1);
+  for (;;) {
+    const done = await inTransaction(pool, async (client) => {
+      // The row lock orders batches with a cancel: a cancelled import takes no further batch.
+      const { rows: locked } = await client.query<{ status: string; processed_rows: number }>(
+        'SELECT status, processed_rows FROM imports WHERE organization_id = $1 AND id = $2 FOR UPDATE',
+        [job.organizationId, job.id],
+      );
+      const current = locked[0];
+      if (!current || (current.status !== 'queued' && current.status !== 'running')) return 'stopped' as const;
+      if (current.processed_rows >= rows.length) return 'complete' as const;
+      const batch = nextBatch(job, rows, current.processed_rows);
+      const counts = await writeBatch(client, job, batch);
+      await client.query(
+        `UPDATE imports SET status = 'running', processed_rows = processed_rows + $3, created = created + $4,
+           updated = updated + $5, failed_rows = failed_rows + $6 WHERE organization_id = $1 AND id = $2`,
+        [job.organizationId, job.id, batch.length, counts.created, counts.updated, counts.failed],
+      );
+      return 'more' as const;
+    });
+    if (done !== 'more') return done === 'complete';
+  }
+}
+
+export interface ImportTaskDeps {
+  db: Db;
+  pool: pg.Pool;
+  /** Rows per batch; IMPORT_BATCH unless a test wants many batches from a few rows. */
+  batchSize?: number;
+}
+
+/**
+ * The import task. A failure (the database went away, a batch's statement failed) rolls that batch back and is
+ * retried with graphile-worker's backoff from the last committed batch; after the last attempt, or when the process
+ * died during it, the import ends `failed` with what was committed counted.
+ */
+export function importTasks(deps: ImportTaskDeps): TaskList {
+  return {
+    [JOBS.import.task]: async (payload, helpers) => {
+      const id = rowIdOf(payload);
+      const owner = await deps.db.import.findUnique({ where: { id }, select: { organizationId: true } });
+      if (!owner) return;
+      // From here on the import's own organization is the only door.
+      const db = scopeToOrganization(deps.db, owner.organizationId);
+      const row = await db.import.findFirst({ where: { id } });
+      if (!row || (row.status !== 'queued' && row.status !== 'running')) return;
+      const attempt = helpers.job.attempts;
+      if (isInterruptedAttempt(JOBS.import, attempt)) {
+        await finishImport(db, owner.organizationId, id, 'failed');
+        return;
+      }
+      const job: ImportJob = {
+        organizationId: owner.organizationId,
+        id,
+        kind: IMPORT_KIND_SPECS[row.kind],
+        upsert: row.mode === 'upsert',
+        fields: row.fields as ColumnFields,
+        batchSize: deps.batchSize ?? IMPORT_BATCH,
+      };
+      try {
+        if (await runImport(deps.pool, job, { text: row.file, delimiter: row.delimiter })) await finishImport(db, owner.organizationId, id);
+      } catch (error) {
+        if (mayRetry(JOBS.import, attempt)) throw error;
+        helpers.logger.error(`import ${id} failed after ${attempt} attempts: ${(error as Error).message}`);
+        await finishImport(db, owner.organizationId, id, 'failed');
+      }
+    },
+  };
+}

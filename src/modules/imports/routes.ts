@@ -1,0 +1,163 @@
+// Routes of CSV imports: upload (multipart, the only body besides JSON, parsed by @fastify/multipart for this plugin
+// alone), progress, failed rows as CSV, and cancel.
+import { createHash } from 'node:crypto';
+import multipart from '@fastify/multipart';
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { OrganizationParamsSchema, responses } from '../../lib/http-schemas.js';
+import { pageOf, pageResponse, positionOfApiRow } from '../../lib/pagination.js';
+import { paginate } from '../../http/pagination.js';
+import { requireTenant } from '../../http/request.js';
+import { IMPORT_FILE_LIMIT } from './import-file.js';
+import { ImportCreateSchema, ImportListQuerySchema, ImportParamsSchema, ImportSchema, type ImportDto } from './schemas.js';
+
+const documented = { tags: ['imports'] };
+const base = '/imports/';
+const ImportRef = Type.Ref(ImportSchema);
+
+/** The uploaded file of a request, kept aside while the body carries only its digest (for Idempotency-Key). */
+const uploads = new WeakMap<FastifyRequest, Buffer>();
+
+interface ImportForm {
+  file: Buffer | string;
+  kind: 'companies' | 'contacts';
+  mapping?: string;
+  mode?: 'create' | 'upsert';
+}
+
+export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  // `keyValues`: the parts become a plain body (the file as a Buffer) validated against `ImportCreate` like JSON bodies.
+  await app.register(multipart, { attachFieldsToBody: 'keyValues', limits: { fileSize: IMPORT_FILE_LIMIT, files: 1, fields: 5 } });
+  const imports = app.services.imports;
+
+  app.post(
+    base,
+    {
+      schema: {
+        ...documented,
+        operationId: 'createImport',
+        summary: 'Import companies or contacts from a CSV file (MANAGE_CRM).',
+        description:
+          `\`multipart/form-data\` up to ${IMPORT_FILE_LIMIT / 1024 / 1024} MiB (the one exception to JSON bodies and their 1 MiB ` +
+          'limit). The whole file is checked first: not UTF-8, not CSV, no header row, a column that is no field and not ' +
+          'mapped, or no column for a required field answer 400 (`invalid_import_file`), over the limit 413, and nothing ' +
+          'is stored. Then the file is stored and a job imports it in batches of 1,000 rows, each committed with its ' +
+          'progress; follow it with `getImport`. A row that fails (the same field messages as the create endpoint) is ' +
+          'listed by `listImportErrors` and the others go in. **No per-row automation runs**: an import dispatches no ' +
+          '`company.created`/`contact.created` events, only one `import.finished` when it ends.',
+        consumes: ['multipart/form-data'],
+        params: OrganizationParamsSchema,
+        body: ImportCreateSchema,
+        response: responses({ 202: ImportRef }, 401, 403, 404, 409, 413),
+      },
+      config: { access: 'MANAGE_CRM', idempotent: true },
+      preHandler: async (request) => {
+        const body = request.body as ImportForm;
+        const file = typeof body.file === 'string' ? Buffer.from(body.file) : body.file;
+        uploads.set(request, file);
+        body.file = createHash('sha256').update(file).digest('hex');
+      },
+    },
+    async (request, reply) => {
+      const form = request.body as ImportForm;
+      const tenant = requireTenant(request);
+      const created = await imports.create(tenant.db, tenant.organization.id, {
+        file: uploads.get(request) ?? Buffer.alloc(0),
+        kind: form.kind,
+        mode: form.mode ?? 'create',
+        ...(form.mapping !== undefined ? { mapping: form.mapping } : {}),
+      });
+      reply.code(202);
+      return created;
+    },
+  );
+
+  app.get(
+    base,
+    {
+      schema: {
+        ...documented,
+        operationId: 'listImports',
+        summary: 'Imports of the workspace, newest first (VIEW_CRM).',
+        params: OrganizationParamsSchema,
+        querystring: ImportListQuerySchema,
+        response: responses({ 200: pageResponse(ImportRef, 'Imports, newest first.') }, 401, 403, 404),
+      },
+      config: { access: 'VIEW_CRM' },
+    },
+    async (request, reply) => {
+      const page = pageOf(request.query);
+      const rows = await imports.list(requireTenant(request).db, page);
+      return paginate<ImportDto>(request, reply, rows, page.limit, positionOfApiRow);
+    },
+  );
+
+  app.get(
+    `${base}:import_id/`,
+    {
+      schema: {
+        ...documented,
+        operationId: 'getImport',
+        summary: 'An import and its progress (VIEW_CRM).',
+        params: ImportParamsSchema,
+        response: responses({ 200: ImportRef }, 401, 403, 404),
+      },
+      config: { access: 'VIEW_CRM' },
+    },
+    async (request) => imports.get(requireTenant(request).db, request.params.import_id),
+  );
+
+  app.get(
+    `${base}:import_id/errors/`,
+    {
+      schema: {
+        ...documented,
+        operationId: 'listImportErrors',
+        summary: "The import's failed rows as CSV (VIEW_CRM).",
+        description:
+          "Columns: `line` (in the file, the header being line 1), the file's own columns, then `error` (`field: message`, " +
+          "the messages the API gives for that field, `; `-separated). Cells starting with `=`, `+`, `-` or `@` get a leading `'`.",
+        params: ImportParamsSchema,
+        response: responses(
+          {
+            200: {
+              description: 'The failed rows as CSV.',
+              headers: { 'Content-Disposition': Type.String({ description: 'attachment; filename="import-errors.csv"' }) },
+              content: { 'text/csv': { schema: Type.String({ description: 'RFC 4180 CSV with a header row.' }) } },
+            },
+          },
+          401,
+          403,
+          404,
+        ),
+      },
+      config: { access: 'VIEW_CRM' },
+    },
+    async (request, reply) => {
+      const stream = await imports.errors(requireTenant(request).db, request.params.import_id);
+      return reply.type('text/csv; charset=utf-8').header('Content-Disposition', 'attachment; filename="import-errors.csv"').send(stream);
+    },
+  );
+
+  app.post(
+    `${base}:import_id/cancel/`,
+    {
+      schema: {
+        ...documented,
+        operationId: 'cancelImport',
+        summary: 'Stop a queued or running import (MANAGE_CRM).',
+        description:
+          'No batch starts after this; the batches committed before stay and are counted. 409 (`import_finished`) once ' +
+          'it has ended. Dispatches `import.finished`.',
+        params: ImportParamsSchema,
+        response: responses({ 200: ImportRef }, 401, 403, 404, 409),
+      },
+      config: { access: 'MANAGE_CRM' },
+    },
+    async (request) => {
+      const tenant = requireTenant(request);
+      return imports.cancel(tenant.db, tenant.organization.id, request.params.import_id);
+    },
+  );
+};

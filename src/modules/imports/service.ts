@@ -1,0 +1,144 @@
+// CSV imports of one workspace: accepting a file (checked, stored and queued in one transaction), reading progress
+// and failed rows, cancelling, and finishing with the one `import.finished` event.
+import { Readable } from 'node:stream';
+import { stringify } from 'csv-stringify';
+import { transactionView, type TenantDb } from '../../db/tenant-scope.js';
+import type { Import as ImportRow } from '../../generated/prisma/client.js';
+import { enqueueJob, JOBS } from '../../jobs/queue.js';
+import { isUuid } from '../../lib/http-schemas.js';
+import { afterPosition, newestFirst, type PageRequest } from '../../lib/pagination.js';
+import { conflict, notFound } from '../../lib/problem.js';
+import { dispatchEvent } from '../automations/dispatch.js';
+import { exportCell } from '../crm/record-export.js';
+import {
+  columnFields,
+  decodeImportFile,
+  delimiterOf,
+  IMPORT_KIND_SPECS,
+  invalidFile,
+  parseImportFile,
+  type ColumnFields,
+} from './import-file.js';
+import type { ImportDto, ImportStatus } from './schemas.js';
+
+export function toImportDto(row: ImportRow): ImportDto {
+  return {
+    id: row.id,
+    kind: row.kind,
+    mode: row.mode,
+    status: row.status,
+    total_rows: row.totalRows,
+    processed_rows: row.processedRows,
+    created: row.created,
+    updated: row.updated,
+    failed_rows: row.failedRows,
+    created_at: row.createdAt.toISOString(),
+    finished_at: row.finishedAt?.toISOString() ?? null,
+  };
+}
+
+/** What a request brings: the file's bytes and the form's other fields. */
+export interface ImportRequest {
+  file: Buffer;
+  kind: 'companies' | 'contacts';
+  mode: 'create' | 'upsert';
+  mapping?: string;
+}
+
+const importNotFound = () => notFound('Import not found.', 'import_not_found');
+const ACTIVE: ImportStatus[] = ['queued', 'running'];
+
+/** The import row of this workspace, or 404 (a malformed id too). */
+async function find(db: TenantDb, id: string): Promise<ImportRow> {
+  const row = isUuid(id) ? await db.import.findFirst({ where: { id } }) : null;
+  if (!row) throw importNotFound();
+  return row;
+}
+
+/**
+ * Ends an active import with `status` (or, without one, `succeeded` unless no row could be written) and offers
+ * `import.finished` to the workspace's rules in the same transaction; an import already ended is left alone.
+ */
+export async function finishImport(
+  db: TenantDb,
+  organizationId: string,
+  id: string,
+  status?: ImportStatus,
+): Promise<ImportRow | undefined> {
+  return db.$transaction(async (tx) => {
+    const row = await tx.import.findFirst({ where: { id } });
+    if (!row || !ACTIVE.includes(row.status)) return undefined;
+    const final = status ?? (row.failedRows > 0 && row.created + row.updated === 0 ? 'failed' : 'succeeded');
+    const { count } = await tx.import.updateMany({
+      where: { id, status: { in: ACTIVE } },
+      data: { status: final, finishedAt: new Date() },
+    });
+    if (count === 0) return undefined;
+    const finished = { ...row, status: final, finishedAt: new Date() };
+    await dispatchEvent(transactionView(tx), { organizationId, name: 'import.finished', data: toImportDto(finished) });
+    return finished;
+  });
+}
+
+export const importService = {
+  /** Checks the whole file (400 before anything is written), stores it and queues its job in one transaction. */
+  async create(db: TenantDb, organizationId: string, request: ImportRequest): Promise<ImportDto> {
+    const kind = IMPORT_KIND_SPECS[request.kind];
+    const text = decodeImportFile(request.file);
+    const delimiter = delimiterOf(text);
+    const [header, ...rows] = parseImportFile(text, delimiter);
+    if (!header || header.cells.every((cell) => cell.trim() === '')) throw invalidFile('The file has no header row.');
+    const fields = columnFields(kind, header.cells, request.mapping);
+    const row = await db.$transaction(async (tx) => {
+      const created = await tx.import.create({
+        data: { organizationId, kind: request.kind, mode: request.mode, fields, delimiter, file: text, totalRows: rows.length },
+      });
+      await enqueueJob(transactionView(tx), JOBS.import, created.id);
+      return created;
+    });
+    return toImportDto(row);
+  },
+
+  async list(db: TenantDb, page: PageRequest): Promise<(ImportDto & { createdAt: Date })[]> {
+    const rows = await db.import.findMany({ where: afterPosition(page.after), orderBy: newestFirst, take: page.limit + 1 });
+    return rows.map((row) => ({ ...toImportDto(row), createdAt: row.createdAt }));
+  },
+
+  get: async (db: TenantDb, id: string) => toImportDto(await find(db, id)),
+
+  /** Stops an active import: the batches committed so far stay and are counted; 409 once it has ended. */
+  async cancel(db: TenantDb, organizationId: string, id: string): Promise<ImportDto> {
+    const row = await find(db, id);
+    const cancelled = await finishImport(db, organizationId, row.id, 'cancelled');
+    if (!cancelled) throw conflict('import_finished', `The import has already ended (${(await find(db, id)).status}).`);
+    return toImportDto(cancelled);
+  },
+
+  /** The failed rows as CSV: `line`, the file's columns, `error`; read in pages of 1,000 by line. */
+  async errors(db: TenantDb, id: string): Promise<Readable> {
+    const row = await find(db, id);
+    const [header] = parseImportFile(row.file.slice(0, row.file.search(/\r?\n|$/)), row.delimiter);
+    const columns = header?.cells ?? [];
+    const width = (row.fields as ColumnFields).length;
+    async function* records() {
+      yield ['line', ...columns, 'error'];
+      let after = 0;
+      for (;;) {
+        const page = await db.importError.findMany({
+          where: { importId: row.id, line: { gt: after } },
+          orderBy: { line: 'asc' },
+          take: 1000,
+        });
+        for (const error of page) {
+          const cells = (error.cells as string[]).slice(0, width);
+          while (cells.length < width) cells.push('');
+          yield [String(error.line), ...cells.map(exportCell), error.error];
+        }
+        const last = page.at(-1);
+        if (!last) return;
+        after = last.line;
+      }
+    }
+    return Readable.from(records()).pipe(stringify({ record_delimiter: 'windows' }));
+  },
+};

@@ -1,0 +1,295 @@
+// CSV imports through HTTP: bad files refused before any write, each status, the errors CSV, upsert, contact
+// company matching, cancel, resume after a batch that failed once, tenancy, and the export → import round trip.
+import t from 'tap';
+import { JOBS, runDueJobs } from '../../src/jobs/queue.js';
+import { importTasks } from '../../src/modules/imports/import-job.js';
+import { buildTestApp, json } from '../helpers/app.js';
+import { makeDue } from '../helpers/jobs.js';
+import { created, crmWorkspaces, type Workspace } from '../tenancy/crm-workspaces.js';
+import type { SignedIn } from '../helpers/fixtures.js';
+
+const { app, databaseUrl } = await buildTestApp(t, {}, { backgroundWorkers: false });
+const { a, b, memberA, viewerA, memberB } = await crmWorkspaces(app);
+
+/** A multipart body with the given fields; `file` is sent as a file part. */
+function form(fields: Record<string, string | Buffer>) {
+  const boundary = '----import-test-boundary';
+  const parts = Object.entries(fields).map(([name, value]) =>
+    Buffer.concat([
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="${name}"${name === 'file' ? '; filename="data.csv"\r\nContent-Type: text/csv' : ''}\r\n\r\n`,
+      ),
+      Buffer.isBuffer(value) ? value : Buffer.from(value),
+      Buffer.from('\r\n'),
+    ]),
+  );
+  return {
+    payload: Buffer.concat([...parts, Buffer.from(`--${boundary}--\r\n`)]),
+    contentType: `multipart/form-data; boundary=${boundary}`,
+  };
+}
+
+const upload = (ws: Workspace, user: SignedIn, fields: Record<string, string | Buffer>, headers: Record<string, string> = {}) => {
+  const { payload, contentType } = form(fields);
+  return app.inject({
+    method: 'POST',
+    url: `/api/v1/organizations/${ws.id}/imports/`,
+    headers: { ...user.headers, 'content-type': contentType, ...headers },
+    payload,
+  });
+};
+const runJobs = (batchSize?: number) =>
+  runDueJobs(databaseUrl, importTasks({ db: app.db, pool: app.pg, ...(batchSize ? { batchSize } : {}) }));
+const importOf = async (id: string) => json(await a.call(viewerA, 'GET', `imports/${id}/`));
+const companyCount = () => app.db.company.count({ where: { organizationId: a.id } });
+
+t.test('bad files answer 4xx and store nothing', async (t) => {
+  const cases: [Record<string, string | Buffer>, number, RegExp][] = [
+    [{ kind: 'companies', file: Buffer.from([0xff, 0xfe, 0x00, 0x41]) }, 400, /not UTF-8/],
+    [{ kind: 'companies', file: 'name,"unclosed\nA,b\n' }, 400, /not valid CSV/],
+    [{ kind: 'companies', file: '' }, 400, /no header/],
+    [{ kind: 'companies', file: 'name,colour\nAcme,red\n' }, 400, /Unknown column \\"colour\\"/],
+    [{ kind: 'companies', file: 'email\nx@example.com\n' }, 400, /required field name/],
+    [{ kind: 'companies', file: 'name\nAcme\n', mapping: '{"name": "nope"}' }, 400, /not a field/],
+    [{ kind: 'companies', file: 'name\nAcme\n', mapping: 'not json' }, 400, /JSON object/],
+    [{ kind: 'people', file: 'name\nAcme\n' }, 400, /validation/i],
+    [{ kind: 'companies' }, 400, /file/],
+  ];
+  for (const [fields, status, detail] of cases) {
+    const res = await upload(a, memberA, fields);
+    t.equal(res.statusCode, status, JSON.stringify(fields.file?.toString() ?? fields));
+    t.match(res.body, detail);
+  }
+  const big = await upload(a, memberA, { kind: 'companies', file: Buffer.alloc(50 * 1024 * 1024 + 10, 'a') });
+  t.equal(big.statusCode, 413);
+  t.equal(json(big).code, 'import_file_too_large');
+  t.equal(await app.db.import.count(), 0);
+  t.equal(await companyCount(), 0);
+  t.equal((await upload(a, viewerA, { kind: 'companies', file: 'name\nAcme\n' })).statusCode, 403);
+});
+
+t.test('a file with BOM and semicolons: queued, then succeeded, formula prefixes stripped, failed rows in the errors CSV', async (t) => {
+  const file =
+    '\uFEFFname;email;lifecycle_stage;colour\r\nAcme;hello@acme.example;customer;red\r\n"\'=SUM(A1)";;;\r\n;bad;;\r\nBeta;not-an-email;nope;\r\nShort\r\n';
+  const res = await upload(a, memberA, { kind: 'companies', file, mapping: '{"colour": null}' });
+  t.equal(res.statusCode, 202);
+  const queued = json(res);
+  t.match(queued, { kind: 'companies', mode: 'create', status: 'queued', total_rows: 5, processed_rows: 0, created: 0, finished_at: null });
+  t.equal(await runJobs(), 1);
+  const done = await importOf(queued.id);
+  t.match(done, { status: 'succeeded', total_rows: 5, processed_rows: 5, created: 2, updated: 0, failed_rows: 3 });
+  t.ok(done.finished_at);
+  const names = (await app.db.company.findMany({ where: { organizationId: a.id }, orderBy: { name: 'asc' } })).map((c) => [
+    c.name,
+    c.lifecycleStage,
+  ]);
+  t.same(names, [
+    ['=SUM(A1)', 'lead'],
+    ['Acme', 'customer'],
+  ]);
+  const errors = await a.call(viewerA, 'GET', `imports/${queued.id}/errors/`);
+  t.equal(errors.statusCode, 200);
+  t.match(errors.headers['content-type'], /^text\/csv/);
+  t.same(errors.body.split('\r\n').filter(Boolean), [
+    'line,name,email,lifecycle_stage,colour,error',
+    // The create endpoint's messages for the same fields.
+    '4,,bad,,,name: This field is required.; email: Enter a valid email address. Must be null.',
+    '5,Beta,not-an-email,nope,,email: Enter a valid email address. Must be null.; lifecycle_stage: Must be equal to constant.',
+    '6,Short,,,,"row: Expected 4 cells, found 1."',
+  ]);
+});
+
+t.test('a file of only bad rows ends failed with every row in the errors CSV', async (t) => {
+  const queued = json(await upload(a, memberA, { kind: 'companies', file: 'name,email\n,x\n,y\n' }));
+  await runJobs();
+  t.match(await importOf(queued.id), { status: 'failed', processed_rows: 2, created: 0, failed_rows: 2 });
+  const lines = (await a.call(viewerA, 'GET', `imports/${queued.id}/errors/`)).body.split('\r\n').filter(Boolean);
+  t.equal(lines.length, 3);
+});
+
+t.test('upsert: website, else email; several matches fail the row; repeated keys in one file update the first', async (t) => {
+  await created(a.call(memberA, 'POST', 'companies/', { name: 'Twin', website: 'https://twin.example' }));
+  await created(a.call(memberA, 'POST', 'companies/', { name: 'Twin 2', website: 'https://twin.example' }));
+  await created(a.call(memberA, 'POST', 'companies/', { name: 'Mail', email: 'Mail@Example.com' }));
+  const file = [
+    'name,website,email',
+    'Acme Renamed,,HELLO@acme.example',
+    'Twin?,https://twin.example,',
+    'Mail Renamed,https://mail.example,mail@example.com',
+    'New,https://new.example,',
+    'New Again,https://new.example,',
+  ].join('\n');
+  const queued = json(await upload(a, memberA, { kind: 'companies', file, mode: 'upsert' }));
+  await runJobs();
+  t.match(await importOf(queued.id), { status: 'succeeded', mode: 'upsert', created: 1, updated: 3, failed_rows: 1 });
+  const byName = async (name: string) => app.db.company.findMany({ where: { organizationId: a.id, name } });
+  t.equal((await byName('Acme Renamed')).length, 1);
+  t.equal((await byName('Acme Renamed'))[0]?.lifecycleStage, 'customer', 'a column not in the file stays unchanged');
+  t.equal((await byName('Mail Renamed'))[0]?.website, 'https://mail.example');
+  t.equal((await byName('New Again')).length, 1);
+  t.equal((await byName('New')).length, 0, 'the second row with the key updated the record the first created');
+  const errors = (await a.call(viewerA, 'GET', `imports/${queued.id}/errors/`)).body;
+  t.match(errors, /3,Twin\?,https:\/\/twin.example,,website: Matches several companies./);
+});
+
+t.test('contacts name their company by company_id, website or exact name', async (t) => {
+  const acme = (await app.db.company.findFirst({ where: { organizationId: a.id, name: 'Acme Renamed' } }))!;
+  const other = await created(b.call(memberB, 'POST', 'companies/', { name: 'Foreign' }));
+  const file = [
+    'first_name,last_name,company,company_id',
+    'Ada,Lovelace,Acme Renamed,',
+    'Bob,Builder,https://mail.example,',
+    `Cy,Direct,,${acme.id}`,
+    'Dee,Twins,Twin,',
+    'Eve,Nobody,Nowhere,',
+    `Fay,Foreign,,${other.id}`,
+    'Gus,Several,https://twin.example,',
+  ].join('\n');
+  const queued = json(await upload(a, memberA, { kind: 'contacts', file }));
+  await runJobs();
+  t.match(await importOf(queued.id), { status: 'succeeded', created: 4, failed_rows: 3 });
+  const contacts = await app.db.contact.findMany({ where: { organizationId: a.id }, orderBy: { firstName: 'asc' } });
+  t.same(
+    contacts.map((c) => c.firstName),
+    ['Ada', 'Bob', 'Cy', 'Dee'],
+  );
+  t.equal(contacts[0]?.companyId, acme.id);
+  const errors = (await a.call(viewerA, 'GET', `imports/${queued.id}/errors/`)).body;
+  t.match(errors, /Nowhere,,company: No company of this workspace has this website or name./);
+  t.match(errors, /company_id: No such company in this organization./);
+  t.match(errors, /company: Several companies have this website./);
+  t.equal(await app.db.contact.count({ where: { organizationId: b.id } }), 0);
+});
+
+t.test('a batch that fails once is retried from the last committed batch, never writing a row twice', async (t) => {
+  // The third row fails the first time it is inserted (as a database that went away would), then goes through.
+  await app.pg.query(`CREATE SEQUENCE import_test_once`);
+  await app.pg.query(`CREATE FUNCTION import_test_fail_once() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN IF NEW.name = 'Row 3' AND nextval('import_test_once') = 1 THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$`);
+  await app.pg.query(
+    `CREATE TRIGGER import_test_fail_once BEFORE INSERT ON companies FOR EACH ROW EXECUTE FUNCTION import_test_fail_once()`,
+  );
+  t.teardown(() => app.pg.query('DROP TRIGGER import_test_fail_once ON companies'));
+  const before = await companyCount();
+  const file = ['name', ...Array.from({ length: 5 }, (_, i) => `Row ${i + 1}`)].join('\n');
+  const queued = json(await upload(a, memberA, { kind: 'companies', file }));
+  await runJobs(2);
+  t.match(await importOf(queued.id), { status: 'running', processed_rows: 2, created: 2 }, 'the first batch stayed');
+  t.equal(await companyCount(), before + 2);
+  await makeDue(app.pg, JOBS.import, queued.id);
+  await runJobs(2);
+  t.match(await importOf(queued.id), { status: 'succeeded', processed_rows: 5, created: 5, failed_rows: 0 });
+  t.equal(await companyCount(), before + 5, 'each row exactly once');
+});
+
+t.test('an import whose last attempt died with its process ends failed', async (t) => {
+  const queued = json(await upload(a, memberA, { kind: 'companies', file: 'name\nOrphan\n' }));
+  // As if every attempt had been taken by processes that died: the extra attempt records the failure.
+  await makeDue(app.pg, JOBS.import, queued.id, { attempts: JOBS.import.attempts });
+  await runJobs();
+  const failed = await importOf(queued.id);
+  t.match(failed, { status: 'failed', processed_rows: 0, created: 0 });
+  t.ok(failed.finished_at);
+});
+
+t.test('cancel: committed batches stay and are counted; a finished import answers 409', async (t) => {
+  const file = ['name', ...Array.from({ length: 4 }, (_, i) => `Cancel ${i}`)].join('\n');
+  const queued = json(await upload(a, memberA, { kind: 'companies', file }));
+  const cancelled = await a.call(memberA, 'POST', `imports/${queued.id}/cancel/`);
+  t.equal(cancelled.statusCode, 200);
+  t.match(json(cancelled), { status: 'cancelled', processed_rows: 0 });
+  t.ok(json(cancelled).finished_at);
+  await runJobs();
+  t.match(await importOf(queued.id), { status: 'cancelled', created: 0 });
+  t.equal(await app.db.company.count({ where: { organizationId: a.id, name: { startsWith: 'Cancel' } } }), 0);
+  const again = await a.call(memberA, 'POST', `imports/${queued.id}/cancel/`);
+  t.equal(again.statusCode, 409);
+  t.equal(json(again).code, 'import_finished');
+  t.equal((await a.call(viewerA, 'POST', `imports/${queued.id}/cancel/`)).statusCode, 403);
+});
+
+t.test('cancel while running keeps the committed batches and counts them', async (t) => {
+  // The second batch fails (its third row is refused by the database), so the import stays running after one batch.
+  await app.pg.query(`CREATE FUNCTION import_test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN IF NEW.name = 'Half 2' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$`);
+  await app.pg.query(`CREATE TRIGGER import_test_refuse BEFORE INSERT ON companies FOR EACH ROW EXECUTE FUNCTION import_test_refuse()`);
+  t.teardown(() => app.pg.query('DROP TRIGGER import_test_refuse ON companies'));
+  const file = ['name', ...Array.from({ length: 4 }, (_, i) => `Half ${i}`)].join('\n');
+  const queued = json(await upload(a, memberA, { kind: 'companies', file }));
+  await runJobs(2);
+  t.match(await importOf(queued.id), { status: 'running', processed_rows: 2, created: 2 });
+  const cancelled = json(await a.call(memberA, 'POST', `imports/${queued.id}/cancel/`));
+  t.match(cancelled, { status: 'cancelled', processed_rows: 2, created: 2 });
+  await makeDue(app.pg, JOBS.import, queued.id);
+  await runJobs(2);
+  t.match(await importOf(queued.id), { status: 'cancelled', processed_rows: 2, created: 2 });
+  t.equal(await app.db.company.count({ where: { organizationId: a.id, name: { startsWith: 'Half' } } }), 2);
+});
+
+t.test('listing, tenancy and the import.finished trigger', async (t) => {
+  const list = await a.call(viewerA, 'GET', 'imports/?limit=2');
+  t.equal(list.statusCode, 200);
+  t.equal(json(list).length, 2);
+  t.match(list.headers.link, /rel="next"/);
+  const all = json(await a.call(viewerA, 'GET', 'imports/?limit=200'));
+  t.same(
+    all.map((i: { created_at: string }) => i.created_at),
+    [...all.map((i: { created_at: string }) => i.created_at)].sort().reverse(),
+  );
+  const someImport = all[0].id as string;
+  t.equal((await b.call(memberB, 'GET', `imports/${someImport}/`)).statusCode, 404);
+  t.equal((await a.call(memberB, 'GET', `imports/${someImport}/`)).statusCode, 404);
+  t.equal((await b.call(memberB, 'GET', `imports/${someImport}/errors/`)).statusCode, 404);
+  t.equal((await b.call(memberB, 'POST', `imports/${someImport}/cancel/`)).statusCode, 404);
+  t.same(json(await b.call(memberB, 'GET', 'imports/')), []);
+  t.equal((await a.call(viewerA, 'GET', 'imports/not-a-uuid/')).statusCode, 404);
+
+  // Rules on company.created too: an import must not start them.
+  for (const trigger of ['import_finished', 'company_created'] as const) {
+    await app.db.automation.create({
+      data: { organizationId: a.id, name: trigger, trigger, actionType: 'webhook', actionConfig: { url: 'https://hooks.example.com/x' } },
+    });
+  }
+  const runsBefore = await app.db.automationRun.count({ where: { organizationId: a.id } });
+  const queued = json(await upload(a, memberA, { kind: 'companies', file: 'name\nTriggered\nTriggered too\n' }));
+  await runJobs();
+  const runs = await app.db.automationRun.findMany({ where: { organizationId: a.id } });
+  t.equal(runs.length, runsBefore + 1, 'one run for the import, none per row');
+  t.match(runs.at(-1)?.payload, { event: 'import.finished', data: { id: queued.id, status: 'succeeded', created: 2 } });
+});
+
+t.test('export → import round trip keeps formula-looking values', async (t) => {
+  const [c, memberC] = [b, memberB];
+  // A record without website or email has no upsert key: start from records that have one.
+  await app.db.company.deleteMany({ where: { organizationId: c.id } });
+  await created(c.call(memberC, 'POST', 'companies/', { name: '=HYPERLINK("http://evil")', phone_number: '+1 555', website: '@home' }));
+  await created(c.call(memberC, 'POST', 'companies/', { name: 'Plain, "quoted"', email: 'plain@example.com' }));
+  const exported = (await c.call(memberC, 'GET', 'companies/export/')).body;
+  t.match(exported, /'=HYPERLINK/);
+  const queued = json(await upload(c, memberC, { kind: 'companies', file: exported, mode: 'upsert' }));
+  await runJobs();
+  const done = json(await c.call(memberC, 'GET', `imports/${queued.id}/`));
+  t.match(done, { status: 'succeeded', updated: 2, created: 0, failed_rows: 0 });
+  const reexported = (await c.call(memberC, 'GET', 'companies/export/')).body;
+  const strip = (csv: string) => csv.split('\r\n').map((line) => line.split(',').slice(1, 6).join(','));
+  t.same(strip(reexported), strip(exported), 'the same values after a round trip');
+  const createdCopy = json(await upload(c, memberC, { kind: 'companies', file: exported }));
+  await runJobs();
+  t.match(json(await c.call(memberC, 'GET', `imports/${createdCopy.id}/`)), { created: 2 });
+  t.equal(
+    await app.db.company.count({
+      where: { organizationId: c.id, name: '=HYPERLINK("http://evil")', phoneNumber: '+1 555', website: '@home' },
+    }),
+    2,
+  );
+});
+
+t.test('Idempotency-Key replays the same import', async (t) => {
+  const headers = { 'idempotency-key': 'import-once' };
+  const first = await upload(a, memberA, { kind: 'companies', file: 'name\nOnce\n' }, headers);
+  const second = await upload(a, memberA, { kind: 'companies', file: 'name\nOnce\n' }, headers);
+  t.equal(first.statusCode, 202);
+  t.equal(second.statusCode, 202);
+  t.equal(json(second).id, json(first).id);
+  t.equal((await upload(a, memberA, { kind: 'companies', file: 'name\nTwice\n' }, headers)).statusCode, 422);
+});
