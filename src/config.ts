@@ -117,9 +117,12 @@ const variables = {
     warnings.push('SERVICE_SETUP_TOKEN is shorter than 32 characters: first-run setup is unavailable.');
     return null;
   }),
-  appUrl: variable('SERVICE_APP_URL', Type.String({ pattern: '^https?://[^\\s]+$' }), (value) =>
-    (value ?? 'http://localhost:5173').replace(/\/+$/, ''),
-  ),
+  appUrl: variable('SERVICE_APP_URL', Type.String({ pattern: '^https?://[^\\s]+$' }), (value) => {
+    const url = (value ?? 'http://localhost:5173').replace(/\/+$/, '');
+    // Its origin is a CORS origin (plugins/cors.ts): an unparsable URL stops the boot, not the app's first build.
+    if (!URL.canParse(url)) throw new ConfigError(`SERVICE_APP_URL: not a URL (${url}).`);
+    return url;
+  }),
   /**
    * Browser origins, besides SERVICE_APP_URL's, allowed to call the API (CORS): exact origins separated by commas, or
    * `*` written on its own for any origin. Each must be `scheme://host[:port]`, nothing more.
@@ -135,7 +138,8 @@ const variables = {
       } catch {
         parsed = undefined;
       }
-      if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin) {
+      // `https://*.example` parses as a host named `*.example`: no wildcard matches, so none is accepted.
+      if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin || origin.includes('*')) {
         throw new ConfigError(`CORS_ORIGINS: "${origin}" is not an origin (scheme://host[:port], no path or trailing slash).`);
       }
       return origin;

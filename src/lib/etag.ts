@@ -6,13 +6,15 @@ export const etagOf = (record: { updated_at: string }): string => `"${Date.parse
 
 /**
  * The `updated_at` values an `If-Match` / `If-None-Match` header names: `*` (any), or the instants of its tags
- * (malformed tags name nothing, so they never match).
+ * (malformed tags name nothing, so they never match). `strong`: If-Match's comparison (RFC 9110 §13.1.1), where a weak
+ * tag (`W/"…"`) never matches.
  */
-export function versionsIn(header: string): '*' | Date[] {
+export function versionsIn(header: string, { strong = false } = {}): '*' | Date[] {
   if (header.trim() === '*') return '*';
   return header
     .split(',')
-    .map((tag) => QUOTED.exec(tag.trim())?.[2])
+    .map((tag) => QUOTED.exec(tag.trim()))
+    .map((match) => (match && !(strong && match[1]) ? match[2] : undefined))
     .filter((value): value is string => value !== undefined)
     .map((value) => new Date(Number.parseInt(value, 36)))
     .filter((date) => !Number.isNaN(date.getTime()));

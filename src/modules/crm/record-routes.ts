@@ -24,7 +24,7 @@ const IF_MATCH_HEADERS = Type.Object({
 /** The versions an If-Match names, or undefined without one. */
 const ifMatch = (request: FastifyRequest) => {
   const header = request.headers['if-match'];
-  return header === undefined ? undefined : versionsIn(header);
+  return header === undefined ? undefined : versionsIn(header, { strong: true });
 };
 import type { CrmScope } from './record-service.js';
 
