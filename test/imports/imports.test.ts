@@ -1,5 +1,7 @@
 // CSV imports through HTTP: bad files refused before any write, each status, the errors CSV, upsert, contact
 // company matching, cancel, resume after a batch that failed once, tenancy, and the export → import round trip.
+import { readdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import t from 'tap';
 import { JOBS, runDueJobs } from '../../src/jobs/queue.js';
 import { importTasks } from '../../src/modules/imports/import-job.js';
@@ -180,6 +182,41 @@ t.test('a batch that fails once is retried from the last committed batch, never 
   await runJobs(2);
   t.match(await importOf(queued.id), { status: 'succeeded', processed_rows: 5, created: 5, failed_rows: 0 });
   t.equal(await companyCount(), before + 5, 'each row exactly once');
+});
+
+t.test('a file of several stored pieces resumes mid-stream after a failed batch, each row once; no spooled upload stays', async (t) => {
+  const spooled = async () => (await readdir(tmpdir())).filter((name) => name.startsWith('crm-import-'));
+  const spooledBefore = await spooled();
+  // Row 4500 fails the first time (the fifth batch of 1,000), after four batches were committed.
+  await app.pg.query(`CREATE SEQUENCE import_test_stream_once`);
+  await app.pg.query(`CREATE FUNCTION import_test_stream_fail_once() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN IF NEW.name LIKE 'Streamed 4500 %' AND nextval('import_test_stream_once') = 1 THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$`);
+  await app.pg.query(
+    `CREATE TRIGGER import_test_stream_fail_once BEFORE INSERT ON companies FOR EACH ROW EXECUTE FUNCTION import_test_stream_fail_once()`,
+  );
+  t.teardown(() => app.pg.query('DROP TRIGGER import_test_stream_fail_once ON companies'));
+  const before = await companyCount();
+  const rows = 7000;
+  // About 1.4 MB: more than one stored piece, a quoted cell with a line break to cross a piece boundary somewhere.
+  const file = ['name,website', ...Array.from({ length: rows }, (_, i) => `Streamed ${i + 1} ${'x'.repeat(150)},"two\nlines"`)].join('\n');
+  const queued = json(await upload(a, memberA, { kind: 'companies', file }));
+  t.equal(queued.total_rows, rows);
+  const pieces = await app.db.importChunk.findMany({ where: { importId: queued.id }, orderBy: { seq: 'asc' } });
+  t.ok(pieces.length > 1, `stored in ${pieces.length} pieces`);
+  t.equal(pieces.map((piece) => piece.text).join(''), file, 'the pieces are the file');
+  t.same(await spooled(), spooledBefore, 'the spooled upload is removed once answered');
+  await runJobs();
+  t.match(await importOf(queued.id), { status: 'running', processed_rows: 4000, created: 4000 }, 'four batches stayed');
+  await makeDue(app.pg, JOBS.import, queued.id);
+  await runJobs();
+  t.match(await importOf(queued.id), { status: 'succeeded', processed_rows: rows, created: rows, failed_rows: 0 });
+  t.equal(await companyCount(), before + rows, 'each row exactly once');
+  const { rows: names } = await app.pg.query<{ n: number; distinct: number }>(
+    `SELECT count(*)::int AS n, count(DISTINCT name)::int AS distinct FROM companies WHERE organization_id = $1 AND name LIKE 'Streamed %'`,
+    [a.id],
+  );
+  t.same(names[0], { n: rows, distinct: rows });
+  await app.pg.query(`DELETE FROM companies WHERE organization_id = $1 AND name LIKE 'Streamed %'`, [a.id]);
 });
 
 t.test('an import whose last attempt died with its process ends failed', async (t) => {
