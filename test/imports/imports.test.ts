@@ -4,7 +4,8 @@ import { readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import t from 'tap';
 import { JOBS, runDueJobs } from '../../src/jobs/queue.js';
-import { importTasks } from '../../src/modules/imports/import-job.js';
+import { IMPORT_KIND_SPECS } from '../../src/modules/imports/import-file.js';
+import { COMPANY_REFS_SQL, importTasks, matchSql } from '../../src/modules/imports/import-job.js';
 import { buildTestApp, json } from '../helpers/app.js';
 import { makeDue } from '../helpers/jobs.js';
 import { created, crmWorkspaces, type Workspace } from '../tenancy/crm-workspaces.js';
@@ -217,6 +218,44 @@ t.test('a file of several stored pieces resumes mid-stream after a failed batch,
   );
   t.same(names[0], { n: rows, distinct: rows });
   await app.pg.query(`DELETE FROM companies WHERE organization_id = $1 AND name LIKE 'Streamed %'`, [a.id]);
+});
+
+t.test('upsert keys and company references are index probes, not scans of the workspace', async (t) => {
+  // 20,000 companies and contacts in workspace B, with statistics: a plan for 1,000 keys must not read them all.
+  await app.pg.query(
+    `INSERT INTO companies (id, organization_id, name, email, website, updated_at)
+     SELECT gen_random_uuid(), $1, 'Planned ' || i, 'c' || i || '@plan.example', 'https://plan' || i || '.example', now() FROM generate_series(1, 20000) i`,
+    [b.id],
+  );
+  await app.pg.query(
+    `INSERT INTO contacts (id, organization_id, company_id, first_name, last_name, email, updated_at)
+     SELECT gen_random_uuid(), $1, (SELECT id FROM companies WHERE organization_id = $1 AND name = 'Planned 1'), 'P', 'L' || i, 'P' || i || '@plan.example', now()
+     FROM generate_series(1, 20000) i`,
+    [b.id],
+  );
+  t.teardown(async () => {
+    await app.pg.query(`DELETE FROM contacts WHERE organization_id = $1 AND email LIKE '%@plan.example'`, [b.id]);
+    await app.pg.query(`DELETE FROM companies WHERE organization_id = $1 AND name LIKE 'Planned %'`, [b.id]);
+  });
+  await app.pg.query('ANALYZE companies, contacts');
+  const keys = (format: (i: number) => string) => Array.from({ length: 1000 }, (_, i) => format(i * 7 + 1));
+  const plan = async (sql: string, params: unknown[]) =>
+    JSON.stringify((await app.pg.query(`EXPLAIN (FORMAT JSON) ${sql}`, params)).rows[0]['QUERY PLAN']);
+  const companies = await plan(matchSql(IMPORT_KIND_SPECS.companies), [
+    b.id,
+    keys((i) => `https://plan${i}.example`),
+    keys((i) => `C${i}@PLAN.example`),
+  ]);
+  t.match(companies, /companies_organization_id_md5_website_idx/);
+  t.match(companies, /companies_organization_id_lower_email_idx/);
+  t.notMatch(companies, /Seq Scan/);
+  const contacts = await plan(matchSql(IMPORT_KIND_SPECS.contacts), [b.id, keys((i) => `p${i}@plan.example`)]);
+  t.match(contacts, /contacts_organization_id_lower_email_idx/);
+  t.notMatch(contacts, /Seq Scan/);
+  const refs = await plan(COMPANY_REFS_SQL, [b.id, [...keys((i) => `https://plan${i}.example`), ...keys((i) => `Planned ${i}`)]]);
+  t.match(refs, /companies_organization_id_md5_website_idx/);
+  t.match(refs, /companies_organization_id_name_id_idx/);
+  t.notMatch(refs, /Seq Scan on companies/);
 });
 
 t.test('an import whose last attempt died with its process ends failed', async (t) => {

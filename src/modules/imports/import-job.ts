@@ -78,6 +78,13 @@ function prepare(job: ImportJob, row: FileRow): PreparedRow {
   return { ...row, body, ...(companyRef !== undefined ? { companyRef } : {}) };
 }
 
+/** Companies by website (through its md5 index) or exact name, for each `company` value ($2) of a batch. */
+export const COMPANY_REFS_SQL = `SELECT v.ref, array_agg(c.id) FILTER (WHERE c.website = v.ref) AS website,
+    array_agg(c.id) FILTER (WHERE c.name = v.ref) AS name
+  FROM unnest($2::text[]) AS v(ref) JOIN companies c
+    ON c.organization_id = $1 AND ((md5(c.website) = md5(v.ref) AND c.website = v.ref) OR c.name = v.ref)
+  GROUP BY v.ref`;
+
 /** Contact rows naming their company: by `company_id` (in this workspace), else `company` by website, then exact name. */
 async function resolveCompanies(sql: Queryable, organizationId: string, rows: PreparedRow[]): Promise<void> {
   const pending = rows.filter((row) => !row.error);
@@ -90,11 +97,10 @@ async function resolveCompanies(sql: Queryable, organizationId: string, rows: Pr
   );
   const matches = new Map<string, { website: string[]; name: string[] }>();
   if (refs.length > 0) {
-    const { rows: found } = await sql.query<{ ref: string; website: string[] | null; name: string[] | null }>(
-      `SELECT v.ref, array_agg(c.id) FILTER (WHERE c.website = v.ref) AS website, array_agg(c.id) FILTER (WHERE c.name = v.ref) AS name
-       FROM unnest($2::text[]) AS v(ref) JOIN companies c ON c.organization_id = $1 AND (c.website = v.ref OR c.name = v.ref) GROUP BY v.ref`,
-      [organizationId, refs],
-    );
+    const { rows: found } = await sql.query<{ ref: string; website: string[] | null; name: string[] | null }>(COMPANY_REFS_SQL, [
+      organizationId,
+      refs,
+    ]);
     for (const match of found) matches.set(match.ref, { website: match.website ?? [], name: match.name ?? [] });
   }
   for (const row of pending) {
@@ -119,17 +125,26 @@ const keyValues = (kind: ImportKindSpec, body: ColumnValues) =>
     return typeof value === 'string' && value !== '' ? (key === 'email' ? value.toLowerCase() : value) : undefined;
   });
 
+/**
+ * The records holding any of a batch's upsert key values ($2, $3, … in the kind's key order), in the forms the
+ * indexes of the migration import_upsert_indexes hold: lower(email), md5(website) (then the text itself).
+ */
+export function matchSql(kind: ImportKindSpec): string {
+  const conditions = kind.keys.map((key, k) =>
+    key === 'email'
+      ? `lower(email) = ANY($${k + 2}::text[])`
+      : `(md5(${key}) = ANY(ARRAY(SELECT md5(v) FROM unnest($${k + 2}::text[]) AS v)) AND ${key} = ANY($${k + 2}::text[]))`,
+  );
+  const selected = kind.keys.map((key) => (key === 'email' ? 'lower(email) AS email' : key));
+  return `SELECT id, ${selected.join(', ')} FROM ${kind.table.table} WHERE organization_id = $1 AND (${conditions.join(' OR ')})`;
+}
+
 /** Finds the record each valid row updates; a key matching several records, or two keys two records, fails the row. */
 async function matchRecords(sql: Queryable, job: ImportJob, rows: PreparedRow[]): Promise<void> {
   const { kind } = job;
   const pending = rows.filter((row) => !row.error);
   const values = kind.keys.map((_, k) => [...new Set(pending.map((row) => keyValues(kind, row.body)[k]).filter((v) => v !== undefined))]);
-  const conditions = kind.keys.map((key, k) => `${key === 'email' ? 'lower(email)' : key} = ANY($${k + 2}::text[])`);
-  const selected = kind.keys.map((key) => (key === 'email' ? 'lower(email) AS email' : key));
-  const { rows: records } = await sql.query<Record<string, string | null>>(
-    `SELECT id, ${selected.join(', ')} FROM ${kind.table.table} WHERE organization_id = $1 AND (${conditions.join(' OR ')})`,
-    [job.organizationId, ...values],
-  );
+  const { rows: records } = await sql.query<Record<string, string | null>>(matchSql(kind), [job.organizationId, ...values]);
   const noun = kind === IMPORT_KIND_SPECS.companies ? 'companies' : 'contacts';
   for (const row of pending) {
     const keys = keyValues(kind, row.body);

@@ -43,7 +43,7 @@ async function spool(this: FastifyRequest, part: MultipartFile) {
   (part as MultipartFile & { value: string }).value = digest.digest('hex');
 }
 
-/** The spooled file goes once the request is answered (or abandoned). */
+/** The spooled file goes once it is stored or refused; the hooks catch requests refused before the handler. */
 async function unspool(request: FastifyRequest) {
   const path = uploads.get(request);
   if (path) await rm(path, { force: true });
@@ -92,16 +92,19 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const form = request.body as ImportForm;
       const tenant = requireTenant(request);
-      const created = await imports.create(tenant.db, tenant.organization.id, {
-        // A `file` sent as a plain field (not a file part) is its own small text.
-        open: () => {
-          const path = uploads.get(request);
-          return path ? createReadStream(path) : Readable.from([Buffer.from(form.file)]);
-        },
-        kind: form.kind,
-        mode: form.mode ?? 'create',
-        ...(form.mapping !== undefined ? { mapping: form.mapping } : {}),
-      });
+      const created = await imports
+        .create(tenant.db, tenant.organization.id, {
+          // A `file` sent as a plain field (not a file part) is its own small text.
+          open: () => {
+            const path = uploads.get(request);
+            return path ? createReadStream(path) : Readable.from([Buffer.from(form.file)]);
+          },
+          kind: form.kind,
+          mode: form.mode ?? 'create',
+          ...(form.mapping !== undefined ? { mapping: form.mapping } : {}),
+        })
+        // Stored (or refused): the spooled copy goes before the answer, not some time after it.
+        .finally(() => unspool(request));
       reply.code(202);
       return created;
     },
