@@ -50,6 +50,12 @@ async function seed(url: string): Promise<{ big: string; target: string }> {
        VALUES (gen_random_uuid(), 'CSV Big', 'csv-big', now()), (gen_random_uuid(), 'CSV Import', 'csv-import', now()) RETURNING id`,
     );
     const [big, target] = orgs.map((row) => row.id) as [string, string];
+    // Indexes are built once after the rows, not kept up to date row by row (minutes saved on a million rows).
+    const { rows: indexes } = await client.query<{ name: string; definition: string }>(
+      `SELECT indexname AS name, indexdef AS definition FROM pg_indexes
+       WHERE tablename = 'companies' AND indexdef NOT LIKE 'CREATE UNIQUE INDEX%'`,
+    );
+    for (const index of indexes) await client.query(`DROP INDEX "${index.name}"`);
     await client.query(
       `INSERT INTO companies (id, organization_id, name, email, phone_number, website, lifecycle_stage, created_at, updated_at)
        SELECT md5('csv-' || i)::uuid, $1, 'Company ' || i || CASE WHEN i % 10 = 0 THEN ', "Ltd"' ELSE '' END,
@@ -58,6 +64,7 @@ async function seed(url: string): Promise<{ big: string; target: string }> {
        FROM generate_series(1, $2::int) i`,
       [big, EXPORT_ROWS],
     );
+    for (const index of indexes) await client.query(index.definition);
     await client.query('VACUUM (ANALYZE) companies');
     const { rows: users } = await client.query<{ id: string }>(
       `INSERT INTO users (id, username, email, password_hash, updated_at)
