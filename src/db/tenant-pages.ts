@@ -8,7 +8,7 @@ import type { PagePosition, PageRequest } from '../lib/pagination.js';
 import { Slots } from '../lib/slots.js';
 import { foldCase, SEARCH_SCAN_ROWS } from '../lib/text-search.js';
 
-const IDENTIFIER = /^[a-z][a-z_]*$/;
+const IDENTIFIER = /^[a-z][a-z0-9_]*$/;
 
 /** What a list reads: a tenant table, the API fields it returns, and the columns a list may filter by equality. */
 export interface PageTable<Row, Filter extends string> {
@@ -22,6 +22,8 @@ export interface PageTable<Row, Filter extends string> {
   readonly filterColumns: readonly Filter[];
   /** The filter columns an index serves in list order: a search scan seeks them instead of counting other rows. */
   readonly indexedFilters: readonly Filter[];
+  /** Read-only API fields computed by SQL expressions over the row (qualified by the table name), e.g. a user's name. */
+  readonly computed: readonly string[];
   /** Only carries `Row` for the type checker. */
   readonly row?: Row;
 }
@@ -36,19 +38,22 @@ export function pageTable<Row extends { id: string; created_at: string }, Filter
   columns: readonly Exclude<keyof Row & string, 'created_at' | 'updated_at'>[],
   filterColumns: readonly Filter[] = [],
   indexedFilters: readonly Filter[] = [],
+  computed: Readonly<Record<string, string>> = {},
 ): PageTable<Row, Filter> {
   for (const name of [table, ...columns, ...filterColumns]) {
     if (!IDENTIFIER.test(name)) throw new Error(`not a plain SQL identifier: ${name}`);
   }
   const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`;
   const utc = (column: string) => `${column} AT TIME ZONE 'UTC' AS ${column}`;
+  const expressions = Object.entries(computed).map(([name, expression]) => `${expression} AS ${name}`);
   return {
     table,
     columns,
-    selectList: [...columns, iso('created_at'), iso('updated_at')].join(', '),
-    readList: [...columns, utc('created_at'), utc('updated_at')].join(', '),
+    selectList: [...columns, ...expressions, iso('created_at'), iso('updated_at')].join(', '),
+    readList: [...columns, ...expressions, utc('created_at'), utc('updated_at')].join(', '),
     filterColumns,
     indexedFilters,
+    computed: Object.keys(computed),
   };
 }
 
@@ -99,7 +104,16 @@ export interface PageFilter<Filter extends string> extends PageRequest {
   equals?: Partial<Record<Filter, string>>;
   /** Case-insensitive substring of the searchable columns (see lib/text-search.ts); empty or absent: none. */
   search?: string;
+  /** Of a table with `archived_at`: `active` (not archived), `archived`, or `all`; absent: no condition. */
+  archived?: ArchivedFilter;
 }
+
+export type ArchivedFilter = 'active' | 'archived' | 'all';
+const ARCHIVED_CONDITIONS: Record<ArchivedFilter, string | undefined> = {
+  active: 'archived_at IS NULL',
+  archived: 'archived_at IS NOT NULL',
+  all: undefined,
+};
 
 /**
  * The parts of a page query: its conditions (`organization_id = $1` first) and their parameter values. With `opaque`,
@@ -121,6 +135,8 @@ function conditionsOf<Filter extends string>(
     // Only filterless shapes are opaque, so an equality value is always a plain parameter (planned with its value).
     if (value !== undefined) (spec.indexedFilters.includes(column) ? where : unindexed).push(`${column} = $${values.push(value)}`);
   }
+  const archived = filter.archived && ARCHIVED_CONDITIONS[filter.archived];
+  if (archived) unindexed.push(archived);
   if (filter.after) {
     // The redundant `created_at <=` bounds the index scan, so a deep page starts where the previous one ended.
     const at = values.push(filter.after.createdAt);
@@ -156,7 +172,7 @@ function listQuery<Filter extends string>(
   const filtered = spec.filterColumns.some((column) => filter.equals?.[column] !== undefined);
   const { values, where, parameter } = conditionsOf(organizationId, spec, filter, !filtered);
   const text = pageFrom(spec, `(SELECT * FROM ${spec.table} WHERE ${where})`, parameter(filter.limit + 1, 'int'));
-  const name = `${spec.table}-page${filter.after ? '-after' : ''}`;
+  const name = `${spec.table}-page${filter.archived ? `-${filter.archived}` : ''}${filter.after ? '-after' : ''}`;
   return filtered ? { text, values, types: pageTypes } : { name, text, values, types: pageTypes };
 }
 
@@ -193,7 +209,7 @@ function scanQuery<Filter extends string>(
     `AS page ${listOrder('page')}`;
   // Named by what shapes the text (the filters present, a cursor), so each connection parses a shape once.
   const shape = spec.filterColumns.filter((column) => filter.equals?.[column] !== undefined);
-  const name = [`${table}-search`, ...shape, ...(filter.after ? ['after'] : [])].join('-');
+  const name = [`${table}-search`, ...shape, ...(filter.archived ? [filter.archived] : []), ...(filter.after ? ['after'] : [])].join('-');
   return { name, text, values, types: pageTypes };
 }
 

@@ -16,6 +16,7 @@ const TENANT_MODELS: ReadonlySet<string> = new Set([
   'Import',
   'ImportError',
   'ApiKey',
+  'CrmActivity',
 ]);
 const ORGANIZATION = 'Organization';
 

@@ -17,7 +17,7 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
       listQuery: CompanyListQuerySchema,
       params: CompanyParamsSchema,
     },
-    filters: (query) => ({ search: query.search, lifecycleStage: query.lifecycle_stage }),
+    filters: (query) => ({ search: query.search, lifecycleStage: query.lifecycle_stage, archived: query.archived }),
     notes: {
       list:
         '`search`: case-insensitive substring of name, email, phone_number or website (`%`, `_`, `\\` literal). ' +
@@ -29,6 +29,7 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
       update: 'Partial: absent fields stay unchanged. Dispatches `company.updated` (not for an empty body).',
       delete: "Also deletes the company's contacts.",
     },
+    timeline: 'companyId',
     exportFields: [...companyPage.columns, 'created_at', 'updated_at'],
     service: app.services.companies,
   });

@@ -17,7 +17,7 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
       listQuery: ContactListQuerySchema,
       params: ContactParamsSchema,
     },
-    filters: (query) => ({ search: query.search, companyId: query.company_id }),
+    filters: (query) => ({ search: query.search, companyId: query.company_id, archived: query.archived }),
     notes: {
       list:
         '`search`: case-insensitive substring of first_name, last_name, email or phone_number (`%`, `_`, `\\` ' +
@@ -32,6 +32,7 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
         'Dispatches `contact.updated` (not for an empty body).',
       delete: 'Deletes the contact only.',
     },
+    timeline: 'contactId',
     exportFields: [...contactPage.columns, 'created_at', 'updated_at'],
     service: app.services.contacts,
   });

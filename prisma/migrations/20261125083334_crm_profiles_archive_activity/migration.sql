@@ -1,0 +1,106 @@
+-- AlterTable
+ALTER TABLE "companies" ADD COLUMN     "address_line_1" VARCHAR(255),
+ADD COLUMN     "address_line_2" VARCHAR(255),
+ADD COLUMN     "archived_at" TIMESTAMPTZ(3),
+ADD COLUMN     "assigned_to" UUID,
+ADD COLUMN     "city" VARCHAR(100),
+ADD COLUMN     "country" CHAR(2),
+ADD COLUMN     "customer_code" VARCHAR(24),
+ADD COLUMN     "email_shared" BOOLEAN NOT NULL DEFAULT false,
+ADD COLUMN     "industry" VARCHAR(100),
+ADD COLUMN     "notes" TEXT,
+ADD COLUMN     "postal_code" VARCHAR(20),
+ADD COLUMN     "tax_id" VARCHAR(50),
+ADD COLUMN     "tax_id_shared" BOOLEAN NOT NULL DEFAULT false;
+
+-- AlterTable
+ALTER TABLE "contacts" ADD COLUMN     "archived_at" TIMESTAMPTZ(3),
+ADD COLUMN     "assigned_to" UUID,
+ADD COLUMN     "notes" TEXT;
+
+-- CreateTable
+CREATE TABLE "crm_activities" (
+    "id" UUID NOT NULL,
+    "organization_id" UUID NOT NULL,
+    "company_id" UUID,
+    "contact_id" UUID,
+    "kind" VARCHAR(40) NOT NULL,
+    "fields" TEXT[] DEFAULT ARRAY[]::TEXT[],
+    "subject_id" UUID,
+    "actor_type" VARCHAR(16) NOT NULL,
+    "actor_id" UUID,
+    "actor_name" VARCHAR(150),
+    "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+
+    CONSTRAINT "crm_activities_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateTable
+CREATE TABLE "customer_code_counters" (
+    "organization_id" UUID NOT NULL,
+    "last" INTEGER NOT NULL,
+
+    CONSTRAINT "customer_code_counters_pkey" PRIMARY KEY ("organization_id")
+);
+
+-- CreateIndex
+CREATE INDEX "crm_activities_organization_id_company_id_created_at_id_idx" ON "crm_activities"("organization_id", "company_id", "created_at" DESC, "id" DESC);
+
+-- CreateIndex
+CREATE INDEX "crm_activities_organization_id_contact_id_created_at_id_idx" ON "crm_activities"("organization_id", "contact_id", "created_at" DESC, "id" DESC);
+
+-- CreateIndex
+CREATE UNIQUE INDEX "companies_organization_id_customer_code_key" ON "companies"("organization_id", "customer_code");
+
+-- AddForeignKey
+ALTER TABLE "companies" ADD CONSTRAINT "companies_assigned_to_fkey" FOREIGN KEY ("assigned_to") REFERENCES "users"("id") ON DELETE SET NULL ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "contacts" ADD CONSTRAINT "contacts_assigned_to_fkey" FOREIGN KEY ("assigned_to") REFERENCES "users"("id") ON DELETE SET NULL ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "crm_activities" ADD CONSTRAINT "crm_activities_organization_id_fkey" FOREIGN KEY ("organization_id") REFERENCES "organizations"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "crm_activities" ADD CONSTRAINT "crm_activities_organization_id_company_id_fkey" FOREIGN KEY ("organization_id", "company_id") REFERENCES "companies"("organization_id", "id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "crm_activities" ADD CONSTRAINT "crm_activities_organization_id_contact_id_fkey" FOREIGN KEY ("organization_id", "contact_id") REFERENCES "contacts"("organization_id", "id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "customer_code_counters" ADD CONSTRAINT "customer_code_counters_organization_id_fkey" FOREIGN KEY ("organization_id") REFERENCES "organizations"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- Customer codes of the existing companies, oldest first per workspace, and each workspace's counter after them.
+UPDATE "companies" c SET "customer_code" = 'CUS-' || lpad(n.number::text, greatest(5, length(n.number::text)), '0')
+FROM (SELECT "id", row_number() OVER (PARTITION BY "organization_id" ORDER BY "created_at", "id") AS number FROM "companies") n
+WHERE c."id" = n."id";
+INSERT INTO "customer_code_counters" ("organization_id", "last")
+SELECT "organization_id", count(*) FROM "companies" GROUP BY "organization_id";
+
+-- Companies that already share a tax id or email with an older company of their workspace are kept, flagged, and
+-- left out of the unique indexes below (the console lists them); every later duplicate is refused.
+UPDATE "companies" c SET "tax_id_shared" = true
+WHERE c."tax_id" IS NOT NULL AND EXISTS (
+  SELECT 1 FROM "companies" o WHERE o."organization_id" = c."organization_id" AND lower(o."tax_id") = lower(c."tax_id")
+    AND (o."created_at", o."id") < (c."created_at", c."id"));
+UPDATE "companies" c SET "email_shared" = true
+WHERE c."email" IS NOT NULL AND EXISTS (
+  SELECT 1 FROM "companies" o WHERE o."organization_id" = c."organization_id" AND lower(o."email") = lower(c."email")
+    AND (o."created_at", o."id") < (c."created_at", c."id"));
+CREATE UNIQUE INDEX "companies_organization_id_tax_id_unique" ON "companies" ("organization_id", lower("tax_id"))
+  WHERE "tax_id" IS NOT NULL AND NOT "tax_id_shared";
+CREATE UNIQUE INDEX "companies_organization_id_email_unique" ON "companies" ("organization_id", lower("email"))
+  WHERE "email" IS NOT NULL AND NOT "email_shared";
+
+-- A flagged company whose value changes is checked like any other from then on.
+CREATE FUNCTION "companies_clear_shared_flags"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW."tax_id" IS DISTINCT FROM OLD."tax_id" THEN NEW."tax_id_shared" := false; END IF;
+  IF NEW."email" IS DISTINCT FROM OLD."email" THEN NEW."email_shared" := false; END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER "companies_clear_shared_flags" BEFORE UPDATE OF "tax_id", "email" ON "companies"
+  FOR EACH ROW WHEN (OLD."tax_id_shared" OR OLD."email_shared") EXECUTE FUNCTION "companies_clear_shared_flags"();
+
+-- Whose timeline an entry is on: exactly one record.
+ALTER TABLE "crm_activities" ADD CONSTRAINT "crm_activities_one_record" CHECK (num_nonnulls("company_id", "contact_id") = 1);
