@@ -10,6 +10,7 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
     names: { one: 'Company', many: 'Companies' },
     path: '/companies/',
     idParam: 'company_id',
+    table: companyPage,
     schemas: {
       record: CompanySchema,
       create: CompanyBodySchemas.create,

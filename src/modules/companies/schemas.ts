@@ -3,7 +3,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Email, named, Nullable, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { ArchivedQuery } from '../crm/activity-schemas.js';
-import { AssignedToField, RecordParamsSchema, SearchTermSchema, recordBodySchemas } from '../crm/record-schemas.js';
+import { AssignedToField, RecordParamsSchema, SearchTermSchema, SortParameterSchema, recordBodySchemas } from '../crm/record-schemas.js';
 
 const LIFECYCLE_STAGES = ['lead', 'prospect', 'customer', 'inactive'] as const;
 
@@ -102,6 +102,7 @@ export const CompanyListQuerySchema = Type.Object({
   search: SearchTermSchema('name, email, phone_number or website'),
   lifecycle_stage: Type.Optional(Ref(LifecycleStageSchema)),
   archived: ArchivedQuery,
+  sort: SortParameterSchema,
 });
 
 export const CompanyParamsSchema = RecordParamsSchema('company_id', 'Company');

@@ -83,7 +83,7 @@ export const companyPage = pageTable<CompanyDto, 'lifecycle_stage'>(
     'archived_at',
   ],
   ['lifecycle_stage'],
-  [],
+  { name: [{ column: 'name', type: 'text' }] },
   assigneeNameSql('companies'),
 );
 

@@ -10,6 +10,7 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
     names: { one: 'Contact', many: 'Contacts' },
     path: '/contacts/',
     idParam: 'contact_id',
+    table: contactPage,
     schemas: {
       record: ContactSchema,
       create: ContactBodySchemas.create,

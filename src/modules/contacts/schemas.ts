@@ -3,7 +3,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Email, named, Nullable, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { ArchivedQuery } from '../crm/activity-schemas.js';
-import { AssignedToField, RecordParamsSchema, SearchTermSchema, recordBodySchemas } from '../crm/record-schemas.js';
+import { AssignedToField, RecordParamsSchema, SearchTermSchema, SortParameterSchema, recordBodySchemas } from '../crm/record-schemas.js';
 
 export const ContactSchema = Type.Object(
   {
@@ -70,6 +70,7 @@ export const ContactListQuerySchema = Type.Object({
   search: SearchTermSchema('first_name, last_name, email or phone_number'),
   company_id: Type.Optional(Uuid({ description: 'Only the contacts of this company.' })),
   archived: ArchivedQuery,
+  sort: SortParameterSchema,
 });
 
 export const ContactParamsSchema = RecordParamsSchema('contact_id', 'Contact');

@@ -63,7 +63,12 @@ export const contactPage = pageTable<ContactDto, 'company_id'>(
     'archived_at',
   ],
   ['company_id'],
-  ['company_id'],
+  {
+    name: [
+      { column: 'last_name', type: 'text' },
+      { column: 'first_name', type: 'text' },
+    ],
+  },
   assigneeNameSql('contacts'),
 );
 
