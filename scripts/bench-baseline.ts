@@ -13,7 +13,7 @@ import { decodeListCursor, encodeListCursor } from '../src/lib/pagination.js';
 import { linkNext } from '../src/http/pagination.js';
 import { getMe } from '../src/modules/account/service.js';
 import { MeSchema } from '../src/modules/account/schemas.js';
-import { CompanySchema } from '../src/modules/companies/schemas.js';
+import { CompanySchema, LifecycleStageSchema } from '../src/modules/companies/schemas.js';
 import { companyPage, companyService } from '../src/modules/companies/service.js';
 import { ContactSchema } from '../src/modules/contacts/schemas.js';
 import { contactService } from '../src/modules/contacts/service.js';
@@ -51,7 +51,7 @@ async function serveBaseline(databaseUrl: string, jwtSecret: string, port: numbe
   const app = Fastify({ logger: false });
   await app.register(fastifyJwt, { secret: jwtSecret, verify: { algorithms: ['HS256'] } });
   // The shared schemas the response bodies refer to.
-  for (const schema of [RoleSchema, OrganizationSchema]) app.addSchema(schema);
+  for (const schema of [RoleSchema, OrganizationSchema, LifecycleStageSchema]) app.addSchema(schema);
 
   /** The service's authentication round trip (the same typed queries): the user and their live session, plus the membership when asked. */
   async function authenticate(request: FastifyRequest, organizationId?: string): Promise<CurrentUser> {
