@@ -46,10 +46,10 @@ export interface ActivityEntry {
   kind?: string;
 }
 
-/** A per-organization counter (`table` with `organization_id`, `last`) whose next number, with `prefix`, fills `column` on insert. */
+/** A per-organization number (SQL function `next(organization_id) → bigint`) that, with `prefix`, fills `column` on insert. */
 export interface Numbering {
   column: string;
-  table: string;
+  next: string;
   prefix: string;
 }
 
@@ -104,20 +104,18 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
         'created_at',
         'updated_at',
       ];
-      // The counter row's lock is held until the statement commits: concurrent creates take turns, never share a number.
-      const number = numbering
-        ? `number AS (INSERT INTO ${numbering.table} (organization_id, last) VALUES ($1, 1) ON CONFLICT (organization_id) ` +
-          `DO UPDATE SET last = ${numbering.table}.last + 1 RETURNING last), `
-        : '';
+      // A sequence's number: never handed out twice, and no lock held until commit (see the function's migration).
       const code = numbering
-        ? [`(SELECT $${parameters.push(numbering.prefix)} || lpad(last::text, greatest(5, length(last::text)), '0') FROM number)`]
+        ? [
+            `(SELECT $${parameters.push(numbering.prefix)} || lpad(n::text, greatest(5, length(n::text)), '0') FROM ${numbering.next}($1::uuid) AS n)`,
+          ]
         : [];
       const row = ['gen_random_uuid()', '$1', ...set.map((s) => s.parameter), ...code, 'now()', 'now()'];
       const entry = activity
         ? activityInsert(parameters, activity, 'record', { kind: `'created'`, fields: "'{}'", subject: 'NULL::uuid', condition: 'true' })
         : '';
       const text =
-        `WITH ${number}record AS (INSERT INTO ${spec.table} (${columns.join(', ')}) VALUES (${row.join(', ')}) RETURNING ${spec.selectList})` +
+        `WITH record AS (INSERT INTO ${spec.table} (${columns.join(', ')}) VALUES (${row.join(', ')}) RETURNING ${spec.selectList})` +
         entry +
         eventParameters(parameters, event);
       const [inserted] = (await pool.query<Row>(text, parameters)).rows;

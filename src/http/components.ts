@@ -10,6 +10,7 @@ import { COMPANY_SCHEMAS } from '../modules/companies/schemas.js';
 import { CONTACT_SCHEMAS } from '../modules/contacts/schemas.js';
 import { CRM_ACTIVITY_SCHEMAS } from '../modules/crm/activity-schemas.js';
 import { ListSortSchema } from '../modules/crm/record-schemas.js';
+import { DELETION_SCHEMAS } from '../modules/deletions/schemas.js';
 import { SmtpAccountInputSchema } from '../modules/email/smtp-account-input.js';
 import { EMAIL_ACCOUNT_SCHEMAS } from '../modules/email-accounts/schemas.js';
 import { HealthStatusSchema } from '../modules/health/routes.js';
@@ -47,6 +48,7 @@ export const COMPONENT_SCHEMAS: readonly TSchema[] = [
   ListSortSchema,
   ...COMPANY_SCHEMAS,
   ...CONTACT_SCHEMAS,
+  ...DELETION_SCHEMAS,
   ...AUTOMATION_SCHEMAS,
   ...IMPORT_SCHEMAS,
   ...API_KEY_SCHEMAS,

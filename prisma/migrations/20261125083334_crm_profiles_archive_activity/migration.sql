@@ -35,14 +35,6 @@ CREATE TABLE "crm_activities" (
     CONSTRAINT "crm_activities_pkey" PRIMARY KEY ("id")
 );
 
--- CreateTable
-CREATE TABLE "customer_code_counters" (
-    "organization_id" UUID NOT NULL,
-    "last" INTEGER NOT NULL,
-
-    CONSTRAINT "customer_code_counters_pkey" PRIMARY KEY ("organization_id")
-);
-
 -- CreateIndex
 CREATE INDEX "crm_activities_organization_id_company_id_created_at_id_idx" ON "crm_activities"("organization_id", "company_id", "created_at" DESC, "id" DESC);
 
@@ -67,15 +59,41 @@ ALTER TABLE "crm_activities" ADD CONSTRAINT "crm_activities_organization_id_comp
 -- AddForeignKey
 ALTER TABLE "crm_activities" ADD CONSTRAINT "crm_activities_organization_id_contact_id_fkey" FOREIGN KEY ("organization_id", "contact_id") REFERENCES "contacts"("organization_id", "id") ON DELETE CASCADE ON UPDATE CASCADE;
 
--- AddForeignKey
-ALTER TABLE "customer_code_counters" ADD CONSTRAINT "customer_code_counters_organization_id_fkey" FOREIGN KEY ("organization_id") REFERENCES "organizations"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+-- Customer code numbers come from one sequence per workspace, created at its first company: nextval takes no lock
+-- that lasts until commit (a counter row would make a workspace's concurrent creates wait for each other's commits)
+-- and never hands a number out twice; a failed create leaves a gap.
+CREATE FUNCTION "next_customer_number"(organization uuid) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  name text := 'customer_numbers_' || replace(organization::text, '-', '');
+BEGIN
+  RETURN nextval(format('%I', name));
+EXCEPTION WHEN undefined_table THEN
+  -- Concurrent first creates take turns here; the later one finds the sequence the earlier one committed.
+  PERFORM pg_advisory_xact_lock(hashtext(name));
+  EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %I', name);
+  RETURN nextval(format('%I', name));
+END $$;
+CREATE FUNCTION "drop_customer_numbers"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('DROP SEQUENCE IF EXISTS %I', 'customer_numbers_' || replace(OLD."id"::text, '-', ''));
+  RETURN OLD;
+END $$;
+CREATE TRIGGER "organizations_drop_customer_numbers" AFTER DELETE ON "organizations"
+  FOR EACH ROW EXECUTE FUNCTION "drop_customer_numbers"();
 
--- Customer codes of the existing companies, oldest first per workspace, and each workspace's counter after them.
+-- Customer codes of the existing companies, oldest first per workspace, and each workspace's sequence after them.
 UPDATE "companies" c SET "customer_code" = 'CUS-' || lpad(n.number::text, greatest(5, length(n.number::text)), '0')
 FROM (SELECT "id", row_number() OVER (PARTITION BY "organization_id" ORDER BY "created_at", "id") AS number FROM "companies") n
 WHERE c."id" = n."id";
-INSERT INTO "customer_code_counters" ("organization_id", "last")
-SELECT "organization_id", count(*) FROM "companies" GROUP BY "organization_id";
+DO $$
+DECLARE
+  workspace record;
+BEGIN
+  FOR workspace IN SELECT "organization_id" AS id, count(*) AS companies FROM "companies" GROUP BY "organization_id" LOOP
+    PERFORM setval(format('%I', 'customer_numbers_' || replace(workspace.id::text, '-', '')),
+                   workspace.companies + 0 * "next_customer_number"(workspace.id));
+  END LOOP;
+END $$;
 
 -- Companies that already share a tax id or email with an older company of their workspace are kept, flagged, and
 -- left out of the unique indexes below (the console lists them); every later duplicate is refused.

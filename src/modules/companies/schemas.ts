@@ -3,7 +3,14 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Email, named, Nullable, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { ArchivedQuery } from '../crm/activity-schemas.js';
-import { AssignedToField, RecordParamsSchema, SearchTermSchema, SortParameterSchema, recordBodySchemas } from '../crm/record-schemas.js';
+import {
+  AssignedToField,
+  RecordParamsSchema,
+  SearchTermSchema,
+  SortParameterSchema,
+  UpdatedSinceSchema,
+  recordBodySchemas,
+} from '../crm/record-schemas.js';
 
 const LIFECYCLE_STAGES = ['lead', 'prospect', 'customer', 'inactive'] as const;
 
@@ -103,6 +110,7 @@ export const CompanyListQuerySchema = Type.Object({
   lifecycle_stage: Type.Optional(Ref(LifecycleStageSchema)),
   archived: ArchivedQuery,
   sort: SortParameterSchema,
+  updated_since: UpdatedSinceSchema,
 });
 
 export const CompanyParamsSchema = RecordParamsSchema('company_id', 'Company');

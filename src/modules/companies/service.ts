@@ -112,7 +112,7 @@ export const companyService = recordService({
     return field ? validationFailed({ [field]: [`Another company of this workspace has this ${field}.`] }) : undefined;
   },
   prepare: checkedCountry,
-  numbering: { column: 'customer_code', table: 'customer_code_counters', prefix: 'CUS-' },
+  numbering: { column: 'customer_code', next: 'next_customer_number', prefix: 'CUS-' },
   timeline: 'company_id',
   table: companyPage,
   list: (pages, filters: { search?: string; lifecycleStage?: CompanyDto['lifecycle_stage']; archived?: ArchivedFilter }, page) =>

@@ -3,7 +3,14 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Email, named, Nullable, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { ArchivedQuery } from '../crm/activity-schemas.js';
-import { AssignedToField, RecordParamsSchema, SearchTermSchema, SortParameterSchema, recordBodySchemas } from '../crm/record-schemas.js';
+import {
+  AssignedToField,
+  RecordParamsSchema,
+  SearchTermSchema,
+  SortParameterSchema,
+  UpdatedSinceSchema,
+  recordBodySchemas,
+} from '../crm/record-schemas.js';
 
 export const ContactSchema = Type.Object(
   {
@@ -71,6 +78,7 @@ export const ContactListQuerySchema = Type.Object({
   company_id: Type.Optional(Uuid({ description: 'Only the contacts of this company.' })),
   archived: ArchivedQuery,
   sort: SortParameterSchema,
+  updated_since: UpdatedSinceSchema,
 });
 
 export const ContactParamsSchema = RecordParamsSchema('contact_id', 'Contact');
