@@ -42,12 +42,22 @@ const MAX_RSS_MB = 250;
 /**
  * The load generator is wrk (Debian's package; `make bench` installs it): a C program whose one thread costs a small
  * part of a core, where autocannon, a Node program, took most of one of the two cores the servers and PostgreSQL
- * share. Its Lua `done` hook prints the figures as one JSON line.
+ * share. Its Lua `done` hook prints the figures as one JSON line. A body's `{n}` becomes a value unique to each
+ * request (a counter and the run's start), for creates whose fields must not repeat (a company's email).
  */
 const WRK_SCRIPT = (method: string, body: string | undefined) =>
   [
     `wrk.method = ${JSON.stringify(method)}`,
     ...(body === undefined ? [] : [`wrk.body = ${JSON.stringify(body)}`, 'wrk.headers["Content-Type"] = "application/json"']),
+    ...(body?.includes('{n}')
+      ? [
+          'local sent, run = 0, tostring(os.time()) .. tostring(math.random(1000000))',
+          'request = function()',
+          '  sent = sent + 1',
+          '  return wrk.format(nil, nil, nil, (string.gsub(wrk.body, "{n}", run .. "-" .. sent)))',
+          'end',
+        ]
+      : []),
     'done = function(summary, latency, requests)',
     '  local e = summary.errors',
     '  io.write(string.format(\'WRK_JSON {"requests":%d,"duration_us":%d,"p50_us":%d,"p99_us":%d,"errors":%d,"non2xx":%d}\\n\',',
@@ -800,7 +810,7 @@ async function writeCostBench(url: string, workDir: string, jwtSecret: string) {
           kind === 'company'
             ? {
                 name: 'Bench Created Zürich Labs',
-                email: 'bench@created.example',
+                email: 'bench-{n}@created.example',
                 phone_number: '+1-555-0100',
                 website: 'https://created.example',
               }
@@ -880,7 +890,7 @@ async function main(): Promise<void> {
     }
     const jwtSecret = randomBytes(32).toString('hex');
     const appDir = path.join(workDir, 'app');
-    const [afterFresh, deep] = await cursorsAt(postgres.url, seeded.organizationId, [FRESH_COMPANIES, 500_000]);
+    const [afterFresh, deep] = selected('search') ? await cursorsAt(postgres.url, seeded.organizationId, [FRESH_COMPANIES, 500_000]) : [];
     const service = await started(startService(postgres.url, appDir, jwtSecret, 1));
     const baseline = await started(startBaseline(postgres.url, jwtSecret));
     const token = await signIn(service.origin);
@@ -907,7 +917,7 @@ async function main(): Promise<void> {
         name: 'company create',
         path: `${org}/companies/`,
         method: 'POST',
-        body: { name: 'Bench Created', email: 'bench@created.example' },
+        body: { name: 'Bench Created', email: 'bench-{n}@created.example' },
         minRatio: 0.8,
       },
     ];

@@ -285,6 +285,28 @@ export async function listWorkspaces(db: Db, filter: { search: string; status: s
   return { rows: rows.slice(0, PAGE_SIZE), hasNext: rows.length > PAGE_SIZE };
 }
 
+/** The groups of companies the console lists for one workspace: at most this many. */
+const SHARED_GROUPS_SHOWN = 50;
+
+/**
+ * The companies of a workspace that already shared a tax id or an email when duplicates began to be refused (the
+ * migration crm_profiles_archive_activity flagged them): per shared field, each group's customer codes, oldest first.
+ * The shared value itself is the workspace's data and is not shown.
+ */
+export async function sharedCompanyIdentities(db: Db, organizationId: string) {
+  return db.$queryRaw<Array<{ field: 'tax_id' | 'email'; codes: Array<string | null>; companies: number }>>`
+    SELECT field, array_agg(customer_code ORDER BY created_at, id) AS codes, count(*)::int AS companies
+    FROM (
+      SELECT 'tax_id' AS field, lower(tax_id) AS value, customer_code, created_at, id, tax_id_shared AS shared
+      FROM companies WHERE organization_id = ${organizationId}::uuid AND tax_id IS NOT NULL
+      UNION ALL
+      SELECT 'email', lower(email), customer_code, created_at, id, email_shared
+      FROM companies WHERE organization_id = ${organizationId}::uuid AND email IS NOT NULL
+    ) AS identities
+    GROUP BY field, value HAVING bool_or(shared)
+    ORDER BY field, min(created_at) LIMIT ${SHARED_GROUPS_SHOWN}`;
+}
+
 /** A workspace with its members, the counts (never the contents) of its CRM records and its latest imports. */
 export async function workspaceDetail(db: Db, id: string) {
   return db.organization.findUnique({

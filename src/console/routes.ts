@@ -24,6 +24,7 @@ import {
   listRuns,
   listWorkspaces,
   sendPasswordReset,
+  sharedCompanyIdentities,
   workspaceDetail,
   type UserFilter,
 } from './console-service.js';
@@ -443,6 +444,7 @@ ${pager('/admin/organizations/', { search, status }, pageNumber(request), hasNex
   app.get('/organizations/:id/', async (request, reply) => {
     const o = await workspaceDetail(app.db, idParam(request));
     if (!o) throw new ConsoleHttpError(404, 'Not found', 'No such workspace.');
+    const shared = await sharedCompanyIdentities(app.db, o.id);
     const csrf = csrfOf(request);
     return page(
       reply,
@@ -480,6 +482,14 @@ ${o.memberships.map(
 <tr><th scope="row">Automations</th><td>${String(o._count.automations)}</td></tr>
 <tr><th scope="row">Automation runs</th><td>${String(o._count.runs)}</td></tr>
 </tbody></table>
+<h2>Companies that shared a tax id or email before duplicates were refused</h2>
+${
+  shared.length === 0
+    ? html`<p>None.</p>`
+    : html`<table><thead><tr><th scope="col">Shared field</th><th scope="col">Companies</th><th scope="col">Customer codes, oldest first</th></tr></thead><tbody>
+${shared.map((g) => html`<tr><td>${g.field}</td><td>${String(g.companies)}</td><td>${g.codes.map((c) => c ?? '(none)').join(', ')}</td></tr>`)}
+</tbody></table>`
+}
 <h2>Imports (latest 20)</h2>
 <table><thead><tr><th scope="col">Started</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col">Rows</th><th scope="col">Processed</th><th scope="col">Created</th><th scope="col">Updated</th><th scope="col">Failed</th></tr></thead><tbody>
 ${o.imports.map(

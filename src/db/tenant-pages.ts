@@ -7,7 +7,7 @@ import pg from 'pg';
 import type { ListOrder, ListPageRequest, ListPosition, SortKeyType } from '../lib/pagination.js';
 import { Slots } from '../lib/slots.js';
 
-const IDENTIFIER = /^[a-z][a-z_]*$/;
+const IDENTIFIER = /^[a-z][a-z0-9_]*$/;
 
 /** What a list reads: a tenant table, the API fields it returns, and the columns a list may filter by equality. */
 export interface PageTable<Row, Filter extends string> {
@@ -21,6 +21,8 @@ export interface PageTable<Row, Filter extends string> {
   readonly filterColumns: readonly Filter[];
   /** The orders a list offers by API name (`sort`), each the columns it sorts by before `id`, with their types. */
   readonly sorts: Readonly<Record<string, readonly SortKey[]>>;
+  /** Read-only API fields computed by SQL expressions over the row (qualified by the table name), e.g. a user's name. */
+  readonly computed: readonly string[];
   /** Only carries `Row` for the type checker. */
   readonly row?: Row;
 }
@@ -48,6 +50,7 @@ export function pageTable<Row extends { id: string; created_at: string }, Filter
   filterColumns: readonly Filter[] = [],
   /** Sorts besides `created_at` and `updated_at`, each served by an (organization_id, columns…, id) index. */
   sorts: Readonly<Record<string, readonly SortKey[]>> = {},
+  computed: Readonly<Record<string, string>> = {},
 ): PageTable<Row, Filter> {
   const allSorts = { ...TIMESTAMP_SORTS, ...sorts };
   const sortColumns = Object.values(allSorts).flatMap((keys) => keys.map((key) => key.column));
@@ -56,13 +59,15 @@ export function pageTable<Row extends { id: string; created_at: string }, Filter
   }
   const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`;
   const utc = (column: string) => `${column} AT TIME ZONE 'UTC' AS ${column}`;
+  const expressions = Object.entries(computed).map(([name, expression]) => `${expression} AS ${name}`);
   return {
     table,
     columns,
-    selectList: [...columns, iso('created_at'), iso('updated_at')].join(', '),
-    readList: [...columns, utc('created_at'), utc('updated_at')].join(', '),
+    selectList: [...columns, ...expressions, iso('created_at'), iso('updated_at')].join(', '),
+    readList: [...columns, ...expressions, utc('created_at'), utc('updated_at')].join(', '),
     filterColumns,
     sorts: allSorts,
+    computed: Object.keys(computed),
   };
 }
 
@@ -113,7 +118,16 @@ export interface PageFilter<Filter extends string> extends ListPageRequest {
   equals?: Partial<Record<Filter, string>>;
   /** Case-insensitive substring of the searchable columns (see lib/text-search.ts); empty or absent: none. */
   search?: string;
+  /** Of a table with `archived_at`: `active` (not archived), `archived`, or `all`; absent: no condition. */
+  archived?: ArchivedFilter;
 }
+
+export type ArchivedFilter = 'active' | 'archived' | 'all';
+const ARCHIVED_CONDITIONS: Record<ArchivedFilter, string | undefined> = {
+  active: 'archived_at IS NULL',
+  archived: 'archived_at IS NOT NULL',
+  all: undefined,
+};
 
 /** The sort columns of `order` with their SQL types, and the direction. */
 function sortOf(spec: PageTable<unknown, string>, order: ListOrder) {
@@ -157,6 +171,8 @@ function conditionsOf<Filter extends string>(
     // Only filterless shapes are opaque, so an equality value is always a plain parameter (planned with its value).
     if (value !== undefined) where.push(`${column} = $${values.push(value)}`);
   }
+  const archived = filter.archived && ARCHIVED_CONDITIONS[filter.archived];
+  if (archived) where.push(archived);
   if (after) where.push(afterPosition(spec, filter.order, after, parameter));
   return { values, where, parameter };
 }
@@ -184,7 +200,7 @@ const pageFrom = (spec: PageTable<unknown, string>, order: ListOrder, source: st
 function shapeName<Filter extends string>(spec: PageTable<unknown, Filter>, kind: string, filter: PageFilter<Filter>, after: boolean) {
   const filters = spec.filterColumns.filter((column) => filter.equals?.[column] !== undefined);
   const sort = `${filter.order.descending ? 'desc' : 'asc'}_${filter.order.sort}`;
-  return [`${spec.table}-${kind}`, sort, ...filters, ...(after ? ['after'] : [])].join('-');
+  return [`${spec.table}-${kind}`, sort, ...filters, ...(filter.archived ? [filter.archived] : []), ...(after ? ['after'] : [])].join('-');
 }
 
 /**

@@ -17,6 +17,7 @@ const TENANT_MODELS: ReadonlySet<string> = new Set([
   'ImportError',
   'ImportChunk',
   'ApiKey',
+  'CrmActivity',
 ]);
 const ORGANIZATION = 'Organization';
 

@@ -28,6 +28,31 @@ function queueRuns(event: string, occurredAt: string): string {
   );
 }
 
+/** Who made a change, as a timeline entry keeps it (the entry outlives the user or key). */
+export interface ActivityActor {
+  type: 'user' | 'api_key';
+  id: string | null;
+  name: string | null;
+}
+
+/**
+ * The timeline entry a write adds in its own statement (table `crm_activities`, on the record's `column`). Without a
+ * `kind`, an update adds `updated` with the names of the fields whose value changed (not `assigned_to`) and, when
+ * `assigned_to` changed, `assigned` (the new assignee as subject); with one, an entry of that kind when anything changed.
+ */
+export interface ActivityEntry {
+  column: 'company_id' | 'contact_id';
+  actor: ActivityActor;
+  kind?: string;
+}
+
+/** A per-organization number (SQL function `next(organization_id) → bigint`) that, with `prefix`, fills `column` on insert. */
+export interface Numbering {
+  column: string;
+  next: string;
+  prefix: string;
+}
+
 /** A pool or one checked-out client (a transaction of the caller's): whatever runs the statements. */
 export interface Queryable {
   query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
@@ -45,16 +70,53 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
     const name = `$${parameters.push(event)}`;
     return queueRuns(name, `$${parameters.push(new Date().toISOString())}`);
   };
+  /** `, activity AS (INSERT … SELECT … FROM alias …)`: entries of `kind`, `fields` and `subject` (SQL over the CTE `alias`). */
+  const activityInsert = (
+    parameters: unknown[],
+    entry: ActivityEntry,
+    alias: string,
+    rows: { kind: string; fields: string; subject: string; condition: string; join?: string },
+  ) => {
+    const actor = [entry.actor.type, entry.actor.id, entry.actor.name].map((value) => `$${parameters.push(value)}`);
+    return (
+      `, activity AS (INSERT INTO crm_activities (id, organization_id, ${entry.column}, kind, fields, subject_id, actor_type, ` +
+      `actor_id, actor_name) SELECT gen_random_uuid(), $1, ${alias}.id, ${rows.kind}, ${rows.fields}, ${rows.subject}, ` +
+      `${actor[0]}, ${actor[1]}::uuid, ${actor[2]} FROM ${alias}${rows.join ?? ''} WHERE ${rows.condition})`
+    );
+  };
 
   return {
     /** Inserts the record and queues its event; answers it in API shape. */
-    async insert<Row extends pg.QueryResultRow>(spec: PageTable<Row, string>, values: ColumnValues, event: CrmEventName): Promise<Row> {
+    async insert<Row extends pg.QueryResultRow>(
+      spec: PageTable<Row, string>,
+      values: ColumnValues,
+      event: CrmEventName,
+      options: { activity?: ActivityEntry; numbering?: Numbering } = {},
+    ): Promise<Row> {
       const parameters: unknown[] = [organizationId];
       const set = assignments(spec, values, parameters);
-      const columns = ['id', 'organization_id', ...set.map((s) => s.column), 'created_at', 'updated_at'];
-      const row = ['gen_random_uuid()', '$1', ...set.map((s) => s.parameter), 'now()', 'now()'];
+      const { activity, numbering } = options;
+      const columns = [
+        'id',
+        'organization_id',
+        ...set.map((s) => s.column),
+        ...(numbering ? [numbering.column] : []),
+        'created_at',
+        'updated_at',
+      ];
+      // A sequence's number: never handed out twice, and no lock held until commit (see the function's migration).
+      const code = numbering
+        ? [
+            `(SELECT $${parameters.push(numbering.prefix)} || lpad(n::text, greatest(5, length(n::text)), '0') FROM ${numbering.next}($1::uuid) AS n)`,
+          ]
+        : [];
+      const row = ['gen_random_uuid()', '$1', ...set.map((s) => s.parameter), ...code, 'now()', 'now()'];
+      const entry = activity
+        ? activityInsert(parameters, activity, 'record', { kind: `'created'`, fields: "'{}'", subject: 'NULL::uuid', condition: 'true' })
+        : '';
       const text =
         `WITH record AS (INSERT INTO ${spec.table} (${columns.join(', ')}) VALUES (${row.join(', ')}) RETURNING ${spec.selectList})` +
+        entry +
         eventParameters(parameters, event);
       const [inserted] = (await pool.query<Row>(text, parameters)).rows;
       if (!inserted) throw new Error(`INSERT INTO ${spec.table} returned no row`);
@@ -68,16 +130,45 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
       event: CrmEventName,
       /** Only when the record's updated_at is one of these (an If-Match); undefined when it is not, as when absent. */
       expected?: Date[],
+      activity?: ActivityEntry,
     ): Promise<Row | undefined> {
       const parameters: unknown[] = [organizationId, id];
-      const set = assignments(spec, values, parameters).map((s) => `${s.column} = ${s.parameter}`);
+      const written = assignments(spec, values, parameters);
+      const set = written.map((s) => `${s.column} = ${s.parameter}`);
       const condition =
         expected === undefined ? '' : ` AND updated_at = ANY($${parameters.push(expected.map((d) => d.toISOString()))}::timestamptz[])`;
       // Strictly later than before, even within one millisecond: updated_at is the record's version (its ETag).
+      const update =
+        `UPDATE ${spec.table} SET ${[...set, "updated_at = greatest(now(), updated_at + interval '1 millisecond')"].join(', ')} ` +
+        `WHERE organization_id = $1 AND id = $2${condition}`;
+      if (!activity) {
+        const text = `WITH record AS (${update} RETURNING ${spec.selectList})${eventParameters(parameters, event)}`;
+        return (await pool.query<Row>(text, parameters)).rows[0];
+      }
+      // The names (never the values) of the fields whose value changed, from the row before and after (RETURNING old/new).
+      const changes = written.map(({ column }) => `CASE WHEN old.${column} IS DISTINCT FROM new.${column} THEN '${column}' END`);
+      const output = [...spec.columns, ...spec.computed, 'created_at', 'updated_at'].join(', ');
+      const assigned = written.some((s) => s.column === 'assigned_to');
+      const entries = activity.kind
+        ? activityInsert(parameters, activity, 'changed', {
+            kind: `$${parameters.push(activity.kind)}`,
+            fields: "'{}'",
+            subject: 'NULL::uuid',
+            condition: 'cardinality(changed.changed_fields) > 0',
+          })
+        : activityInsert(parameters, activity, 'changed', {
+            join:
+              ` CROSS JOIN LATERAL (VALUES ('updated', array_remove(changed.changed_fields, 'assigned_to'), NULL::uuid)` +
+              `${assigned ? ", ('assigned', ARRAY['assigned_to'], changed.assigned_to)" : ''}) AS entry(kind, fields, subject)`,
+            kind: 'entry.kind',
+            fields: 'entry.fields',
+            subject: 'entry.subject',
+            condition:
+              "(entry.kind = 'updated' AND cardinality(entry.fields) > 0) OR (entry.kind = 'assigned' AND 'assigned_to' = ANY(changed.changed_fields))",
+          });
       const text =
-        `WITH record AS (UPDATE ${spec.table} SET ${[...set, "updated_at = greatest(now(), updated_at + interval '1 millisecond')"].join(', ')} ` +
-        `WHERE organization_id = $1 AND id = $2${condition} RETURNING ${spec.selectList})` +
-        eventParameters(parameters, event);
+        `WITH changed AS (${update} RETURNING ${spec.selectList}, array_remove(ARRAY[${changes.join(', ') || 'NULL'}]::text[], NULL) AS changed_fields), ` +
+        `record AS (SELECT ${output} FROM changed)${entries}${eventParameters(parameters, event)}`;
       return (await pool.query<Row>(text, parameters)).rows[0];
     },
     /**

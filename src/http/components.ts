@@ -8,6 +8,7 @@ import { AUTH_SCHEMAS } from '../modules/auth/schemas.js';
 import { AUTOMATION_SCHEMAS } from '../modules/automations/schemas.js';
 import { COMPANY_SCHEMAS } from '../modules/companies/schemas.js';
 import { CONTACT_SCHEMAS } from '../modules/contacts/schemas.js';
+import { CRM_ACTIVITY_SCHEMAS } from '../modules/crm/activity-schemas.js';
 import { ListSortSchema } from '../modules/crm/record-schemas.js';
 import { DELETION_SCHEMAS } from '../modules/deletions/schemas.js';
 import { SmtpAccountInputSchema } from '../modules/email/smtp-account-input.js';
@@ -43,6 +44,7 @@ export const COMPONENT_SCHEMAS: readonly TSchema[] = [
   ...INSTALLATION_ADMIN_SCHEMAS,
   ...INSTALLATION_SCHEMAS,
   ...EMAIL_ACCOUNT_SCHEMAS,
+  ...CRM_ACTIVITY_SCHEMAS,
   ListSortSchema,
   ...COMPANY_SCHEMAS,
   ...CONTACT_SCHEMAS,

@@ -8,7 +8,28 @@ import { created, crmWorkspaces } from '../tenancy/crm-workspaces.js';
 const { app } = await buildTestApp(t);
 const { a, b, memberA, viewerA, memberB } = await crmWorkspaces(app);
 
-const COMPANY_KEYS = ['created_at', 'email', 'id', 'lifecycle_stage', 'name', 'phone_number', 'updated_at', 'website'];
+const COMPANY_KEYS = [
+  'address_line_1',
+  'address_line_2',
+  'archived_at',
+  'assigned_to',
+  'assigned_to_name',
+  'city',
+  'country',
+  'created_at',
+  'customer_code',
+  'email',
+  'id',
+  'industry',
+  'lifecycle_stage',
+  'name',
+  'notes',
+  'phone_number',
+  'postal_code',
+  'tax_id',
+  'updated_at',
+  'website',
+];
 const companyCount = (organizationId: string) => app.db.company.count({ where: { organizationId } });
 
 t.test('create answers 201 with the Company body, defaults included, stored in the path organization', async (t) => {

@@ -19,10 +19,14 @@ t.test('companies export: attachment, header row, quoting, formula prefix, only 
   t.match(res.headers['content-type'], /^text\/csv/);
   t.equal(res.headers['content-disposition'], 'attachment; filename="companies.csv"');
   const lines = csvLines(res.body);
-  t.equal(lines[0], 'id,name,email,phone_number,website,lifecycle_stage,created_at,updated_at');
+  t.equal(
+    lines[0],
+    'id,name,email,phone_number,website,lifecycle_stage,tax_id,industry,address_line_1,address_line_2,city,postal_code,' +
+      'country,notes,assigned_to,customer_code,archived_at,created_at,updated_at',
+  );
   t.equal(lines.length, 3, 'header and the two companies of this workspace');
   t.match(lines[1], `${formula.id},"'=HYPERLINK(""http://evil"")",,'+1 555,,lead,`);
-  t.match(lines[2], `${acme.id},"Acme, ""the"" best",,,https://acme.example,lead,${acme.created_at},`);
+  t.match(lines[2], `${acme.id},"Acme, ""the"" best",,,https://acme.example,lead,,,,,,,,,,${acme.customer_code},,${acme.created_at},`);
   t.notMatch(res.body, /Other workspace/);
 });
 

@@ -421,3 +421,20 @@ t.test('a console sign-in counts as a sign-in; the audit log names users and wor
   t.match(audit.body, new RegExp(`<strong>Acme</strong> <code>${org.id}</code>`), 'workspace name beside the id');
   t.match(audit.body, new RegExp(`user <code>${gone.id}</code> \\(deleted\\)`), 'a deleted target keeps its id');
 });
+
+t.test('workspace page lists companies that shared a tax id or email before duplicates were refused, never the value', async (t) => {
+  const { cookie } = await session();
+  const organization = await app.db.organization.findFirstOrThrow({ where: { slug: 'acme' } });
+  const none = await app.inject({ method: 'GET', url: `/admin/organizations/${organization.id}/`, headers: { cookie } });
+  t.match(none.body, /before duplicates were refused<\/h2>\s*<p>None.<\/p>/);
+  // As the migration leaves them: the oldest keeps its place in the unique index, the later ones are flagged.
+  await app.pg.query(
+    `INSERT INTO companies (id, organization_id, name, tax_id, customer_code, tax_id_shared, created_at, updated_at)
+     VALUES (gen_random_uuid(), $1, 'Legacy one', 'SECRET-TAX-9', 'CUS-90001', false, now() - interval '1 day', now()),
+            (gen_random_uuid(), $1, 'Legacy two', 'secret-tax-9', 'CUS-90002', true, now(), now())`,
+    [organization.id],
+  );
+  const page = await app.inject({ method: 'GET', url: `/admin/organizations/${organization.id}/`, headers: { cookie } });
+  t.match(page.body, /<tr><td>tax_id<\/td><td>2<\/td><td>CUS-90001, CUS-90002<\/td><\/tr>/);
+  t.notMatch(page.body, /secret-tax-9/i, 'the shared value is not shown');
+});

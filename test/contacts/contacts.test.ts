@@ -9,6 +9,9 @@ const { app } = await buildTestApp(t);
 const { a, b, memberA, viewerA, memberB } = await crmWorkspaces(app);
 
 const CONTACT_KEYS = [
+  'archived_at',
+  'assigned_to',
+  'assigned_to_name',
   'company_id',
   'created_at',
   'department',
@@ -17,6 +20,7 @@ const CONTACT_KEYS = [
   'id',
   'job_title',
   'last_name',
+  'notes',
   'phone_number',
   'updated_at',
 ];

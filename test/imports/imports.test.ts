@@ -351,7 +351,8 @@ t.test('export → import round trip keeps formula-looking values', async (t) =>
   t.same(strip(reexported), strip(exported), 'the same values after a round trip');
   const createdCopy = json(await upload(c, memberC, { kind: 'companies', file: exported }));
   await runJobs();
-  t.match(json(await c.call(memberC, 'GET', `imports/${createdCopy.id}/`)), { created: 2 });
+  // The copy of the company with an email is refused (emails are unique in a workspace, issue 27), as a failed row.
+  t.match(json(await c.call(memberC, 'GET', `imports/${createdCopy.id}/`)), { status: 'succeeded', created: 1, failed_rows: 1 });
   t.equal(
     await app.db.company.count({
       where: { organizationId: c.id, name: '=HYPERLINK("http://evil")', phoneNumber: '+1 555', website: '@home' },

@@ -38,6 +38,7 @@ const untouchedB = await bSnapshot();
 
 /** Prisma's "record to update/delete does not exist". */
 const notFoundError = { code: 'P2025' };
+const actor = { type: 'user' as const, id: user.id, name: 'scope-test' };
 
 t.test('reads without any filter see only the bound organization', async (t) => {
   const companies = await scoped.company.findMany();
@@ -163,7 +164,9 @@ t.test('updates and deletes without a filter touch only the bound organization',
   await t.rejects(scoped.company.update({ where: { id: b.companies[1]!.id }, data: { name: 'hijacked' } }), notFoundError);
   await t.rejects(scoped.contact.delete({ where: { id: b.contact.id } }), notFoundError);
   await t.rejects(
-    companyService.update({ db: scoped, organizationId: A, writes: scopeWrites(app.pg, A) }, b.companies[1]!.id, { name: 'hijacked' }),
+    companyService.update({ db: scoped, organizationId: A, writes: scopeWrites(app.pg, A), actor }, b.companies[1]!.id, {
+      name: 'hijacked',
+    }),
     { status: 404, code: 'company_not_found' },
   );
   await t.rejects(companyService.remove(scoped, b.companies[2]!.id), { status: 404, code: 'company_not_found' });
@@ -178,7 +181,7 @@ t.test('updates and deletes without a filter touch only the bound organization',
 
 t.test("the raw-SQL writer creates and changes only rows of its organization, and queues only its rules' runs", async (t) => {
   const writes = scopeWrites(app.pg, A);
-  const scope = { db: scoped, organizationId: A, writes };
+  const scope = { db: scoped, organizationId: A, writes, actor };
   // Both organizations have an active rule for each event: only A's may get runs from A's writes.
   const rule = (organizationId: string, trigger: 'company_created' | 'company_updated' | 'contact_created') =>
     db.automation.create({

@@ -18,7 +18,7 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
       listQuery: CompanyListQuerySchema,
       params: CompanyParamsSchema,
     },
-    filters: (query) => ({ search: query.search, lifecycleStage: query.lifecycle_stage }),
+    filters: (query) => ({ search: query.search, lifecycleStage: query.lifecycle_stage, archived: query.archived }),
     syncFilters: (query) => ({ lifecycle_stage: query.lifecycle_stage }),
     notes: {
       list:
@@ -31,6 +31,7 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
       update: 'Partial: absent fields stay unchanged. Dispatches `company.updated` (not for an empty body).',
       delete: "Also deletes the company's contacts.",
     },
+    timeline: 'companyId',
     exportFields: [...companyPage.columns, 'created_at', 'updated_at'],
     service: app.services.companies,
   });

@@ -2,7 +2,15 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Email, named, Nullable, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
-import { RecordParamsSchema, SearchTermSchema, SortParameterSchema, UpdatedSinceSchema, recordBodySchemas } from '../crm/record-schemas.js';
+import { ArchivedQuery } from '../crm/activity-schemas.js';
+import {
+  AssignedToField,
+  RecordParamsSchema,
+  SearchTermSchema,
+  SortParameterSchema,
+  UpdatedSinceSchema,
+  recordBodySchemas,
+} from '../crm/record-schemas.js';
 
 const LIFECYCLE_STAGES = ['lead', 'prospect', 'customer', 'inactive'] as const;
 
@@ -19,6 +27,24 @@ export const CompanySchema = Type.Object(
     phone_number: Nullable(Type.String()),
     website: Nullable(Type.String()),
     lifecycle_stage: Ref(LifecycleStageSchema),
+    tax_id: Nullable(Type.String()),
+    industry: Nullable(Type.String()),
+    address_line_1: Nullable(Type.String()),
+    address_line_2: Nullable(Type.String()),
+    city: Nullable(Type.String()),
+    postal_code: Nullable(Type.String()),
+    country: Nullable(Type.String({ description: 'ISO 3166-1 alpha-2, upper case.' })),
+    notes: Nullable(Type.String()),
+    assigned_to: Nullable(Uuid({ description: 'The user the company is assigned to.' })),
+    assigned_to_name: Nullable(Type.String({ description: "The assignee's display name, else username." })),
+    customer_code: Nullable(
+      Type.String({
+        description:
+          '`CUS-` and five or more digits, assigned by the server at create, sequential per workspace (numbers of failed ' +
+          'creates are skipped). Null only for companies bulk-loaded outside the API.',
+      }),
+    ),
+    archived_at: Nullable(Timestamp(), { description: 'When the company was archived; null while active.' }),
     created_at: Timestamp(),
     updated_at: Timestamp(),
   },
@@ -32,6 +58,18 @@ export const CompanySchema = Type.Object(
         phone_number: '+1 555 0100',
         website: 'https://initech.example',
         lifecycle_stage: 'customer',
+        tax_id: 'EL123456789',
+        industry: 'Software',
+        address_line_1: '1 Main Street',
+        address_line_2: null,
+        city: 'Athens',
+        postal_code: '10558',
+        country: 'GR',
+        notes: null,
+        assigned_to: '9b2e7c1a-7d0c-4c55-8a3e-1f2d3c4b5a69',
+        assigned_to_name: 'Alice Example',
+        customer_code: 'CUS-00002',
+        archived_at: null,
         created_at: '2026-01-15T09:30:00.000Z',
         updated_at: '2026-02-01T14:05:00.000Z',
       },
@@ -44,12 +82,24 @@ export const CompanyBodySchemas = recordBodySchemas(
   'Company',
   {
     name: Type.String({ minLength: 1, maxLength: 255 }),
-    email: Nullable(Email()),
+    email: Nullable(Email({ description: 'Unique in the workspace, case-insensitively (400 otherwise).' })),
     phone_number: Nullable(Type.String({ maxLength: 50 })),
     website: Nullable(Type.String({ maxLength: 2048 })),
     lifecycle_stage: Ref(LifecycleStageSchema),
+    tax_id: Nullable(Type.String({ maxLength: 50, description: 'Unique in the workspace, case-insensitively (400 otherwise).' })),
+    industry: Nullable(Type.String({ maxLength: 100 })),
+    address_line_1: Nullable(Type.String({ maxLength: 255 })),
+    address_line_2: Nullable(Type.String({ maxLength: 255 })),
+    city: Nullable(Type.String({ maxLength: 100 })),
+    postal_code: Nullable(Type.String({ maxLength: 20 })),
+    country: Nullable(
+      Type.String({ pattern: '^[A-Za-z]{2}$', description: 'ISO 3166-1 alpha-2 (any case; stored upper case); anything else 400.' }),
+    ),
+    notes: Nullable(Type.String({ maxLength: 10000 })),
+    assigned_to: AssignedToField,
   },
   ['name'],
+  ' `email` and `tax_id` must stay unique in the workspace (case-insensitive); `assigned_to` must be a member.',
 );
 export type CompanyCreate = Static<typeof CompanyBodySchemas.create>;
 export type CompanyUpdate = Static<typeof CompanyBodySchemas.update>;
@@ -58,6 +108,7 @@ export const CompanyListQuerySchema = Type.Object({
   ...PageQuerySchema.properties,
   search: SearchTermSchema('name, email, phone_number or website'),
   lifecycle_stage: Type.Optional(Ref(LifecycleStageSchema)),
+  archived: ArchivedQuery,
   sort: SortParameterSchema,
   updated_since: UpdatedSinceSchema,
 });

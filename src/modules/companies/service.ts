@@ -1,9 +1,13 @@
 // Companies of one organization: the queries behind the shared CRM record behaviour (list with search, lifecycle
-// stage and keyset pages, read, create, partial update, delete).
+// stage, archive state and keyset pages, read, create with its customer code, partial update, delete), and the
+// checks of their profile fields (country, duplicates of tax_id and email).
+import countries from 'i18n-iso-countries';
 import type { Prisma } from '../../generated/prisma/client.js';
 import { pageTable } from '../../db/tenant-pages.js';
-import { notFound } from '../../lib/problem.js';
+import { notFound, validationFailed } from '../../lib/problem.js';
+import { assigneeName, assigneeNameSql, assigneeSelect } from '../crm/assignee.js';
 import { recordService } from '../crm/record-service.js';
+import type { ArchivedFilter } from '../../db/tenant-pages.js';
 import type { CompanyDto } from './schemas.js';
 
 /** The columns of the API body (not `organizationId`, not the trigger-kept `searchText`). */
@@ -14,6 +18,18 @@ const companyBody = {
   phoneNumber: true,
   website: true,
   lifecycleStage: true,
+  taxId: true,
+  industry: true,
+  addressLine1: true,
+  addressLine2: true,
+  city: true,
+  postalCode: true,
+  country: true,
+  notes: true,
+  assignedTo: true,
+  assignee: assigneeSelect,
+  customerCode: true,
+  archivedAt: true,
   createdAt: true,
   updatedAt: true,
 } satisfies Prisma.CompanySelect;
@@ -27,6 +43,18 @@ export function toCompanyDto(company: CompanyRow): CompanyDto {
     phone_number: company.phoneNumber,
     website: company.website,
     lifecycle_stage: company.lifecycleStage,
+    tax_id: company.taxId,
+    industry: company.industry,
+    address_line_1: company.addressLine1,
+    address_line_2: company.addressLine2,
+    city: company.city,
+    postal_code: company.postalCode,
+    country: company.country,
+    notes: company.notes,
+    assigned_to: company.assignedTo,
+    assigned_to_name: assigneeName(company.assignee),
+    customer_code: company.customerCode,
+    archived_at: company.archivedAt?.toISOString() ?? null,
     created_at: company.createdAt.toISOString(),
     updated_at: company.updatedAt.toISOString(),
   };
@@ -35,18 +63,65 @@ export function toCompanyDto(company: CompanyRow): CompanyDto {
 /** The list reads the API fields straight from SQL (see db/tenant-pages.ts). */
 export const companyPage = pageTable<CompanyDto, 'lifecycle_stage'>(
   'companies',
-  ['id', 'name', 'email', 'phone_number', 'website', 'lifecycle_stage'],
+  [
+    'id',
+    'name',
+    'email',
+    'phone_number',
+    'website',
+    'lifecycle_stage',
+    'tax_id',
+    'industry',
+    'address_line_1',
+    'address_line_2',
+    'city',
+    'postal_code',
+    'country',
+    'notes',
+    'assigned_to',
+    'customer_code',
+    'archived_at',
+  ],
   ['lifecycle_stage'],
   { name: [{ column: 'name', type: 'text' }] },
+  assigneeNameSql('companies'),
 );
+
+/** The unique indexes of the migration crm_profiles_archive_activity, by the field they keep unique. */
+const DUPLICATE_INDEXES: Record<string, string> = {
+  companies_organization_id_tax_id_unique: 'tax_id',
+  companies_organization_id_email_unique: 'email',
+};
+
+const ALPHA_2 = new Set(Object.keys(countries.getAlpha2Codes()));
+
+/** `country` upper-cased and one of ISO 3166-1's alpha-2 codes (400 on the field otherwise). */
+function checkedCountry<T extends Record<string, unknown>>(body: T): T {
+  if (typeof body.country !== 'string') return body;
+  const country = body.country.toUpperCase();
+  if (!ALPHA_2.has(country)) throw validationFailed({ country: ['Not an ISO 3166-1 alpha-2 country code.'] });
+  return { ...body, country };
+}
 
 export const companyService = recordService({
   event: 'company',
   toDto: toCompanyDto,
   notFound: () => notFound('Company not found.', 'company_not_found'),
+  duplicate: (constraint) => {
+    const field = DUPLICATE_INDEXES[constraint];
+    return field ? validationFailed({ [field]: [`Another company of this workspace has this ${field}.`] }) : undefined;
+  },
+  prepare: checkedCountry,
+  numbering: { column: 'customer_code', next: 'next_customer_number', prefix: 'CUS-' },
+  timeline: 'company_id',
   table: companyPage,
-  list: (pages, filters: { search?: string; lifecycleStage?: CompanyDto['lifecycle_stage'] }, page) =>
-    pages.read(companyPage, { equals: { lifecycle_stage: filters.lifecycleStage }, search: filters.search, ...page }),
+  list: (pages, filters: { search?: string; lifecycleStage?: CompanyDto['lifecycle_stage']; archived?: ArchivedFilter }, page) =>
+    pages.read(companyPage, {
+      equals: { lifecycle_stage: filters.lifecycleStage },
+      search: filters.search,
+      archived: filters.archived ?? 'active',
+      ...page,
+    }),
   find: (db, id) => db.company.findUnique({ select: companyBody, where: { id } }),
   /** The company's contacts go with it (the foreign key cascades). */
   remove: async (db, id, expected) =>

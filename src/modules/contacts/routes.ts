@@ -18,7 +18,7 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
       listQuery: ContactListQuerySchema,
       params: ContactParamsSchema,
     },
-    filters: (query) => ({ search: query.search, companyId: query.company_id }),
+    filters: (query) => ({ search: query.search, companyId: query.company_id, archived: query.archived }),
     syncFilters: (query) => ({ company_id: query.company_id }),
     notes: {
       list:
@@ -34,6 +34,7 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
         'Dispatches `contact.updated` (not for an empty body).',
       delete: 'Deletes the contact only.',
     },
+    timeline: 'contactId',
     exportFields: [...contactPage.columns, 'created_at', 'updated_at'],
     service: app.services.contacts,
   });

@@ -2,7 +2,15 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Email, named, Nullable, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
-import { RecordParamsSchema, SearchTermSchema, SortParameterSchema, UpdatedSinceSchema, recordBodySchemas } from '../crm/record-schemas.js';
+import { ArchivedQuery } from '../crm/activity-schemas.js';
+import {
+  AssignedToField,
+  RecordParamsSchema,
+  SearchTermSchema,
+  SortParameterSchema,
+  UpdatedSinceSchema,
+  recordBodySchemas,
+} from '../crm/record-schemas.js';
 
 export const ContactSchema = Type.Object(
   {
@@ -14,6 +22,10 @@ export const ContactSchema = Type.Object(
     phone_number: Nullable(Type.String()),
     department: Nullable(Type.String()),
     job_title: Nullable(Type.String()),
+    notes: Nullable(Type.String()),
+    assigned_to: Nullable(Uuid({ description: 'The user the contact is assigned to.' })),
+    assigned_to_name: Nullable(Type.String({ description: "The assignee's display name, else username." })),
+    archived_at: Nullable(Timestamp(), { description: 'When the contact was archived; null while active.' }),
     created_at: Timestamp(),
     updated_at: Timestamp(),
   },
@@ -29,6 +41,10 @@ export const ContactSchema = Type.Object(
         phone_number: null,
         department: 'Engineering',
         job_title: 'CTO',
+        notes: null,
+        assigned_to: null,
+        assigned_to_name: null,
+        archived_at: null,
         created_at: '2026-01-15T09:45:00.000Z',
         updated_at: '2026-01-15T09:45:00.000Z',
       },
@@ -47,6 +63,8 @@ export const ContactBodySchemas = recordBodySchemas(
     phone_number: Nullable(Type.String({ maxLength: 50 })),
     department: Nullable(Type.String({ maxLength: 150 })),
     job_title: Nullable(Type.String({ maxLength: 150 })),
+    notes: Nullable(Type.String({ maxLength: 10000 })),
+    assigned_to: AssignedToField,
   },
   ['company_id', 'first_name', 'last_name'],
   ' A new `company_id` must be in the same organization.',
@@ -58,6 +76,7 @@ export const ContactListQuerySchema = Type.Object({
   ...PageQuerySchema.properties,
   search: SearchTermSchema('first_name, last_name, email or phone_number'),
   company_id: Type.Optional(Uuid({ description: 'Only the contacts of this company.' })),
+  archived: ArchivedQuery,
   sort: SortParameterSchema,
   updated_since: UpdatedSinceSchema,
 });

@@ -2,8 +2,9 @@
 // filter and keyset pages, read, create, partial update, delete). A contact's company must belong to the same
 // organization: the composite foreign key (organization_id, company_id) guarantees it, and its violation is a 400.
 import type { Prisma } from '../../generated/prisma/client.js';
-import { pageTable } from '../../db/tenant-pages.js';
+import { pageTable, type ArchivedFilter } from '../../db/tenant-pages.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
+import { assigneeName, assigneeNameSql, assigneeSelect } from '../crm/assignee.js';
 import { recordService } from '../crm/record-service.js';
 import type { ContactDto } from './schemas.js';
 
@@ -17,6 +18,10 @@ const contactBody = {
   phoneNumber: true,
   department: true,
   jobTitle: true,
+  notes: true,
+  assignedTo: true,
+  assignee: assigneeSelect,
+  archivedAt: true,
   createdAt: true,
   updatedAt: true,
 } satisfies Prisma.ContactSelect;
@@ -32,6 +37,10 @@ export function toContactDto(contact: ContactRow): ContactDto {
     phone_number: contact.phoneNumber,
     department: contact.department,
     job_title: contact.jobTitle,
+    notes: contact.notes,
+    assigned_to: contact.assignedTo,
+    assigned_to_name: assigneeName(contact.assignee),
+    archived_at: contact.archivedAt?.toISOString() ?? null,
     created_at: contact.createdAt.toISOString(),
     updated_at: contact.updatedAt.toISOString(),
   };
@@ -40,7 +49,19 @@ export function toContactDto(contact: ContactRow): ContactDto {
 /** The list reads the API fields straight from SQL (see db/tenant-pages.ts). */
 export const contactPage = pageTable<ContactDto, 'company_id'>(
   'contacts',
-  ['id', 'company_id', 'first_name', 'last_name', 'email', 'phone_number', 'department', 'job_title'],
+  [
+    'id',
+    'company_id',
+    'first_name',
+    'last_name',
+    'email',
+    'phone_number',
+    'department',
+    'job_title',
+    'notes',
+    'assigned_to',
+    'archived_at',
+  ],
   ['company_id'],
   {
     name: [
@@ -48,6 +69,7 @@ export const contactPage = pageTable<ContactDto, 'company_id'>(
       { column: 'first_name', type: 'text' },
     ],
   },
+  assigneeNameSql('contacts'),
 );
 
 export const contactService = recordService({
@@ -56,9 +78,15 @@ export const contactService = recordService({
   notFound: () => notFound('Contact not found.', 'contact_not_found'),
   /** A company of another organization is indistinguishable from a missing one. */
   invalidReference: () => validationFailed({ company_id: ['No such company in this organization.'] }),
+  timeline: 'contact_id',
   table: contactPage,
-  list: (pages, filters: { search?: string; companyId?: string }, page) =>
-    pages.read(contactPage, { equals: { company_id: filters.companyId }, search: filters.search, ...page }),
+  list: (pages, filters: { search?: string; companyId?: string; archived?: ArchivedFilter }, page) =>
+    pages.read(contactPage, {
+      equals: { company_id: filters.companyId },
+      search: filters.search,
+      archived: filters.archived ?? 'active',
+      ...page,
+    }),
   find: (db, id) => db.contact.findUnique({ select: contactBody, where: { id } }),
   remove: async (db, id, expected) =>
     (await db.contact.deleteMany({ where: { id, ...(expected ? { updatedAt: { in: expected } } : {}) } })).count,

@@ -12,11 +12,14 @@ import {
   encodeListCursor,
   encodeSyncCursor,
   listOrderOf,
+  pageOf,
   pageResponse,
   type ListPageRequest,
 } from '../../lib/pagination.js';
-import { linkNext } from '../../http/pagination.js';
+import { linkNext, sendPage } from '../../http/pagination.js';
 import { validationFailed } from '../../lib/problem.js';
+import { ActivityQuerySchema, ActivitySchema } from './activity-schemas.js';
+import { activityPage } from './activity-service.js';
 import { requireTenant } from '../../http/request.js';
 import { csvExport } from './record-export.js';
 import { etagOf, noneMatchHits, versionsIn } from '../../lib/etag.js';
@@ -58,6 +61,8 @@ export interface RecordService<S extends RecordSchemas, Filters> {
   create(scope: CrmScope, body: Static<S['create']>): Promise<Static<S['record']>>;
   update(scope: CrmScope, id: string, body: Static<S['update']>, expected?: '*' | Date[]): Promise<Static<S['record']>>;
   remove(db: TenantDb, id: string, expected?: '*' | Date[]): Promise<void>;
+  archive(scope: CrmScope, id: string): Promise<Static<S['record']>>;
+  restore(scope: CrmScope, id: string): Promise<Static<S['record']>>;
 }
 
 export interface RecordCollection<S extends RecordSchemas, Filters> {
@@ -72,6 +77,8 @@ export interface RecordCollection<S extends RecordSchemas, Filters> {
   filters(query: Static<S['listQuery']>): Filters;
   /** Extra documentation per endpoint, where the collection differs from the common behaviour. */
   notes: { list: string; create: string; update: string; delete: string };
+  /** The record's key on its activity entries. */
+  timeline: 'companyId' | 'contactId';
   /** The CSV export's columns, in order: the collection's API fields (its page table's columns and timestamps). */
   exportFields: readonly string[];
   /** The list's table: its sorts tell a page's position. */
@@ -87,7 +94,11 @@ type ApiRecord<S extends RecordSchemas> = Static<S['record']> & { id: string; cr
 /** The CRM scope (tenant-bound client, writer and organization id) of a route in the tenant context. */
 export function scopeOf(request: FastifyRequest): CrmScope {
   const tenant = requireTenant(request);
-  return { db: tenant.db, organizationId: tenant.organization.id, writes: tenant.writes };
+  const { currentUser, apiKey } = request;
+  const actor: CrmScope['actor'] = currentUser
+    ? { type: 'user', id: currentUser.id, name: currentUser.username }
+    : { type: 'api_key', id: apiKey?.id ?? null, name: apiKey?.name ?? null };
+  return { db: tenant.db, organizationId: tenant.organization.id, writes: tenant.writes, actor };
 }
 
 export function registerRecordRoutes<S extends RecordSchemas, Filters>(
@@ -275,6 +286,64 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
       const record = await service.update(scopeOf(request), idOf(request), request.body as Static<S['update']>, ifMatch(request));
       reply.header('etag', etagOf(record as { updated_at: string }));
       return record;
+    },
+  );
+
+  for (const [action, change] of [
+    ['archive', 'Archive'],
+    ['restore', 'Restore'],
+  ] as const) {
+    app.post(
+      `${item}${action}/`,
+      {
+        schema: {
+          ...common,
+          operationId: `${action}${names.one}`,
+          summary: `${change} a ${one} (MANAGE_CRM).`,
+          description:
+            action === 'archive'
+              ? `Sets \`archived_at\`: the ${one} leaves the default list (\`archived=active\`) and shows under \`archived=archived\` ` +
+                'and `archived=all`. Adds an `archived` timeline entry and dispatches the `updated` event. Archiving an archived ' +
+                `${one} changes nothing.`
+              : `Clears \`archived_at\`. Adds a \`restored\` timeline entry and dispatches the \`updated\` event. Restoring an active ${one} changes nothing.`,
+          params: schemas.params,
+          response: responses({ 200: { ...Ref(schemas.record), headers: ETAG_HEADER } }, 401, 403, 404),
+        },
+        config: write,
+      },
+      async (request: FastifyRequest, reply: FastifyReply) => {
+        const record = await service[action](scopeOf(request), idOf(request));
+        reply.header('etag', etagOf(record as { updated_at: string }));
+        return record;
+      },
+    );
+  }
+
+  app.get(
+    `${item}activity/`,
+    {
+      schema: {
+        ...common,
+        operationId: `list${names.one}Activity`,
+        summary: `The timeline of a ${one}, newest first (VIEW_CRM).`,
+        description:
+          'Entries `created`, `updated` (the names of the changed fields, never their values), `assigned`, `archived` and ' +
+          '`restored`, each with its actor and time, written in the same transaction as the change. Pages follow the ' +
+          '`Link: rel="next"` header.',
+        params: schemas.params,
+        querystring: ActivityQuerySchema,
+        response: responses({ 200: pageResponse(Ref(ActivitySchema), 'Timeline entries, newest first.') }, 401, 403, 404),
+      },
+      config: read,
+    },
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      const query = request.query as Static<typeof ActivityQuerySchema>;
+      const { db } = requireTenant(request);
+      const id = idOf(request);
+      await service.get(db, id);
+      const page = pageOf(query);
+      const record = collection.timeline === 'companyId' ? { companyId: id } : { contactId: id };
+      return sendPage(request, reply, await activityPage(db, record, page), page.limit);
     },
   );
 

@@ -1,6 +1,6 @@
 // Schema pieces shared by the CRM record endpoints (companies, contacts).
 import { Type, type TProperties } from '@sinclair/typebox';
-import { named, OrganizationParamsSchema, Ref, StringEnum } from '../../lib/http-schemas.js';
+import { named, Nullable, OrganizationParamsSchema, Ref, StringEnum, Uuid } from '../../lib/http-schemas.js';
 import { SEARCH_TERM_PATTERN } from '../../lib/text-search.js';
 
 const ignored = Type.Optional(
@@ -34,6 +34,9 @@ export function recordBodySchemas<F extends TProperties, K extends keyof F & str
     }),
   };
 }
+
+/** The `assigned_to` field of a create or update body. */
+export const AssignedToField = Nullable(Uuid({ description: 'A user id of a member of this workspace (400 otherwise); null unassigns.' }));
 
 /** The `search` query parameter of a CRM list. */
 export const SearchTermSchema = (fields: string) =>

@@ -3,20 +3,23 @@
 // record type supplies its queries.
 import type { TenantDb } from '../../db/tenant-scope.js';
 import type { PageTable, TenantPages } from '../../db/tenant-pages.js';
-import type { ColumnValues, TenantWrites } from '../../db/tenant-writes.js';
+import type { ActivityActor, ColumnValues, Numbering, TenantWrites } from '../../db/tenant-writes.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import type { ListPageRequest } from '../../lib/pagination.js';
-import { preconditionFailed, type ProblemError } from '../../lib/problem.js';
+import { preconditionFailed, validationFailed, type ProblemError } from '../../lib/problem.js';
 
-/** The organization a CRM service works in, its tenant-scoped client and its tenant-bound writer. */
+/** The organization a CRM service works in, its tenant-scoped client and its tenant-bound writer, and who acts. */
 export interface CrmScope {
   db: TenantDb;
   organizationId: string;
   writes: TenantWrites;
+  actor: ActivityActor;
 }
 
 /** PostgreSQL's foreign_key_violation: a reference outside the organization (composite keys). */
 const FOREIGN_KEY_VIOLATION = '23503';
+/** PostgreSQL's unique_violation: a value the workspace already has (the index names the field). */
+const UNIQUE_VIOLATION = '23505';
 
 /** The queries and answers of one record type. */
 export interface RecordQueries<Row, Dto extends Record<string, unknown>, Filters> {
@@ -26,6 +29,14 @@ export interface RecordQueries<Row, Dto extends Record<string, unknown>, Filters
   notFound(): ProblemError;
   /** The answer to a foreign key violation (a reference outside the organization), when the record has one. */
   invalidReference?(): ProblemError;
+  /** The answer to a unique violation of the named index (a duplicate in the workspace), when the record has one. */
+  duplicate?(constraint: string): ProblemError | undefined;
+  /** Checks and normalizes a create or update body's record-specific fields (400 on a field), before the write. */
+  prepare?(body: ColumnValues): ColumnValues;
+  /** The server-assigned number a create gets (a customer code). */
+  numbering?: Numbering;
+  /** Timeline column of the record's activity entries. */
+  timeline: 'company_id' | 'contact_id';
   /** The table and API fields the list reads and the writes set and return (a body's field is its column). */
   table: PageTable<Dto, string>;
   /** `page.limit + 1` records in the page's order (already in API shape) when more follow, else the rest. */
@@ -43,8 +54,37 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
   const { event, toDto, notFound } = queries;
 
   function mapWriteError(error: unknown): never {
-    if ((error as { code?: unknown }).code === FOREIGN_KEY_VIOLATION && queries.invalidReference) throw queries.invalidReference();
-    throw error;
+    const { code, constraint } = error as { code?: unknown; constraint?: unknown };
+    if (code === FOREIGN_KEY_VIOLATION && queries.invalidReference) throw queries.invalidReference();
+    const duplicate = code === UNIQUE_VIOLATION && typeof constraint === 'string' ? queries.duplicate?.(constraint) : undefined;
+    throw duplicate ?? error;
+  }
+
+  /** The record-specific checks, and `assigned_to` (when set) a member of the workspace. */
+  async function prepared(scope: CrmScope, body: object): Promise<ColumnValues> {
+    const values = queries.prepare ? queries.prepare(body as ColumnValues) : (body as ColumnValues);
+    const assignee = values.assigned_to;
+    if (typeof assignee === 'string' && !(await scope.db.membership.findFirst({ select: { id: true }, where: { userId: assignee } }))) {
+      throw validationFailed({ assigned_to: ['Not a member of this workspace.'] });
+    }
+    return values;
+  }
+
+  /** Sets `archived_at` (now, or null to restore) unless it already is so, with its timeline entry. */
+  async function setArchived(scope: CrmScope, id: string, archive: boolean): Promise<Dto> {
+    const current = await get(scope.db, id);
+    if ((current.archived_at !== null) === archive) return current;
+    const kind = archive ? 'archived' : 'restored';
+    const record = await scope.writes.update(
+      queries.table,
+      id,
+      { archived_at: archive ? new Date().toISOString() : null },
+      `${event}.updated`,
+      undefined,
+      { column: queries.timeline, actor: scope.actor, kind },
+    );
+    if (!record) throw notFound();
+    return record;
   }
 
   async function get(db: TenantDb, id: string): Promise<Dto> {
@@ -57,8 +97,13 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
     list: queries.list,
     get,
     /** The record and its `created` event's runs commit together. */
-    create: (scope: CrmScope, body: Create): Promise<Dto> =>
-      scope.writes.insert(queries.table, body as ColumnValues, `${event}.created`).catch(mapWriteError),
+    create: async (scope: CrmScope, body: Create): Promise<Dto> =>
+      scope.writes
+        .insert(queries.table, await prepared(scope, body as object), `${event}.created`, {
+          activity: { column: queries.timeline, actor: scope.actor },
+          numbering: queries.numbering,
+        })
+        .catch(mapWriteError),
     /**
      * An empty body changes nothing and dispatches no event. With `expected` (the versions an If-Match names, or `*`),
      * the change applies only to a record still at one of them: 412 otherwise, decided in the same statement.
@@ -70,12 +115,18 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
         if (versions && !versions.some((d) => d.getTime() === Date.parse(String(current.updated_at)))) throw changedSince();
         return current;
       }
+      const values = await prepared(scope, body);
+      const activity = { column: queries.timeline, actor: scope.actor };
       const record = isUuid(id)
-        ? await scope.writes.update(queries.table, id, body as ColumnValues, `${event}.updated`, versions).catch(mapWriteError)
+        ? await scope.writes.update(queries.table, id, values, `${event}.updated`, versions, activity).catch(mapWriteError)
         : undefined;
       if (!record) throw versions && (await queries.find(scope.db, id)) ? changedSince() : notFound();
       return record;
     },
+    /** Archives the record (it leaves the default list); archiving an archived record changes nothing. */
+    archive: (scope: CrmScope, id: string) => setArchived(scope, id, true),
+    /** Restores an archived record; restoring an active one changes nothing. */
+    restore: (scope: CrmScope, id: string) => setArchived(scope, id, false),
     async remove(db: TenantDb, id: string, expected?: '*' | Date[]): Promise<void> {
       const versions = expected === '*' ? undefined : expected;
       if ((isUuid(id) ? await queries.remove(db, id, versions) : 0) > 0) return;

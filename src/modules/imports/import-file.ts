@@ -16,7 +16,7 @@ import type { PageTable } from '../../db/tenant-pages.js';
 export const IMPORT_FILE_LIMIT = 50 * 1024 * 1024;
 
 /** The export's columns that an import reads past: the database sets them. */
-const IGNORED_COLUMNS = new Set(['id', 'created_at', 'updated_at']);
+const IGNORED_COLUMNS = new Set(['id', 'created_at', 'updated_at', 'customer_code', 'archived_at']);
 
 /** The contact column naming a company by website or exact name (instead of `company_id`). */
 export const COMPANY_COLUMN = 'company';

@@ -183,6 +183,29 @@ function nextBatch(job: ImportJob, rows: FileRow[]): PreparedRow[] {
   return batch;
 }
 
+/**
+ * Company rows whose tax_id or email another company of the workspace (or an earlier row of the batch) already has
+ * become failed rows, as the API refuses them (issue 27); the unique indexes would otherwise fail the whole batch.
+ */
+async function refuseDuplicates(sql: Queryable, job: ImportJob, batch: PreparedRow[]) {
+  if (job.kind !== IMPORT_KIND_SPECS.companies) return;
+  for (const field of ['tax_id', 'email'] as const) {
+    const rows = batch.filter((row) => !row.error && typeof row.body[field] === 'string');
+    if (rows.length === 0) continue;
+    const { rows: taken } = await sql.query<{ value: string; id: string }>(
+      `SELECT lower(${field}) AS value, id FROM companies WHERE organization_id = $1 AND lower(${field}) = ANY($2::text[])`,
+      [job.organizationId, rows.map((row) => String(row.body[field]).toLowerCase())],
+    );
+    const holders = new Map(taken.map((company) => [company.value, company.id]));
+    for (const row of rows) {
+      const value = String(row.body[field]).toLowerCase();
+      const holder = holders.get(value);
+      if (holder !== undefined && holder !== row.target) row.error = `Another company of this workspace has this ${field}.`;
+      else holders.set(value, row.target ?? `row ${row.line}`);
+    }
+  }
+}
+
 /** Writes one batch on the transaction's client: inserts, updates and failed rows, one statement each. */
 async function writeBatch(sql: Queryable, job: ImportJob, batch: PreparedRow[]) {
   const { kind } = job;
@@ -194,6 +217,7 @@ async function writeBatch(sql: Queryable, job: ImportJob, batch: PreparedRow[]) 
     if (!validate(body)) row.error = errorText(fieldErrors((validate.errors ?? []) as AjvIssue[], 'row'));
   }
   if (job.upsert) await matchRecords(sql, job, batch);
+  await refuseDuplicates(sql, job, batch);
   const columns = [
     ...new Set([
       ...job.fields.filter((f): f is string => f !== null && f !== COMPANY_COLUMN),
