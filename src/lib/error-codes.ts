@@ -80,6 +80,7 @@ export const ERROR_CODES = {
   encryption_key_missing: 'Storing SMTP credentials, webhook secrets or TOTP secrets needs EMAIL_ENCRYPTION_KEY on the server.',
   // Limits and availability
   rate_limited: 'Too many requests; see Retry-After.',
+  request_budget_exceeded: "The workspace's or the API key's request budget is used up; see Retry-After and RateLimit.",
   rate_limiter_unavailable: 'The shared rate-limit store is unreachable; this limited endpoint refuses until it is back.',
   server_busy: 'Too many password checks are queued; see Retry-After.',
   database_unavailable: 'The database is not reachable; see Retry-After.',
