@@ -55,6 +55,8 @@ export const ERROR_CODES = {
   company_not_found: 'No such company in this workspace.',
   contact_not_found: 'No such contact in this workspace.',
   automation_not_found: 'No such automation in this workspace.',
+  automation_not_webhook: 'Only webhook rules have a signing secret.',
+  automation_changed: 'The rule changed while this request was handled; read it again and retry.',
   email_account_not_found: 'No such email account in this workspace.',
   reset_link_invalid: 'The password reset link is unknown, used or expired.',
   email_change_invalid: 'The email change link is unknown, used or expired.',
