@@ -569,7 +569,8 @@ async function main(): Promise<void> {
     const appDir = path.join(workDir, 'app');
     const [afterFresh, deep] = await cursorsAt(postgres.url, seeded.organizationId, [FRESH_COMPANIES, 500_000]);
     const service = await started(startService(postgres.url, appDir, jwtSecret, 1));
-    const baseline = await started(startBaseline(postgres.url, jwtSecret));
+    // Only the throughput scenarios compare with the baseline: a run of other parts (BENCH_ONLY) does not start it.
+    let baseline: Server | undefined;
     const token = await signIn(service.origin);
     const org = `/api/v1/organizations/${seeded.organizationId}`;
     const output: string[] = [
@@ -603,6 +604,7 @@ async function main(): Promise<void> {
     let singleList: { service: Measured; baseline: Measured } | undefined;
     for (const scenario of scenarios.filter((s) => selected(s.name))) {
       log(`${scenario.name}: service and baseline, interleaved`);
+      baseline ??= await started(startBaseline(postgres.url, jwtSecret));
       const { ours, theirs } = await measurePair(service, baseline, token, scenario);
       if (scenario.name.startsWith('company list')) singleList = { service: ours, baseline: theirs };
       const ratio = ours.rps / theirs.rps;
@@ -649,7 +651,7 @@ async function main(): Promise<void> {
         '',
       );
     }
-    await stopped(baseline);
+    if (baseline) await stopped(baseline);
 
     if (selected('search')) {
       // Terms by kind, and where they are: every term's matches are spread over the seeded rows, behind the

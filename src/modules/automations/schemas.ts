@@ -14,12 +14,16 @@ import {
   Uuid,
 } from '../../lib/http-schemas.js';
 
-export const TriggerSchema = StringEnum(['company.created', 'company.updated', 'contact.created', 'contact.updated', 'import.finished'], {
-  $id: 'AutomationTrigger',
-  description:
-    'The event that starts the rule: a company or a contact was created (`*.created`) or changed (`*.updated`), or a CSV ' +
-    'import ended (`import.finished`).',
-});
+export const TriggerSchema = StringEnum(
+  ['company.created', 'company.updated', 'company.deleted', 'contact.created', 'contact.updated', 'contact.deleted', 'import.finished'],
+  {
+    $id: 'AutomationTrigger',
+    description:
+      'The event that starts the rule: a company or a contact was created (`*.created`), changed (`*.updated`) or deleted ' +
+      '(`*.deleted`, with the record as it was; deleting a company deletes its contacts without a `contact.deleted` each), ' +
+      'or a CSV import ended (`import.finished`).',
+  },
+);
 
 export const RunStatusSchema = StringEnum(['queued', 'running', 'success', 'failed', 'skipped'], {
   $id: 'AutomationRunStatus',

@@ -47,7 +47,4 @@ export const companyService = recordService({
   list: (pages, filters: { search?: string; lifecycleStage?: CompanyDto['lifecycle_stage'] }, page) =>
     pages.read(companyPage, { equals: { lifecycle_stage: filters.lifecycleStage }, search: filters.search, ...page }),
   find: (db, id) => db.company.findUnique({ select: companyBody, where: { id } }),
-  /** The company's contacts go with it (the foreign key cascades). */
-  remove: async (db, id, expected) =>
-    (await db.company.deleteMany({ where: { id, ...(expected ? { updatedAt: { in: expected } } : {}) } })).count,
 });

@@ -55,6 +55,4 @@ export const contactService = recordService({
   list: (pages, filters: { search?: string; companyId?: string }, page) =>
     pages.read(contactPage, { equals: { company_id: filters.companyId }, search: filters.search, ...page }),
   find: (db, id) => db.contact.findUnique({ select: contactBody, where: { id } }),
-  remove: async (db, id, expected) =>
-    (await db.contact.deleteMany({ where: { id, ...(expected ? { updatedAt: { in: expected } } : {}) } })).count,
 });
