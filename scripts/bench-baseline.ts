@@ -9,15 +9,15 @@ import pg from 'pg';
 import { DEFAULT_DATABASE_POOL_SIZE } from '../src/config.js';
 import { scopePages } from '../src/db/tenant-pages.js';
 import { scopeWrites } from '../src/db/tenant-writes.js';
-import { decodeCursor, positionOfApiRow } from '../src/lib/pagination.js';
-import { paginate } from '../src/http/pagination.js';
+import { decodeListCursor, encodeListCursor } from '../src/lib/pagination.js';
+import { linkNext } from '../src/http/pagination.js';
 import { getMe } from '../src/modules/account/service.js';
 import { MeSchema } from '../src/modules/account/schemas.js';
 import { CompanySchema } from '../src/modules/companies/schemas.js';
 import { companyPage, companyService } from '../src/modules/companies/service.js';
 import { ContactSchema } from '../src/modules/contacts/schemas.js';
 import { contactService } from '../src/modules/contacts/service.js';
-import { OrganizationSchema, RoleSchema } from '../src/modules/organizations/organization-dto.js';
+import { COMPONENT_SCHEMAS } from '../src/http/components.js';
 import { authenticateClaims, authenticateMember } from '../src/db/authentication.js';
 import type { CurrentUser } from '../src/lib/current-user.js';
 
@@ -50,8 +50,8 @@ async function serveBaseline(databaseUrl: string, jwtSecret: string, port: numbe
   const pool = new pg.Pool({ connectionString: databaseUrl, max: Number(process.env.DATABASE_POOL_SIZE || DEFAULT_DATABASE_POOL_SIZE) });
   const app = Fastify({ logger: false });
   await app.register(fastifyJwt, { secret: jwtSecret, verify: { algorithms: ['HS256'] } });
-  // The shared schemas the response bodies refer to.
-  for (const schema of [RoleSchema, OrganizationSchema]) app.addSchema(schema);
+  // The shared schemas the response bodies refer to (the service's named components, as its app registers them).
+  for (const schema of COMPONENT_SCHEMAS) app.addSchema(schema);
 
   /** The service's authentication round trip (the same typed queries): the user and their live session, plus the membership when asked. */
   async function authenticate(request: FastifyRequest, organizationId?: string): Promise<CurrentUser> {
@@ -62,7 +62,11 @@ async function serveBaseline(databaseUrl: string, jwtSecret: string, port: numbe
     return user;
   }
 
-  const page = (request: OrgRequest) => ({ after: decodeCursor(request.query.cursor), limit: Number(request.query.limit ?? 50) });
+  const order = { sort: 'created_at', descending: true };
+  const page = (request: OrgRequest) => ({
+    after: decodeListCursor(request.query.cursor, order, ['timestamp']),
+    limit: Number(request.query.limit ?? 50),
+  });
 
   for (const [path, service, item] of [
     ['companies', companyService, CompanySchema],
@@ -75,8 +79,14 @@ async function serveBaseline(databaseUrl: string, jwtSecret: string, port: numbe
         const organizationId = request.params.organization_id;
         await authenticate(request, organizationId);
         const { limit, after } = page(request);
-        const { rows, scannedTo } = await service.list(scopePages(pool, organizationId), {}, { after, limit });
-        return paginate(request, reply, rows as Array<{ id: string; created_at: string }>, limit, positionOfApiRow, scannedTo);
+        const rows = (await service.list(scopePages(pool, organizationId), {}, { order, after, limit })) as Array<{
+          id: string;
+          created_at: string;
+        }>;
+        const last = rows[limit - 1];
+        if (rows.length > limit && last)
+          linkNext(request, reply, encodeListCursor(order, { values: [last.created_at], id: last.id }), limit);
+        return rows.slice(0, limit);
       },
     );
   }

@@ -1,11 +1,12 @@
 // Load benchmark: seeds 1,000,000 companies into a throwaway embedded PostgreSQL, starts the built server and a bare
 // baseline server (scripts/bench-baseline.ts) on it, drives both with wrk, interleaved, and prints req/s,
-// latency, errors, peak RSS and the service/baseline ratio; then the search matrix and the WEB_CONCURRENCY=2 gain.
+// latency, errors, peak RSS and the service/baseline ratio; then the search matrix, sorted pages and index sizes, the
+// write cost of those indexes against main before them, and the WEB_CONCURRENCY=2 gain.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -20,10 +21,11 @@ import { projectRoot } from '../src/lib/project-root.js';
 import { wrk } from './wrk.js';
 
 const BIG_COMPANIES = 1_000_000;
-const BIG_CONTACTS = 100_000;
-const SMALL_WORKSPACES = 20;
-const SMALL_COMPANIES = 500;
-const SMALL_CONTACTS = 100;
+const BIG_CONTACTS = 1_000_000;
+/** The big workspace's neighbours (issue 22: nine of 100,000 rows), whose rows share every index with it. */
+const SMALL_WORKSPACES = 9;
+const SMALL_COMPANIES = 100_000;
+const SMALL_CONTACTS = 10_000;
 /** The newest companies of the big workspace, seeded apart: none of them holds any search term of the matrix. */
 const FRESH_COMPANIES = 50_000;
 const CONNECTIONS = 50;
@@ -74,7 +76,7 @@ function insertCompanies(organizationId: string, first: number, count: number): 
     SELECT md5('company-' || i)::uuid, '${organizationId}',
            initcap(w) || ' ' || (ARRAY['Labs','Group','Systems','Foods','Logistics'])[1 + i % 5] || ' ' || i ||
              CASE WHEN i % 2000 = 0 THEN ' Halfpermille' ELSE '' END || CASE WHEN i % 20000 = 0 THEN ' Qj' ELSE '' END ||
-             CASE WHEN i % 5000 = 7 THEN ' 50%_off' ELSE '' END ||
+             CASE WHEN i % 5000 = 7 THEN ' 50%_off' ELSE '' END || CASE WHEN i % 1000 = 3 THEN ' Zürich' ELSE '' END ||
              CASE WHEN i > ${BIG_COMPANIES} * 99 / 100 AND i <= ${BIG_COMPANIES} AND i % 100 = 0 THEN ' Oldtail' ELSE '' END,
            'info' || i || '@' || w || '.example',
            '+1-555-' || lpad(i::text, 7, '0'),
@@ -211,8 +213,8 @@ const serverEnv = (databaseUrl: string, port: number, jwtSecret: string) => ({
 });
 
 /** Starts `command` (through /bin/sh, whose `exec` makes its PID the server's) and waits until `readyPath` answers. */
-async function startProcess(command: string, env: NodeJS.ProcessEnv, port: number, readyPath: string): Promise<Server> {
-  const child = spawn('/bin/sh', ['-c', command], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'pipe'], env });
+async function startProcess(command: string, env: NodeJS.ProcessEnv, port: number, readyPath: string, cwd = projectRoot): Promise<Server> {
+  const child = spawn('/bin/sh', ['-c', command], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env });
   const output: string[] = [];
   const keep = (chunk: Buffer) => {
     output.push(chunk.toString());
@@ -234,20 +236,21 @@ async function startProcess(command: string, env: NodeJS.ProcessEnv, port: numbe
   }
 }
 
-/** The service by `npm start`'s own command line (with its node flags), with `processes` server processes. */
+/** The service by `npm start`'s own command line (with its node flags), with `processes` server processes, built in `root`. */
 async function startService(
   databaseUrl: string,
   dataDir: string,
   jwtSecret: string,
   processes: number,
+  root = projectRoot,
   extraEnv: Record<string, string> = {},
 ): Promise<Server> {
-  const entry = path.join(projectRoot, 'dist', 'src', 'server.js');
+  const entry = path.join(root, 'dist', 'src', 'server.js');
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
   const port = await freePort();
-  const { scripts } = JSON.parse(await readFile(path.join(projectRoot, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const { scripts } = JSON.parse(await readFile(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };
   const env = { ...serverEnv(databaseUrl, port, jwtSecret), DATA_DIR: dataDir, WEB_CONCURRENCY: String(processes), ...extraEnv };
-  return startProcess(scripts.start, env, port, '/readyz');
+  return startProcess(scripts.start, env, port, '/readyz', root);
 }
 
 /** The baseline (scripts/bench-baseline.ts), on the same database and JWT secret, with `processes` processes. */
@@ -362,10 +365,11 @@ async function measure(
   scenario: Omit<Scenario, 'minRatio'>,
   seconds = DURATION_S,
   warmup = WARMUP_S,
+  connections = CONNECTIONS,
 ): Promise<Measured> {
   const options = {
     url: server.origin + scenario.path,
-    connections: CONNECTIONS,
+    connections,
     method: scenario.method ?? 'GET',
     headers: { authorization: `Bearer ${token}` },
     ...(scenario.body ? { body: JSON.stringify(scenario.body) } : {}),
@@ -429,27 +433,6 @@ async function measurePair(service: Server, baseline: Server, token: string, sce
   const ours = combined(firstOurs, await measure(service, token, scenario, half, 0));
   const theirs = combined(firstTheirs, await measure(baseline, token, scenario, half, 0));
   return { ours, theirs };
-}
-
-/**
- * The slowest of a few single requests, one after the other, on an otherwise idle server (ms). It first lets the
- * server settle: the previous cell's 50-connection run has just ended, and the collection of its garbage and the
- * closing of its sockets would otherwise land on the first of these requests (measured: about 25–35 ms on the first,
- * 2–3 ms on the others).
- */
-async function idleMs(server: Server, token: string, pathname: string): Promise<{ ms: number; ok: boolean }> {
-  await sleep(IDLE_SETTLE_MS);
-  let slowest = 0;
-  let ok = true;
-  for (let n = 0; n < CELL_IDLE_REQUESTS; n++) {
-    const started = performance.now();
-    const res = await fetch(server.origin + pathname, { headers: { authorization: `Bearer ${token}` } });
-    await res.arrayBuffer();
-    slowest = Math.max(slowest, performance.now() - started);
-    if (process.env.BENCH_TRACE) process.stderr.write(`IDLE ${(performance.now() - started).toFixed(1)}\n`);
-    ok &&= res.ok;
-  }
-  return { ms: slowest, ok };
 }
 
 const FLOOD_BUDGET_PER_MINUTE = 600;
@@ -526,6 +509,336 @@ const only = process.env.BENCH_ONLY?.split(',')
   .map((prefix) => prefix.trim())
   .filter(Boolean);
 const selected = (name: string) => !only || only.some((prefix) => name.startsWith(prefix));
+
+/** Concurrent clients of the search and sort cells (issue 22: 20 clients asking back to back). */
+const SEARCH_CLIENTS = 20;
+/** A full first page: what a client that wants 50 records waits for. */
+const FULL_PAGE = 50;
+
+interface Flow {
+  ms: number;
+  requests: number;
+  records: number;
+  ok: boolean;
+}
+
+/**
+ * What a client does for one full page: GET `pathname`, then follow `Link: rel="next"` until it holds FULL_PAGE
+ * records or no link is left, counting every request. The time is the whole flow's.
+ */
+async function fullPage(server: Server, token: string, pathname: string): Promise<Flow> {
+  const started = performance.now();
+  let url: string | undefined = server.origin + pathname;
+  let requests = 0;
+  let records = 0;
+  let ok = true;
+  while (url && records < FULL_PAGE) {
+    const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+    requests += 1;
+    ok &&= res.ok;
+    records += ((await res.json()) as unknown[]).length;
+    const next = /<([^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
+    url = next ? server.origin + next : undefined;
+  }
+  return { ms: performance.now() - started, requests, records, ok };
+}
+
+/**
+ * The slowest of CELL_IDLE_REQUESTS full-page flows, one after the other, on an otherwise idle server. It first lets
+ * the server settle: the previous cell's loaded run has just ended, and the collection of its garbage and the closing
+ * of its sockets would otherwise land on the first flow (measured: about 25–35 ms on the first, 2–3 ms on the others).
+ */
+async function idleFlow(server: Server, token: string, pathname: string): Promise<Flow> {
+  await sleep(IDLE_SETTLE_MS);
+  let slowest: Flow | undefined;
+  for (let n = 0; n < CELL_IDLE_REQUESTS; n++) {
+    const flow = await fullPage(server, token, pathname);
+    if (!slowest || flow.ms > slowest.ms) slowest = { ...flow, ok: flow.ok && (slowest?.ok ?? true) };
+  }
+  return slowest!;
+}
+
+/** Sizes of the search and sort indexes of companies and contacts, per million rows of their table. */
+async function indexSizes(url: string): Promise<string[][]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ name: string; table: string; bytes: string; rows: string }>(`
+      SELECT i.indexrelid::regclass::text AS name, t.relname AS table, pg_relation_size(i.indexrelid) AS bytes,
+             (SELECT count(*) FROM companies WHERE t.relname = 'companies') + (SELECT count(*) FROM contacts WHERE t.relname = 'contacts') AS rows
+      FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
+      WHERE t.relname IN ('companies', 'contacts')
+        AND (i.indexrelid::regclass::text LIKE '%search_text%' OR i.indexrelid::regclass::text LIKE '%name%' OR i.indexrelid::regclass::text LIKE '%updated_at%')
+      ORDER BY 1`);
+    return rows.map((row) => [
+      row.name,
+      Number(row.rows).toLocaleString('en'),
+      ((Number(row.bytes) / 1024 / 1024) * (1e6 / Math.max(Number(row.rows), 1))).toFixed(0),
+    ]);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Issue 22's matrix (term kinds × layouts, companies and contacts; each cell: a client's full first page, its request
+ * count, idle and under SEARCH_CLIENTS clients), the walk through every page of a 1 % term, issue 23's sorted first
+ * pages, and the index sizes. Under load every cell is driven by wrk on its first page's URL: the idle flows show
+ * each takes one request, so that request is the whole page a client waits for.
+ */
+async function searchBench(url: string, service: Server, token: string, organizationId: string, afterFresh: string, deep: string) {
+  const org = `/api/v1/organizations/${organizationId}`;
+  const output: string[] = [];
+  const verdicts: string[] = [];
+  let errors = 0;
+  const terms = [
+    ['common (1 %)', WORDS[37]!],
+    ['rare (0.05 %)', 'halfpermille'],
+    ['absent', 'qqzzqq'],
+    ['one letter', 'k'],
+    ['two letters, common', 'or'],
+    ['two letters, rare', 'qj'],
+    ['two letters, absent', 'qx'],
+    ['digits with -', '555-0012'],
+    ['% and _', '50%_'],
+    ['non-ASCII (0.1 %)', 'ZÜRICH'],
+    ['non-ASCII, absent', 'ß'],
+  ] as const;
+  const search = (collection: string, term: string, cursor?: string) =>
+    `${org}/${collection}/?limit=${FULL_PAGE}&search=${encodeURIComponent(term)}${cursor ? `&cursor=${cursor}` : ''}`;
+  const cells: Array<{ name: string; path: string }> = [];
+  for (const [kind, term] of terms) {
+    cells.push({ name: `${kind} "${term}", spread evenly`, path: search('companies', term, afterFresh) });
+    cells.push({ name: `${kind} "${term}", absent from the newest 50k`, path: search('companies', term) });
+    cells.push({ name: `${kind} "${term}", deep page (row 500,000)`, path: search('companies', term, deep) });
+  }
+  cells.push({ name: 'only in the oldest 1 % "oldtail", first page', path: search('companies', 'oldtail') });
+  cells.push({ name: 'only in the oldest 1 % "oldtail", deep page', path: search('companies', 'oldtail', deep) });
+  for (const [kind, term] of [
+    ['common (1 %)', WORDS[37]!],
+    ['absent', 'qqzzqq'],
+    ['two letters, absent', 'qx'],
+    ['digits with -', '44-20-00123'],
+  ] as const) {
+    cells.push({ name: `contacts (1M): ${kind} "${term}"`, path: search('contacts', term) });
+  }
+  log('search: warm-up');
+  await measure(service, token, { name: 'search warm-up', path: search('companies', WORDS[0]!) }, WARMUP_S, 0);
+  const rows: string[][] = [];
+  let worstIdle = 0;
+  let worstP99 = 0;
+  let mostRequests = 0;
+  for (const cell of cells) {
+    log(`search: ${cell.name}`);
+    const idle = await idleFlow(service, token, cell.path);
+    const loaded = await measure(service, token, cell, CELL_DURATION_S, 1, SEARCH_CLIENTS);
+    const cellErrors = loaded.errors + (idle.ok ? 0 : 1);
+    errors += cellErrors;
+    worstIdle = Math.max(worstIdle, idle.ms);
+    worstP99 = Math.max(worstP99, loaded.p99);
+    mostRequests = Math.max(mostRequests, idle.requests);
+    rows.push([
+      cell.name,
+      String(idle.records),
+      String(idle.requests),
+      idle.ms.toFixed(1),
+      loaded.p50.toFixed(1),
+      loaded.p99.toFixed(1),
+      ((loaded.cpu.server + loaded.cpu.postgres) / 1000).toFixed(2),
+      String(cellErrors),
+    ]);
+  }
+  output.push(
+    `Search matrix: a client's full first page (${FULL_PAGE} records, or all there are), following links and counting every ` +
+      `request; idle: the slowest of ${CELL_IDLE_REQUESTS} flows; then ${CELL_DURATION_S} s of ${SEARCH_CLIENTS} clients asking ` +
+      'back to back (wrk on the first page: one request is the whole flow); CPU ms/page: server and PostgreSQL per page:',
+    ...table(['cell', 'records', 'requests', 'idle ms', 'p50 ms', 'p99 ms', 'CPU ms/page', 'errors'], rows),
+    '',
+  );
+  verdicts.push(`${mark(mostRequests === 1)} every search cell: a full first page in one request (most: ${mostRequests})`);
+  verdicts.push(`${mark(worstIdle <= 25)} every search cell: a full first page on an idle server <= 25 ms (worst ${worstIdle.toFixed(1)})`);
+  verdicts.push(`${mark(worstP99 <= 100)} every search cell: p99 <= 100 ms under ${SEARCH_CLIENTS} clients (worst ${worstP99.toFixed(1)})`);
+
+  // Every page of a 1 % term, as a client exporting its results by hand would walk them.
+  log('search: every page of a 1 % term');
+  await sleep(IDLE_SETTLE_MS);
+  const walkStarted = performance.now();
+  let pages = 0;
+  let records = 0;
+  let next: string | undefined = service.origin + search('companies', WORDS[37]!);
+  while (next) {
+    const res = await fetch(next, { headers: { authorization: `Bearer ${token}` } });
+    if (!res.ok) errors += 1;
+    records += ((await res.json()) as unknown[]).length;
+    pages += 1;
+    const link = /<([^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
+    next = link ? service.origin + link : undefined;
+  }
+  const walkMs = performance.now() - walkStarted;
+  output.push(
+    `every page of "${WORDS[37]!}" (1 %): ${records.toLocaleString('en')} records in ${pages} pages, ${walkMs.toFixed(0)} ms`,
+    '',
+  );
+  verdicts.push(`${mark(walkMs <= 2000)} every page of a 1 % term <= 2 s (${walkMs.toFixed(0)} ms, ${pages} pages)`);
+
+  // Issue 23: the first page of each sort, on 1M companies and 1M contacts.
+  const sortRows: string[][] = [];
+  let worstSorted = 0;
+  for (const collection of ['companies', 'contacts']) {
+    for (const sort of ['-created_at', 'created_at', '-updated_at', 'updated_at', 'name', '-name']) {
+      const cell = { name: `${collection} sort=${sort}`, path: `${org}/${collection}/?limit=${FULL_PAGE}&sort=${sort}` };
+      log(`sort: ${cell.name}`);
+      const idle = await idleFlow(service, token, cell.path);
+      const loaded = await measure(service, token, cell, CELL_DURATION_S, 1, SEARCH_CLIENTS);
+      errors += loaded.errors + (idle.ok ? 0 : 1);
+      worstSorted = Math.max(worstSorted, idle.ms);
+      sortRows.push([cell.name, idle.ms.toFixed(1), loaded.rps.toFixed(0), loaded.p50.toFixed(1), loaded.p99.toFixed(1)]);
+    }
+  }
+  output.push(
+    `Sorted first pages (limit ${FULL_PAGE}; idle: slowest of ${CELL_IDLE_REQUESTS}; then ${CELL_DURATION_S} s under ${SEARCH_CLIENTS} clients):`,
+    ...table(['list', 'idle ms', 'req/s', 'p50 ms', 'p99 ms'], sortRows),
+    '',
+  );
+  verdicts.push(`${mark(worstSorted <= 25)} every sorted first page at 1M rows <= 25 ms idle (worst ${worstSorted.toFixed(1)})`);
+  output.push('Search and sort indexes:', ...table(['index', 'rows of its table', 'MB per million rows'], await indexSizes(url)), '');
+  return { output, verdicts, errors };
+}
+
+/** The commit before the search indexes: main as it was before issue 22, which the write cost is measured against. */
+async function writeCostBase(): Promise<string> {
+  if (process.env.BENCH_BASE_REF) return process.env.BENCH_BASE_REF;
+  const run = promisify(execFile);
+  const { stdout } = await run('git', ['log', '--format=%H', '-1', '--', 'prisma/migrations/20261125080213_crm_search_indexes'], {
+    cwd: projectRoot,
+  });
+  if (!stdout.trim()) throw new Error('cannot find the commit that added the search indexes: set BENCH_BASE_REF');
+  return `${stdout.trim()}^`;
+}
+
+/**
+ * The write cost of the search and sort indexes: company and contact creates on this build and on a build of the
+ * commit before them (a git worktree, built beside this one), each on its own database of the same cluster, driven
+ * alike by wrk and interleaved (base, ours, base, ours), so both see the same machine.
+ */
+async function writeCostBench(url: string, workDir: string, jwtSecret: string) {
+  const output: string[] = [];
+  const verdicts: string[] = [];
+  let errors = 0;
+  const run = promisify(execFile);
+  const ref = await writeCostBase();
+  const baseDir = path.join(workDir, 'write-cost-base');
+  log(`write cost: building ${ref} in ${baseDir}`);
+  await rm(baseDir, { recursive: true, force: true });
+  await run('git', ['worktree', 'add', '--force', '--detach', baseDir, ref], { cwd: projectRoot });
+  const servers: Server[] = [];
+  try {
+    await symlink(path.join(projectRoot, 'node_modules'), path.join(baseDir, 'node_modules'));
+    await run('npm', ['run', '--silent', 'build'], { cwd: baseDir, maxBuffer: 64 * 1024 * 1024 });
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    const databases: Record<'base' | 'ours', string> = { base: '', ours: '' };
+    try {
+      for (const side of ['base', 'ours'] as const) {
+        await admin.query(`DROP DATABASE IF EXISTS bench_write_${side}`);
+        await admin.query(`CREATE DATABASE bench_write_${side}`);
+        const target = new URL(url);
+        target.pathname = `/bench_write_${side}`;
+        databases[side] = target.toString();
+      }
+    } finally {
+      await admin.end();
+    }
+    await run(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], {
+      cwd: baseDir,
+      env: { ...process.env, DATABASE_URL: databases.base },
+    });
+    await run(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], {
+      cwd: projectRoot,
+      env: { ...process.env, DATABASE_URL: databases.ours },
+    });
+    const targets: Record<'base' | 'ours', { server: Server; token: string; org: string; company: string }> = {} as never;
+    for (const side of ['base', 'ours'] as const) {
+      const client = new pg.Client({ connectionString: databases[side] });
+      await client.connect();
+      let organizationId: string;
+      try {
+        const { rows } = await client.query<{ id: string }>(
+          `INSERT INTO organizations (id, name, slug, updated_at) VALUES (gen_random_uuid(), 'Bench writes', 'bench-writes', now()) RETURNING id`,
+        );
+        organizationId = rows[0]!.id;
+        const { rows: users } = await client.query<{ id: string }>(
+          `INSERT INTO users (id, username, email, password_hash, updated_at)
+           VALUES (gen_random_uuid(), 'bench', 'bench@example.test', $1, now()) RETURNING id`,
+          [await hashPassword(PASSWORD)],
+        );
+        await client.query(
+          `INSERT INTO memberships (id, organization_id, user_id, role, updated_at) VALUES (gen_random_uuid(), $1, $2, 'owner', now())`,
+          [organizationId, users[0]!.id],
+        );
+      } finally {
+        await client.end();
+      }
+      const dir = side === 'base' ? baseDir : projectRoot;
+      const server = await startService(databases[side], path.join(workDir, `write-cost-${side}-data`), jwtSecret, 1, dir);
+      servers.push(server);
+      const token = await signIn(server.origin);
+      const res = await fetch(`${server.origin}/api/v1/organizations/${organizationId}/companies/`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'Contacts home' }),
+      });
+      const company = (await res.json()) as { id: string };
+      targets[side] = { server, token, org: `/api/v1/organizations/${organizationId}`, company: company.id };
+    }
+    const rows: string[][] = [];
+    for (const kind of ['company', 'contact'] as const) {
+      const scenario = (side: 'base' | 'ours') => ({
+        name: `${kind} create`,
+        method: 'POST' as const,
+        path: `${targets[side].org}/${kind === 'company' ? 'companies' : 'contacts'}/`,
+        body:
+          kind === 'company'
+            ? {
+                name: 'Bench Created Zürich Labs',
+                email: 'bench@created.example',
+                phone_number: '+1-555-0100',
+                website: 'https://created.example',
+              }
+            : { company_id: targets[side].company, first_name: 'Bench', last_name: 'Created', email: 'bench@created.example' },
+      });
+      log(`write cost: ${kind} create, base and ours, interleaved`);
+      const half = DURATION_S / 2;
+      const firstBase = await measure(targets.base.server, targets.base.token, scenario('base'), half, WARMUP_S, SEARCH_CLIENTS);
+      const firstOurs = await measure(targets.ours.server, targets.ours.token, scenario('ours'), half, WARMUP_S, SEARCH_CLIENTS);
+      const base = combined(firstBase, await measure(targets.base.server, targets.base.token, scenario('base'), half, 0, SEARCH_CLIENTS));
+      const ours = combined(firstOurs, await measure(targets.ours.server, targets.ours.token, scenario('ours'), half, 0, SEARCH_CLIENTS));
+      errors += base.errors + ours.errors;
+      const ratio = ours.rps / base.rps;
+      rows.push([
+        `${kind} create`,
+        base.rps.toFixed(0),
+        ours.rps.toFixed(0),
+        `${(ratio * 100).toFixed(0)} %`,
+        base.p99.toFixed(1),
+        ours.p99.toFixed(1),
+      ]);
+      verdicts.push(
+        `${mark(ratio >= 0.85)} ${kind} create with the search and sort indexes >= 85 % of main before them (${(ratio * 100).toFixed(0)} %)`,
+      );
+    }
+    output.push(
+      `Write cost of the search and sort indexes: this build against ${ref} (main before issue 22), each on its own database, ` +
+        `${SEARCH_CLIENTS} connections, interleaved ${DURATION_S / 2} s runs, twice:`,
+      ...table(['scenario', `base req/s`, 'req/s', 'ratio', 'base p99 ms', 'p99 ms'], rows),
+      '',
+    );
+  } finally {
+    for (const server of servers) await stopServer(server);
+    await run('git', ['worktree', 'remove', '--force', baseDir], { cwd: projectRoot }).catch(() => undefined);
+  }
+  return { output, verdicts, errors };
+}
 
 async function main(): Promise<void> {
   const reuse = keptDir !== undefined && existsSync(path.join(keptDir, 'seeded.json'));
@@ -654,66 +967,16 @@ async function main(): Promise<void> {
     if (baseline) await stopped(baseline);
 
     if (selected('search')) {
-      // Terms by kind, and where they are: every term's matches are spread over the seeded rows, behind the
-      // FRESH_COMPANIES newest ones that match nothing; "oldtail" is only among the oldest 1 %.
-      const terms = [
-        ['1 % term', WORDS[37]!],
-        ['0.05 % term', 'halfpermille'],
-        ['no match', 'qqzzqq'],
-        ['2 chars, few matches', 'qj'],
-        ['1 char', 'k'],
-        ['phone digits', '555-0012'],
-        ['% and _', '50%_'],
-      ] as const;
-      const cells: Array<{ name: string; path: string }> = [];
-      const search = (term: string, cursor?: string) =>
-        `${org}/companies/?limit=50&search=${encodeURIComponent(term)}${cursor ? `&cursor=${cursor}` : ''}`;
-      for (const [kind, term] of terms) {
-        cells.push({ name: `${kind} "${term}", even, first page`, path: search(term, afterFresh) });
-        cells.push({ name: `${kind} "${term}", newest 50k without, first page`, path: search(term) });
-        cells.push({ name: `${kind} "${term}", deep page (row 500,000)`, path: search(term, deep) });
-      }
-      cells.push({ name: 'only in the oldest 1 % "oldtail", first page', path: search('oldtail') });
-      cells.push({ name: 'only in the oldest 1 % "oldtail", deep page', path: search('oldtail', deep) });
-      cells.push({ name: 'contacts, 1 % term, first page', path: `${org}/contacts/?limit=50&search=${WORDS[37]!}` });
-      // Like every scenario, the matrix starts on a warmed-up server: before its first cell, the search path (its
-      // code, and the statement in PostgreSQL's backends) had never run in this process, which cost that cell's
-      // first idle request about 20 ms more than the next cells' first. The term is none of the matrix's.
-      log('search: warm-up');
-      await measure(service, token, { name: 'search warm-up', path: search(WORDS[0]!) }, WARMUP_S, 0);
-      const searchRows: string[][] = [];
-      let worstIdle = 0;
-      let worstP99 = 0;
-      for (const cell of cells) {
-        log(`search: ${cell.name}`);
-        const idle = await idleMs(service, token, cell.path);
-        const loaded = await measure(service, token, cell, CELL_DURATION_S, 1);
-        const cellErrors = loaded.errors + (idle.ok ? 0 : 1);
-        errors += cellErrors;
-        peakRss = Math.max(peakRss, loaded.rssMb);
-        worstIdle = Math.max(worstIdle, idle.ms);
-        worstP99 = Math.max(worstP99, loaded.p99);
-        searchRows.push([
-          cell.name,
-          idle.ms.toFixed(1),
-          loaded.rps.toFixed(0),
-          loaded.p50.toFixed(1),
-          loaded.p99.toFixed(1),
-          String(cellErrors),
-        ]);
-      }
-      output.push(
-        `Search matrix (limit 50; after a ${WARMUP_S} s warm-up on another term; idle: slowest of ${CELL_IDLE_REQUESTS} ` +
-          `single requests; then ${CELL_DURATION_S} s under ${CONNECTIONS} connections):`,
-        ...table(['cell', 'idle ms', 'req/s', 'p50 ms', 'p99 ms', 'errors'], searchRows),
-        '',
-      );
-      verdicts.push(
-        `${mark(worstIdle <= 25)} every search cell: a single query on an idle server <= 25 ms (worst ${worstIdle.toFixed(1)})`,
-      );
-      verdicts.push(
-        `${mark(worstP99 <= 100)} every search cell: p99 <= 100 ms under ${CONNECTIONS} connections (worst ${worstP99.toFixed(1)})`,
-      );
+      const result = await searchBench(postgres.url, service, token, seeded.organizationId, afterFresh!, deep!);
+      errors += result.errors;
+      output.push(...result.output);
+      verdicts.push(...result.verdicts);
+    }
+    if (selected('write-cost')) {
+      const result = await writeCostBench(postgres.url, workDir, jwtSecret);
+      errors += result.errors;
+      output.push(...result.output);
+      verdicts.push(...result.verdicts);
     }
     await stopped(service);
 
@@ -750,15 +1013,17 @@ async function main(): Promise<void> {
           `more processes can gain at most ${ceiling.toFixed(2)}× and ${baselineCeiling.toFixed(2)}× here`,
         '',
       );
-      verdicts.push(
-        `${mark(gain >= 1.3)} WEB_CONCURRENCY=2: company list >= 1.3× one process (${gain.toFixed(2)}×; ` +
-          `at most ${ceiling.toFixed(2)}× on this machine; the baseline's 2 processes: ${baselineGain.toFixed(2)}×)`,
+      // Not a target any more (issue 22 retired "two processes >= 1.3× one"): on 2 cores shared with PostgreSQL and wrk
+      // the gain is bounded by the idle share the ceiling above prints.
+      output.push(
+        `(WEB_CONCURRENCY=2 gain ${gain.toFixed(2)}× against a ceiling of ${ceiling.toFixed(2)}× here: reported, not a target)`,
+        '',
       );
     }
     if (selected('budget')) {
       log('request budgets: a neighbour idle, then beside a paced flood');
       const budgeted = await started(
-        startService(postgres.url, appDir, jwtSecret, 1, { RATE_LIMIT_WORKSPACE_PER_MINUTE: String(FLOOD_BUDGET_PER_MINUTE) }),
+        startService(postgres.url, appDir, jwtSecret, 1, projectRoot, { RATE_LIMIT_WORKSPACE_PER_MINUTE: String(FLOOD_BUDGET_PER_MINUTE) }),
       );
       const result = await budgetRun(budgeted, postgres.url);
       await stopped(budgeted);

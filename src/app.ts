@@ -32,6 +32,7 @@ import * as companies from './modules/companies/routes.js';
 import * as contacts from './modules/contacts/routes.js';
 import * as automations from './modules/automations/routes.js';
 import * as imports from './modules/imports/routes.js';
+import * as deletions from './modules/deletions/routes.js';
 import * as apiKeys from './modules/api-keys/routes.js';
 import * as sessions from './modules/sessions/routes.js';
 import * as twoFactor from './modules/two-factor/routes.js';
@@ -188,6 +189,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
           contacts.tenantRoutes,
           automations.tenantRoutes,
           imports.tenantRoutes,
+          deletions.tenantRoutes,
           apiKeys.tenantRoutes,
         ]),
         { prefix: TENANT_PREFIX },

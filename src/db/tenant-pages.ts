@@ -4,9 +4,8 @@
 // from the `pageTable` definitions of the services, never from a request; request values are only parameters.
 import { availableParallelism } from 'node:os';
 import pg from 'pg';
-import type { PagePosition, PageRequest } from '../lib/pagination.js';
+import type { ListOrder, ListPageRequest, ListPosition, SortKeyType } from '../lib/pagination.js';
 import { Slots } from '../lib/slots.js';
-import { foldCase, SEARCH_SCAN_ROWS } from '../lib/text-search.js';
 
 const IDENTIFIER = /^[a-z][a-z_]*$/;
 
@@ -20,11 +19,23 @@ export interface PageTable<Row, Filter extends string> {
   /** The same fields with the timestamps as UTC `timestamp`s, formatted by `pageTypes` (cheaper: see `isoFromTimestamp`). */
   readonly readList: string;
   readonly filterColumns: readonly Filter[];
-  /** The filter columns an index serves in list order: a search scan seeks them instead of counting other rows. */
-  readonly indexedFilters: readonly Filter[];
+  /** The orders a list offers by API name (`sort`), each the columns it sorts by before `id`, with their types. */
+  readonly sorts: Readonly<Record<string, readonly SortKey[]>>;
   /** Only carries `Row` for the type checker. */
   readonly row?: Row;
 }
+
+/** A column a list sorts by (an API field of the same name). */
+export interface SortKey {
+  column: string;
+  type: SortKeyType;
+}
+
+/** The sorts every list has: by creation (the default, newest first) and by last change. */
+const TIMESTAMP_SORTS = {
+  created_at: [{ column: 'created_at', type: 'timestamp' }],
+  updated_at: [{ column: 'updated_at', type: 'timestamp' }],
+} as const satisfies Record<string, readonly SortKey[]>;
 
 /**
  * Defines the list of a tenant table whose API field names are its column names. `created_at` and `updated_at` are
@@ -35,9 +46,12 @@ export function pageTable<Row extends { id: string; created_at: string }, Filter
   table: string,
   columns: readonly Exclude<keyof Row & string, 'created_at' | 'updated_at'>[],
   filterColumns: readonly Filter[] = [],
-  indexedFilters: readonly Filter[] = [],
+  /** Sorts besides `created_at` and `updated_at`, each served by an (organization_id, columns…, id) index. */
+  sorts: Readonly<Record<string, readonly SortKey[]>> = {},
 ): PageTable<Row, Filter> {
-  for (const name of [table, ...columns, ...filterColumns]) {
+  const allSorts = { ...TIMESTAMP_SORTS, ...sorts };
+  const sortColumns = Object.values(allSorts).flatMap((keys) => keys.map((key) => key.column));
+  for (const name of [table, ...columns, ...filterColumns, ...Object.keys(allSorts), ...sortColumns]) {
     if (!IDENTIFIER.test(name)) throw new Error(`not a plain SQL identifier: ${name}`);
   }
   const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`;
@@ -48,7 +62,7 @@ export function pageTable<Row extends { id: string; created_at: string }, Filter
     selectList: [...columns, iso('created_at'), iso('updated_at')].join(', '),
     readList: [...columns, utc('created_at'), utc('updated_at')].join(', '),
     filterColumns,
-    indexedFilters,
+    sorts: allSorts,
   };
 }
 
@@ -94,59 +108,92 @@ export const pageTypes: pg.CustomTypesConfig = {
 };
 
 /** The page (`limit + 1` rows are read, so the pager knows whether more remain) and its conditions. */
-export interface PageFilter<Filter extends string> extends PageRequest {
+export interface PageFilter<Filter extends string> extends ListPageRequest {
   /** Equality conditions; an undefined value is no condition. */
   equals?: Partial<Record<Filter, string>>;
   /** Case-insensitive substring of the searchable columns (see lib/text-search.ts); empty or absent: none. */
   search?: string;
 }
 
+/** The sort columns of `order` with their SQL types, and the direction. */
+function sortOf(spec: PageTable<unknown, string>, order: ListOrder) {
+  const keys = spec.sorts[order.sort];
+  if (!keys) throw new Error(`${spec.table} has no sort ${order.sort}`);
+  return {
+    columns: [...keys.map((key) => key.column), 'id'],
+    types: [...keys.map((key) => (key.type === 'timestamp' ? 'timestamptz' : 'text')), 'uuid'],
+    direction: order.descending ? 'DESC' : 'ASC',
+    /** Rows after a position in this order: a row comparison, which the sort's (organization, keys…, id) index seeks. */
+    comparison: order.descending ? '<' : '>',
+  };
+}
+
+/** `ORDER BY` the sort of `order`, of the rows of `alias`: qualified, because `readList` names output columns alike. */
+function orderBy(spec: PageTable<unknown, string>, order: ListOrder, alias: string): string {
+  const { columns, direction } = sortOf(spec, order);
+  return `ORDER BY ${columns.map((column) => `${alias}.${column} ${direction}`).join(', ')}`;
+}
+
 /**
- * The parts of a page query: its conditions (`organization_id = $1` first) and their parameter values. With `opaque`,
- * each value is read through `(SELECT $n::type)`, which hides it from the planner (see `listQuery`).
+ * A statement's parameters and its conditions: `organization_id = $1` first, the equality filters, and the rows
+ * after `after` in list order. With `opaque`, each value is read through `(SELECT $n::type)`, which hides it from the
+ * planner (see `listQuery`).
  */
 function conditionsOf<Filter extends string>(
   organizationId: string,
   spec: PageTable<unknown, Filter>,
   filter: PageFilter<Filter>,
+  after: ListPosition | undefined,
   opaque = false,
 ) {
   const values: unknown[] = [organizationId];
-  const reference = (index: number, type: string) => (opaque ? `(SELECT $${index}::${type})` : `$${index}`);
-  const where = [`organization_id = ${reference(1, 'uuid')}`];
-  const unindexed: string[] = [];
-  const parameter = (value: unknown, type: string) => reference(values.push(value), type);
+  const parameter = (value: unknown, type: string) => {
+    const index = values.push(value);
+    return opaque ? `(SELECT $${index}::${type})` : `$${index}::${type}`;
+  };
+  const where = [`organization_id = ${opaque ? '(SELECT $1::uuid)' : '$1'}`];
   for (const column of spec.filterColumns) {
     const value = filter.equals?.[column];
     // Only filterless shapes are opaque, so an equality value is always a plain parameter (planned with its value).
-    if (value !== undefined) (spec.indexedFilters.includes(column) ? where : unindexed).push(`${column} = $${values.push(value)}`);
+    if (value !== undefined) where.push(`${column} = $${values.push(value)}`);
   }
-  if (filter.after) {
-    // The redundant `created_at <=` bounds the index scan, so a deep page starts where the previous one ended.
-    const at = values.push(filter.after.createdAt);
-    const id = parameter(filter.after.id, 'uuid');
-    where.push(`created_at <= ${reference(at, 'timestamptz')} AND (created_at < ${reference(at, 'timestamptz')} OR id < ${id})`);
-  }
-  return { values, where: [...where, ...unindexed].join(' AND '), seek: where.join(' AND '), unindexed, parameter };
+  if (after) where.push(afterPosition(spec, filter.order, after, parameter));
+  return { values, where, parameter };
 }
 
-/**
- * List order, newest first by (created_at, id), of the rows of `alias`: qualified, because in a statement that
- * selects `readList` a bare `created_at` would be its output column (a UTC `timestamp`, which no index serves).
- */
-const listOrder = (alias: string) => `ORDER BY ${alias}.created_at DESC, ${alias}.id DESC`;
+/** The rows after `position` in `order`. */
+function afterPosition(
+  spec: PageTable<unknown, string>,
+  order: ListOrder,
+  position: ListPosition,
+  parameter: (value: unknown, type: string) => string,
+): string {
+  const { columns, types, comparison } = sortOf(spec, order);
+  // Timestamps go to SQL as `Date#toISOString` writes them: a cursor's text was only checked to be a date.
+  const keys = [...position.values, position.id].map((value, i) =>
+    parameter(types[i] === 'timestamptz' ? new Date(value).toISOString() : value, types[i] ?? 'text'),
+  );
+  return `(${columns.join(', ')}) ${comparison} (${keys.join(', ')})`;
+}
 
-/** The page in list order: `limit + 1` rows. `source` is what is read, aliased to the table's name. */
-const pageFrom = (spec: PageTable<unknown, string>, source: string, limit: string) =>
-  `SELECT ${spec.readList} FROM ${source} AS ${spec.table} ${listOrder(spec.table)} LIMIT ${limit}`;
+/** The page in list order: `limit` rows of `source`, which is aliased to the table's name. */
+const pageFrom = (spec: PageTable<unknown, string>, order: ListOrder, source: string, limit: string) =>
+  `SELECT ${spec.readList} FROM ${source} AS ${spec.table} ${orderBy(spec, order, spec.table)} LIMIT ${limit}`;
+
+/** Names a statement by what shapes its text (the sort, the filters present, a cursor), so a connection parses it once. */
+function shapeName<Filter extends string>(spec: PageTable<unknown, Filter>, kind: string, filter: PageFilter<Filter>, after: boolean) {
+  const filters = spec.filterColumns.filter((column) => filter.equals?.[column] !== undefined);
+  const sort = `${filter.order.descending ? 'desc' : 'asc'}_${filter.order.sort}`;
+  return [`${spec.table}-${kind}`, sort, ...filters, ...(after ? ['after'] : [])].join('-');
+}
 
 /**
  * A list without search. Filterless shapes (the first page and the cursor pages of a plain list, the hot path) are
  * named prepared statements whose values the planner cannot see: a custom plan for the visible values looks cheaper
  * than the generic one (a big workspace's 51 rows, a known LIMIT), so PostgreSQL would plan every page again, about
- * 60 µs of its CPU; opaque, the custom plans cost no less and the plan cache keeps the generic plan (the same
- * (organization_id, created_at, id) index scan) after five executions. Filtered shapes are planned per execution
- * with their values (one company's contacts use the company index).
+ * 60 µs of its CPU; opaque, the custom plans cost no less and the plan cache keeps the generic plan (the same index
+ * scan of the sort's index) after five executions. Filtered shapes are planned per execution with their values (one
+ * company's contacts use the company index).
  */
 function listQuery<Filter extends string>(
   organizationId: string,
@@ -154,95 +201,276 @@ function listQuery<Filter extends string>(
   filter: PageFilter<Filter>,
 ): pg.QueryConfig {
   const filtered = spec.filterColumns.some((column) => filter.equals?.[column] !== undefined);
-  const { values, where, parameter } = conditionsOf(organizationId, spec, filter, !filtered);
-  const text = pageFrom(spec, `(SELECT * FROM ${spec.table} WHERE ${where})`, parameter(filter.limit + 1, 'int'));
-  const name = `${spec.table}-page${filter.after ? '-after' : ''}`;
-  return filtered ? { text, values, types: pageTypes } : { name, text, values, types: pageTypes };
+  const { values, where, parameter } = conditionsOf(organizationId, spec, filter, filter.after, !filtered);
+  const text = pageFrom(
+    spec,
+    filter.order,
+    `(SELECT * FROM ${spec.table} WHERE ${where.join(' AND ')})`,
+    parameter(filter.limit + 1, 'int'),
+  );
+  const config = { text, values, types: pageTypes };
+  return filtered ? config : { ...config, name: shapeName(spec, 'page', filter, filter.after !== undefined) };
 }
 
+/** The test of a search: the row's folded text holds the term folded by the same `lower()`, every character literal. */
+const matches = (term: string) => `strpos(search_text, lower(${term})) > 0`;
+
 /**
- * The scanned part of a search page: the next SEARCH_SCAN_ROWS rows in list order (the organization's
- * (created_at, id) index, read lazily), of which it returns the matches (`strpos` of the folded term: the same test
- * as the LIKE) up to `limit + 1`, plus the last row of the scan (`scan_end`) when there are that many rows, whether
- * it matches or not: where the next page resumes. That last row is found first, on the index alone (the rows it
- * skips are not read from the table), and bounds the scan for matches. Numbering the rows of one scan instead (a
- * window function, which copies every row it reads) took 0.93–1.19 ms a statement on the bench's million companies
- * against 0.73–0.85 ms; named (a shape is parsed once per connection), PostgreSQL's CPU per search request fell from
- * about 950 to 770 µs.
+ * The ordered part of a search: the first `rows` rows in list order after `after`, of which it returns the matches up
+ * to `limit + 1` (`scan_hit`), plus the `rows`-th row itself when there are that many (`scan_end`), matching or not:
+ * where the search goes on. The matches come from an index scan of the sort's index whose LIMIT stops it after
+ * `rows` rows (or as soon as the page is full); the last row is found on the index alone.
  */
 function scanQuery<Filter extends string>(
   organizationId: string,
   spec: PageTable<unknown, Filter>,
   filter: PageFilter<Filter>,
-  term: string,
+  after: ListPosition | undefined,
+  rows: number,
+  wanted: number,
 ): pg.QueryConfig {
-  const { values, seek, unindexed, parameter } = conditionsOf(organizationId, spec, filter);
-  const limit = parameter(filter.limit + 1, 'int');
-  const hit = [`strpos(search_text, ${parameter(foldCase(term), 'text')}) > 0`, ...unindexed].join(' AND ');
-  const { table } = spec;
-  const last = (column: string) => `(SELECT ${column} FROM scan_end)`;
-  const lastAt = `coalesce(${last('created_at')}, '-infinity')`;
-  // `created_at >=` bounds the index scan; the OR settles rows of the same millisecond. Without a last row: no bound.
-  const within = `${table}.created_at >= ${lastAt} AND (${table}.created_at > ${lastAt} OR ${table}.id >= ${last('id')})`;
-  const text =
-    `WITH scan_end AS MATERIALIZED (SELECT created_at, id FROM ${table} WHERE ${seek} ` +
-    `${listOrder(table)} OFFSET ${SEARCH_SCAN_ROWS - 1} LIMIT 1) ` +
-    `SELECT * FROM ((SELECT ${spec.readList}, true AS scan_hit, false AS scan_end FROM ${table} ` +
-    `WHERE ${seek} AND ${within} AND ${hit} ${listOrder(table)} LIMIT ${limit}) ` +
-    `UNION ALL (SELECT ${spec.readList}, false, true FROM ${table} WHERE organization_id = $1 AND id = ${last('id')})) ` +
-    `AS page ${listOrder('page')}`;
-  // Named by what shapes the text (the filters present, a cursor), so each connection parses a shape once.
-  const shape = spec.filterColumns.filter((column) => filter.equals?.[column] !== undefined);
-  const name = [`${table}-search`, ...shape, ...(filter.after ? ['after'] : [])].join('-');
-  return { name, text, values, types: pageTypes };
+  const { values, where, parameter } = conditionsOf(organizationId, spec, filter, after);
+  const term = parameter(filter.search, 'text');
+  const window = `(SELECT * FROM ${spec.table} WHERE ${where.join(' AND ')} ${orderBy(spec, filter.order, spec.table)} LIMIT ${parameter(rows, 'int')})`;
+  const hits = `SELECT ${spec.readList}, true AS scan_hit FROM ${window} AS ${spec.table} WHERE ${matches(term)} ${orderBy(spec, filter.order, spec.table)} LIMIT ${parameter(wanted, 'int')}`;
+  const end = `SELECT ${spec.readList}, false FROM ${spec.table} WHERE ${where.join(' AND ')} ${orderBy(spec, filter.order, spec.table)} OFFSET ${parameter(rows - 1, 'int')} LIMIT 1`;
+  return { name: shapeName(spec, 'scan', filter, after !== undefined), text: `(${hits}) UNION ALL (${end})`, values, types: pageTypes };
 }
 
+/** A term with three word characters in a row (letters or digits): pg_trgm can extract a trigram of it for its index. */
+const TRIGRAM_TERM = /[\p{L}\p{N}]{3}/u;
+
 /**
- * Search scans this process runs at once. Each costs PostgreSQL about a millisecond of CPU: with more running than
- * its cores can serve they only take turns, and fill the pool that every other request needs for its round trips.
- * Measured on 2 cores with PostgreSQL on the same machine, the bench's search matrix on a reused seed: with the whole
- * pool of 10 open to them, worst p99 127 and 74 ms (most cells 50–70); with this bound, 77 and 68 ms (most 40–55).
+ * The indexed part of a search: every match after `after` in list order, from a GIN index (pg_trgm for a term with
+ * three word characters in a row; else crm_short_grams, whose 1- and 2-character substrings of the term a match must
+ * all hold), sorted, `wanted` of them. Its cost follows the number of candidates the index yields, not the rows.
+ */
+function indexedQuery<Filter extends string>(
+  organizationId: string,
+  spec: PageTable<unknown, Filter>,
+  filter: PageFilter<Filter>,
+  after: ListPosition | undefined,
+  wanted: number,
+): { estimate: pg.QueryConfig; page: pg.QueryConfig } {
+  const { values, where, parameter } = conditionsOf(organizationId, spec, filter, after);
+  // The organization as a filter of the candidates, not a second bitmap: AND-ed with the organization's index (a
+  // million entries for a big workspace) the GIN bitmap cost half a second.
+  where[0] = '(organization_id = $1) IS TRUE';
+  const search = filter.search ?? '';
+  const term = parameter(search, 'text');
+  const source = `(SELECT * FROM ${spec.table} WHERE ${[...where, candidatesOf(search, term), matches(term)].join(' AND ')})`;
+  return {
+    // The planner's count of the candidates the GIN index yields in all workspaces (from the statistics of the
+    // column, or of the crm_short_grams expression, whose most common elements PostgreSQL keeps).
+    estimate: { text: `EXPLAIN (FORMAT JSON) SELECT 1 FROM ${spec.table} WHERE ${candidatesOf(search, '$1::text')}`, values: [search] },
+    page: { text: pageFrom(spec, filter.order, source, parameter(wanted, 'int')), values, types: pageTypes },
+  };
+}
+
+/** The condition a GIN index serves for a term (the parameter `term`): a superset of the matches, never fewer. */
+const candidatesOf = (search: string, term: string) =>
+  TRIGRAM_TERM.test(search)
+    ? `search_text LIKE '%' || replace(replace(replace(lower(${term}), '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`
+    : `crm_short_grams(search_text) @> crm_short_grams(lower(${term}))`;
+
+/**
+ * The plan of the indexed part, set for its transaction only: the candidates from the GIN index (a bitmap), never an
+ * index scan in list order filtering every row (PostgreSQL's estimate for a `LIKE '%…%'` cannot tell a term that
+ * matches nothing from one that matches every hundredth row), no parallel workers (starting them costs more than
+ * such a query), and memory enough that the bitmap stays exact: a lossy one rechecks every row of its pages, which
+ * for crm_short_grams means computing it again (a common letter took minutes).
+ */
+const INDEXED_PLAN =
+  'BEGIN READ ONLY; SET LOCAL enable_indexscan = off; SET LOCAL enable_indexonlyscan = off; SET LOCAL enable_seqscan = off; ' +
+  "SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL work_mem = '64MB'";
+
+/**
+ * Rows the first ordered part of a search reads: a common term fills its page there, at the cost of an index scan
+ * (about 0.4 µs a row); a rarer one goes on in the index.
+ */
+export const SEARCH_SCAN_ROWS = 2_000;
+/**
+ * The most rows a second ordered part reads, when the first found matches often enough to expect a full page within
+ * half of it (a match in every 300 rows or more often): about 6 ms of index scan, where a GIN index would visit as
+ * many candidates as the term has matches in all older rows.
+ */
+const SEARCH_MORE_ROWS = 16_000;
+/**
+ * The candidates (by the planner's estimate) above which a far ordered part goes first: visiting a candidate costs
+ * about ten rows of an ordered scan, and the GIN index reads posting lists as long as the candidates.
+ */
+const SEARCH_INDEX_CANDIDATES = 20_000;
+/** The rows of that far ordered part: about 25 ms of index scan. */
+const SEARCH_FAR_ROWS = 65_536;
+/**
+ * Search statements this process runs at once. Each costs PostgreSQL up to milliseconds of CPU: with more running
+ * than its cores can serve they only take turns, and fill the pool that every other request needs for its round trips.
  */
 const searchScans = new Slots(2 * availableParallelism());
 
-/** Rows of a page (`limit + 1` when more follow) and, when a search page ended its scan early, where it stopped. */
-export interface PageRows<Row> {
-  rows: Row[];
-  /** The last row the search read: the next page starts after it, although this one has at most `limit` rows. */
-  scannedTo?: PagePosition;
+type ScanRow = { scan_hit: boolean };
+
+/** The position of an API row in `order`: its sort key values (timestamps as the API writes them) and its id. */
+export function positionIn(spec: PageTable<unknown, string>, order: ListOrder, row: Record<string, unknown>): ListPosition {
+  const keys = spec.sorts[order.sort] ?? [];
+  return { values: keys.map((key) => String(row[key.column])), id: String(row.id) };
 }
 
-type ScanRow = { id: string; created_at: string; scan_hit: boolean; scan_end: boolean };
-
 /**
- * A search page: the matches of the scan, `limit + 1` when the page filled up before the scan bound (the pager
- * links after the last one), else all of them and, when the scan stopped at its bound rather than at the last row,
- * the row it stopped at (the next page resumes after it, however many matches this page has, none included).
+ * A search page, complete: `limit + 1` matches when more follow, else every remaining one. It reads in list order
+ * first, where a common term fills the page within a few thousand rows; when the matches found there are too sparse
+ * to expect a full page soon (none at all, for a rare term or one absent from the newest records), it takes the rest
+ * from the GIN index, whose cost follows the matches, not the rows (see `indexedQuery`).
  */
 async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
   pool: pg.Pool,
   organizationId: string,
   spec: PageTable<Row, Filter>,
   filter: PageFilter<Filter>,
-  term: string,
-): Promise<PageRows<Row>> {
-  const query = scanQuery(organizationId, spec, filter, term);
-  const scanned = (await searchScans.run(() => pool.query<Row & ScanRow>(query))).rows;
-  const end = scanned.find((row) => row.scan_end);
-  const rows = scanned.filter((row) => row.scan_hit).map(({ scan_hit: _hit, scan_end: _end, ...row }) => row as unknown as Row);
-  if (rows.length > filter.limit || !end) return { rows };
-  return { rows, scannedTo: { createdAt: new Date(end.created_at), id: end.id } };
+): Promise<Row[]> {
+  const found: Row[] = [];
+  const wanted = filter.limit + 1;
+  let after = filter.after;
+  /** An ordered part of `rows` rows after `after`: true when the search is complete (a full page, or no rows left). */
+  const ordered = async (rows: number) => {
+    const query = scanQuery(organizationId, spec, filter, after, rows, wanted - found.length);
+    const result = (await searchScans.run(() => pool.query<Row & ScanRow>(query))).rows;
+    const end = result.find((row) => !row.scan_hit);
+    for (const row of result) if (row.scan_hit) found.push(withoutMarker(row));
+    if (found.length >= wanted || !end) return true;
+    after = positionIn(spec, filter.order, end);
+    return false;
+  };
+  if (await ordered(SEARCH_SCAN_ROWS)) return found;
+  // Rows the page still needs at the density seen so far: go on in order once, reading twice that, when it is few
+  // enough; else (no match at all, or sparse ones) the index.
+  const expected = found.length > 0 ? ((wanted - found.length) * SEARCH_SCAN_ROWS) / found.length : Number.POSITIVE_INFINITY;
+  if (expected * 2 <= SEARCH_MORE_ROWS && (await ordered(Math.ceil(expected * 2)))) return found;
+  const { estimate, page } = indexedQuery(organizationId, spec, filter, after, wanted - found.length);
+  // A term whose candidates are many (common in older rows, or made of common grams such as phone digits): an ordered
+  // part, far, costs less than visiting them all; it is complete when it fills the page or reaches the end.
+  const [plan] = await indexed<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(estimate);
+  const candidates = plan?.['QUERY PLAN'][0]?.Plan['Plan Rows'] ?? Number.POSITIVE_INFINITY;
+  if (candidates > SEARCH_INDEX_CANDIDATES && (await ordered(SEARCH_FAR_ROWS))) return found;
+  return [...found, ...(await indexed<Row>(page))];
+
+  /** Runs an indexed part in its own read-only transaction with the plan INDEXED_PLAN sets. */
+  function indexed<Result extends pg.QueryResultRow>(query: pg.QueryConfig): Promise<Result[]> {
+    return searchScans.run(async () => {
+      const client = await pool.connect();
+      try {
+        await client.query(INDEXED_PLAN);
+        const result = await client.query<Result>(query);
+        await client.query('COMMIT');
+        return result.rows;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      } finally {
+        client.release();
+      }
+    });
+  }
+}
+
+function withoutMarker<Row>(row: Row & ScanRow): Row {
+  const { scan_hit: _hit, ...rest } = row;
+  return rest as unknown as Row;
+}
+
+/** The order a sync's conditions are built for: none of its parts depends on it (it never has a list cursor). */
+const NEWEST_FIRST: ListOrder = { sort: 'created_at', descending: true };
+
+/** Where an incremental sync continues: the writing transaction (xid8 as text) and id of the last change handed out. */
+export interface SyncPosition {
+  xid: string;
+  id: string;
+}
+
+/** A sync request: changes after `since` (the first call) or after `after` (the cursor), at most `limit`. */
+export interface ChangeFilter<Filter extends string> {
+  since: Date;
+  after?: SyncPosition;
+  limit: number;
+  equals?: Partial<Record<Filter, string>>;
+}
+
+/**
+ * Changes stable enough to hand out: written by transactions older than the oldest one still running. A transaction
+ * that began earlier and commits later cannot get an id below this any more, so a cursor past a change never passes
+ * over one that commits late (it is handed out once its transaction has ended and the horizon moved past it). On a
+ * replica the horizon is the replayed primary's: a transaction not replayed yet still counts as running there.
+ */
+const SYNC_HORIZON = 'pg_snapshot_xmin(pg_current_snapshot())';
+
+/**
+ * The changed rows of a table after a sync position, in the order of the transactions that wrote them, then id; the
+ * first call starts at the oldest transaction that wrote a row changed after `since` (the (organization_id,
+ * updated_at) index finds those rows), and `updated_at > since` holds for every row of the walk.
+ */
+function changesQuery<Filter extends string>(organizationId: string, spec: PageTable<unknown, Filter>, filter: ChangeFilter<Filter>) {
+  const { values, where, parameter } = conditionsOf(
+    organizationId,
+    spec,
+    { equals: filter.equals, limit: filter.limit, order: NEWEST_FIRST },
+    undefined,
+  );
+  const since = parameter(filter.since.toISOString(), 'timestamptz');
+  where.push(`updated_at > ${since}`, `changed_xid < ${SYNC_HORIZON}`);
+  where.push(
+    filter.after
+      ? `(changed_xid, id) > (${parameter(filter.after.xid, 'xid8')}, ${parameter(filter.after.id, 'uuid')})`
+      : `changed_xid >= (SELECT min(changed_xid) FROM ${spec.table} WHERE organization_id = $1 AND updated_at > ${since})`,
+  );
+  return {
+    text:
+      `SELECT ${spec.readList}, changed_xid::text AS sync_xid FROM ${spec.table} WHERE ${where.join(' AND ')} ` +
+      `ORDER BY changed_xid, id LIMIT ${parameter(filter.limit, 'int')}`,
+    values,
+    types: pageTypes,
+  };
+}
+
+/** A deletion of the sync's feed: the record's type and id, when, and its position in the feed. */
+export interface DeletionRow {
+  record_type: 'company' | 'contact';
+  id: string;
+  deleted_at: string;
+  sync_xid: string;
 }
 
 /** The page reader a tenant-scoped service receives: it can only read rows of `organizationId`. */
 export function scopePages(pool: pg.Pool, organizationId: string) {
   return {
+    /** Changes for an incremental sync (see `changesQuery`), each with its `sync_xid` for the cursor. */
+    async changes<Row extends pg.QueryResultRow, Filter extends string>(
+      spec: PageTable<Row, Filter>,
+      filter: ChangeFilter<Filter>,
+    ): Promise<Array<Row & { sync_xid: string }>> {
+      return (await pool.query<Row & { sync_xid: string }>(changesQuery(organizationId, spec, filter))).rows;
+    },
+    /** Deleted companies and contacts (tombstones kept 30 days), in the sync's order, below the same horizon. */
+    async deletions(filter: { since: Date; after?: SyncPosition; limit: number; recordType?: string }): Promise<DeletionRow[]> {
+      const values: unknown[] = [organizationId, filter.since.toISOString(), filter.limit];
+      const where = ['organization_id = $1', 'deleted_at > $2::timestamptz', `changed_xid < ${SYNC_HORIZON}`];
+      if (filter.recordType) where.push(`record_type = $${values.push(filter.recordType)}`);
+      where.push(
+        filter.after
+          ? `(changed_xid, record_id) > ($${values.push(filter.after.xid)}::xid8, $${values.push(filter.after.id)}::uuid)`
+          : 'changed_xid >= (SELECT min(changed_xid) FROM crm_deletions WHERE organization_id = $1 AND deleted_at > $2::timestamptz)',
+      );
+      const text =
+        `SELECT record_type, record_id AS id, deleted_at AT TIME ZONE 'UTC' AS deleted_at, changed_xid::text AS sync_xid ` +
+        `FROM crm_deletions WHERE ${where.join(' AND ')} ORDER BY changed_xid, record_id LIMIT $3`;
+      return (await pool.query<DeletionRow>({ text, values, types: pageTypes })).rows;
+    },
+    /** `limit + 1` rows in the filter's order when more follow, else the rest: every page is full unless it is the last. */
     async read<Row extends pg.QueryResultRow, Filter extends string>(
       spec: PageTable<Row, Filter>,
       filter: PageFilter<Filter>,
-    ): Promise<PageRows<Row>> {
-      if (filter.search) return searchPage(pool, organizationId, spec, filter, filter.search);
-      return { rows: (await pool.query<Row>(listQuery(organizationId, spec, filter))).rows };
+    ): Promise<Row[]> {
+      if (filter.search) return searchPage(pool, organizationId, spec, filter);
+      return (await pool.query<Row>(listQuery(organizationId, spec, filter))).rows;
     },
   };
 }

@@ -8,6 +8,8 @@ import { AUTH_SCHEMAS } from '../modules/auth/schemas.js';
 import { AUTOMATION_SCHEMAS } from '../modules/automations/schemas.js';
 import { COMPANY_SCHEMAS } from '../modules/companies/schemas.js';
 import { CONTACT_SCHEMAS } from '../modules/contacts/schemas.js';
+import { ListSortSchema } from '../modules/crm/record-schemas.js';
+import { DELETION_SCHEMAS } from '../modules/deletions/schemas.js';
 import { SmtpAccountInputSchema } from '../modules/email/smtp-account-input.js';
 import { EMAIL_ACCOUNT_SCHEMAS } from '../modules/email-accounts/schemas.js';
 import { HealthStatusSchema } from '../modules/health/routes.js';
@@ -41,8 +43,10 @@ export const COMPONENT_SCHEMAS: readonly TSchema[] = [
   ...INSTALLATION_ADMIN_SCHEMAS,
   ...INSTALLATION_SCHEMAS,
   ...EMAIL_ACCOUNT_SCHEMAS,
+  ListSortSchema,
   ...COMPANY_SCHEMAS,
   ...CONTACT_SCHEMAS,
+  ...DELETION_SCHEMAS,
   ...AUTOMATION_SCHEMAS,
   ...IMPORT_SCHEMAS,
   ...API_KEY_SCHEMAS,

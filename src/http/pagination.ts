@@ -2,14 +2,19 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { encodeCursor, pageOfRows, type Page, type PagePosition } from '../lib/pagination.js';
 
-/** Sets `Link: rel="next"` when the page continues, and returns its items. */
-export function sendPage<T>(request: FastifyRequest, reply: FastifyReply, page: Page<T>, limit: number): T[] {
-  if (!page.next) return page.items;
+/** Sets `Link: rel="next"`: the request's own URL with `cursor` (none: without one) and `limit` set. */
+export function linkNext(request: FastifyRequest, reply: FastifyReply, cursor: string | undefined, limit: number): void {
   const [path, query = ''] = request.url.split('?');
   const params = new URLSearchParams(query);
-  params.set('cursor', encodeCursor(page.next));
+  if (cursor === undefined) params.delete('cursor');
+  else params.set('cursor', cursor);
   params.set('limit', String(limit));
   reply.header('link', `<${path}?${params.toString()}>; rel="next"`);
+}
+
+/** Sets `Link: rel="next"` when the page continues, and returns its items. */
+export function sendPage<T>(request: FastifyRequest, reply: FastifyReply, page: Page<T>, limit: number): T[] {
+  if (page.next) linkNext(request, reply, encodeCursor(page.next), limit);
   return page.items;
 }
 
@@ -21,7 +26,6 @@ export function paginate<T>(
   rows: T[],
   limit: number,
   positionOf: (row: T) => PagePosition,
-  scannedTo?: PagePosition,
 ): T[];
 export function paginate<T>(
   request: FastifyRequest,
@@ -29,7 +33,6 @@ export function paginate<T>(
   rows: T[],
   limit: number,
   positionOf?: (row: T) => PagePosition,
-  scannedTo?: PagePosition,
 ): T[] {
-  return sendPage(request, reply, pageOfRows(rows, limit, positionOf, scannedTo), limit);
+  return sendPage(request, reply, pageOfRows(rows, limit, positionOf), limit);
 }

@@ -11,7 +11,7 @@ export const PageQuerySchema = Type.Object({
     Type.Integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT, description: 'Page size (1-200, default 50).' }),
   ),
   cursor: Type.Optional(
-    Type.String({ maxLength: 200, description: 'Opaque cursor from the `Link: rel="next"` header of the previous page.' }),
+    Type.String({ maxLength: 2000, description: 'Opaque cursor from the `Link: rel="next"` header of the previous page.' }),
   ),
 });
 
@@ -35,6 +35,78 @@ export function decodeCursor(cursor: string | undefined): PagePosition | undefin
     }
   } catch {
     // fall through to the validation error
+  }
+  throw validationFailed({ cursor: ['Invalid cursor.'] }, 'Query parameters are invalid.');
+}
+
+/** How a sorted list (companies, contacts) is ordered: by one of its sorts, ties broken by id in the same direction. */
+export interface ListOrder {
+  /** The sort's API name (`created_at`, `updated_at`, `name`). */
+  sort: string;
+  descending: boolean;
+}
+
+/** The list order of a `sort` parameter: `name` ascending, `-name` descending. */
+export const listOrderOf = (sort: string): ListOrder =>
+  sort.startsWith('-') ? { sort: sort.slice(1), descending: true } : { sort, descending: false };
+
+/** The `sort` parameter of a list order. */
+const sortParameter = (order: ListOrder) => `${order.descending ? '-' : ''}${order.sort}`;
+
+/** The CRM lists' default order, whose cursors keep the `[created_at, id]` form every list had before sorts. */
+const isNewestFirst = (order: ListOrder) => order.sort === 'created_at' && order.descending;
+
+/** Where a sorted list continues: the sort key values of the last record handed out (as API text) and its id. */
+export interface ListPosition {
+  values: string[];
+  id: string;
+}
+
+/** The page a sorted list request asks for. */
+export interface ListPageRequest {
+  order: ListOrder;
+  after?: ListPosition;
+  limit: number;
+}
+
+/** The cursor of a sorted list: `[created_at, id]` in the default order (as before sorts existed), else `[sort, …values, id]`. */
+export function encodeListCursor(order: ListOrder, position: ListPosition): string {
+  const parts = isNewestFirst(order) ? [...position.values, position.id] : [sortParameter(order), ...position.values, position.id];
+  return Buffer.from(JSON.stringify(parts)).toString('base64url');
+}
+
+/** The type of a sort key value: text (a name) or a timestamp (API text, compared as `timestamptz`). */
+export type SortKeyType = 'text' | 'timestamp';
+
+const validKey = (value: string, type: SortKeyType) =>
+  type === 'timestamp' ? /^\d{4}-\d\d-\d\dT/.test(value) && !Number.isNaN(Date.parse(value)) : !value.includes('\u0000');
+
+/**
+ * Decodes the cursor of a sorted list read in `order`, whose sort keys have `types`; a tampered one, or one of
+ * another sort order (the walk would skip or repeat records), is a 400, never a 500.
+ */
+export function decodeListCursor(cursor: string | undefined, order: ListOrder, types: readonly SortKeyType[]): ListPosition | undefined {
+  if (cursor === undefined) return undefined;
+  let parts: unknown;
+  try {
+    parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    parts = undefined;
+  }
+  const strings = Array.isArray(parts) && parts.every((part) => typeof part === 'string') ? (parts as string[]) : [];
+  const first = strings[0] ?? '';
+  const sorted = /^-?[a-z_]+$/.test(first);
+  if (sorted && first !== sortParameter(order)) {
+    throw validationFailed(
+      { cursor: ['The cursor belongs to another sort order: start again without it.'] },
+      'Query parameters are invalid.',
+    );
+  }
+  const own = sorted ? strings.slice(1) : isNewestFirst(order) ? strings : [];
+  const values = own.slice(0, -1);
+  const id = own.at(-1);
+  if (id !== undefined && isUuid(id) && values.length === types.length && values.every((value, i) => validKey(value, types[i] ?? 'text'))) {
+    return { values, id };
   }
   throw validationFailed({ cursor: ['Invalid cursor.'] }, 'Query parameters are invalid.');
 }
@@ -80,18 +152,12 @@ export interface Page<T> {
 
 /**
  * Given `limit + 1` rows fetched in newest-first order, the page and whether more rows exist. `positionOf` tells the
- * position of a row already in API shape (see `positionOfApiRow`); `scannedTo` is where a page with at most `limit`
- * rows still continues (a search page that stopped at its scan bound).
+ * position of a row already in API shape (see `positionOfApiRow`).
  */
-export function pageOfRows<T>(
-  rows: T[],
-  limit: number,
-  positionOf = (row: T) => row as unknown as PagePosition,
-  scannedTo?: PagePosition,
-): Page<T> {
+export function pageOfRows<T>(rows: T[], limit: number, positionOf = (row: T) => row as unknown as PagePosition): Page<T> {
   const items = rows.slice(0, limit);
   const last = items[items.length - 1];
-  return { items, next: rows.length > limit && last !== undefined ? positionOf(last) : scannedTo };
+  return { items, next: rows.length > limit && last !== undefined ? positionOf(last) : undefined };
 }
 
 /**
@@ -111,4 +177,40 @@ export function pageResponse<T extends TSchema>(item: T, description: string) {
 export function pageOfDtos<Row extends PagePosition, Dto>(rows: Row[], limit: number, toDto: (row: Row) => Dto): Page<Dto> {
   const page = pageOfRows(rows, limit);
   return { items: page.items.map(toDto), next: page.next };
+}
+
+/** Where an incremental sync continues (see db/tenant-pages.ts): a transaction id (xid8, as text) and a record id. */
+export interface SyncCursor {
+  xid: string;
+  id: string;
+}
+
+export const encodeSyncCursor = (position: SyncCursor): string =>
+  Buffer.from(JSON.stringify(['sync', position.xid, position.id])).toString('base64url');
+
+/** The largest xid8 (PostgreSQL refuses more, which must be a 400 here rather than a 500 there). */
+const MAX_XID8 = 2n ** 64n - 1n;
+
+/** Decodes a sync cursor; anything else (a list cursor included) is a 400. */
+export function decodeSyncCursor(cursor: string | undefined): SyncCursor | undefined {
+  if (cursor === undefined) return undefined;
+  try {
+    const [kind, xid, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (
+      kind === 'sync' &&
+      typeof xid === 'string' &&
+      /^\d{1,20}$/.test(xid) &&
+      BigInt(xid) <= MAX_XID8 &&
+      typeof id === 'string' &&
+      isUuid(id)
+    ) {
+      return { xid, id };
+    }
+  } catch {
+    // fall through to the validation error
+  }
+  throw validationFailed(
+    { cursor: ['Invalid sync cursor: use the Link of the previous page of this sync.'] },
+    'Query parameters are invalid.',
+  );
 }

@@ -135,6 +135,7 @@ export default fp(
           { name: 'email-accounts', description: "A workspace's own SMTP accounts." },
           { name: 'companies', description: 'CRM companies.' },
           { name: 'contacts', description: 'CRM contacts.' },
+          { name: 'sync', description: "Keeping a copy in step: the lists' `updated_since` and the deletions feed." },
           { name: 'automations', description: 'Automation rules and their runs.' },
           { name: 'imports', description: 'CSV imports of companies and contacts: progress, failed rows, cancel.' },
           { name: 'health', description: 'Liveness and readiness.' },

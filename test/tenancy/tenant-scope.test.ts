@@ -1,9 +1,9 @@
 // The tenant-scoped client and page reader: queries with no organization filter at all (a forgotten `where`) still
 // read, update, delete and create only the bound organization's rows; nested queries that could cross tenants are refused.
 import t from 'tap';
-import { SEARCH_SCAN_ROWS } from '../../src/lib/text-search.js';
 import { scopeToOrganization, TenantScopeError } from '../../src/db/tenant-scope.js';
-import { scopePages } from '../../src/db/tenant-pages.js';
+import { positionIn, scopePages, SEARCH_SCAN_ROWS } from '../../src/db/tenant-pages.js';
+import type { ListPosition } from '../../src/lib/pagination.js';
 import { scopeWrites } from '../../src/db/tenant-writes.js';
 import { companyPage, companyService } from '../../src/modules/companies/service.js';
 import { contactService } from '../../src/modules/contacts/service.js';
@@ -70,29 +70,37 @@ t.test('reads without any filter see only the bound organization', async (t) => 
   );
 });
 
+const NEWEST = { sort: 'created_at', descending: true };
+
 t.test('the raw-SQL page reader of a list, called with no filter, reads only its organization', async (t) => {
   const pages = scopePages(app.pg, A);
-  const { rows: companies } = await companyService.list(pages, {}, { limit: 100 });
+  const companies = await companyService.list(pages, {}, { order: NEWEST, limit: 100 });
   t.same(companies.map((row) => row.id).sort(), a.companies.map((c) => c.id).sort());
-  const { rows: contacts } = await contactService.list(pages, {}, { limit: 100 });
+  const contacts = await contactService.list(pages, {}, { order: NEWEST, limit: 100 });
   t.same(
     contacts.map((row) => row.id),
     [a.contact.id],
   );
-  t.same(await companyService.list(pages, { search: 'B company' }, { limit: 100 }), { rows: [] }, 'a term only the other tenant has');
-  t.same(await contactService.list(pages, { companyId: b.companies[0]!.id }, { limit: 100 }), { rows: [] }, "the other tenant's company");
-  const [newestOfB] = (await companyService.list(scopePages(app.pg, B), {}, { limit: 1 })).rows;
-  const after = { createdAt: new Date(newestOfB!.created_at), id: newestOfB!.id };
-  const { rows: afterForeignCursor } = await companyService.list(pages, {}, { after, limit: 100 });
-  t.ok(
-    afterForeignCursor.every((row) => a.companies.some((c) => c.id === row.id)),
-    'a cursor from the other tenant',
+  t.same(await companyService.list(pages, { search: 'B company' }, { order: NEWEST, limit: 100 }), [], 'a term only the other tenant has');
+  t.same(
+    await contactService.list(pages, { companyId: b.companies[0]!.id }, { order: NEWEST, limit: 100 }),
+    [],
+    "the other tenant's company",
   );
+  for (const order of [NEWEST, { sort: 'name', descending: false }, { sort: 'updated_at', descending: false }]) {
+    const [newestOfB] = await companyService.list(scopePages(app.pg, B), {}, { order, limit: 1 });
+    const after = positionIn(companyPage, order, newestOfB!);
+    const afterForeignCursor = await companyService.list(pages, {}, { order, after, limit: 100 });
+    t.ok(
+      afterForeignCursor.every((row) => a.companies.some((c) => c.id === row.id)),
+      `a cursor from the other tenant (${order.sort})`,
+    );
+  }
 });
 
-t.test('a search scans, stops at its bound and resumes only inside its organization', async (t) => {
-  // A: its three companies, then two scan windows of rows without the term; B: look-alikes that match A's term,
-  // newer and older than A's rows.
+t.test('a search reads in order, then from the index, and both only inside its organization', async (t) => {
+  // A: its three companies, then rows without the term beyond the ordered part's reach; B: look-alikes that match
+  // A's term, newer and older than A's rows, which a search of A must never see whichever part finds the matches.
   const fill = (organizationId: string, prefix: string, shift: number) =>
     app.pg.query(
       `INSERT INTO companies (id, organization_id, name, created_at, updated_at)
@@ -102,29 +110,40 @@ t.test('a search scans, stops at its bound and resumes only inside its organizat
   await fill(A, 'A filler ', 0);
   await fill(B, 'A company look-alike ', SEARCH_SCAN_ROWS);
   const pages = scopePages(app.pg, A);
-  const seen: string[] = [];
-  const stops: string[] = [];
-  let after: { createdAt: Date; id: string } | undefined;
-  for (let read = 0; read < 10; read++) {
-    const { rows, scannedTo } = await companyService.list(pages, { search: 'a company' }, { limit: 2, after });
-    seen.push(...rows.slice(0, 2).map((row) => row.id));
-    if (scannedTo) stops.push(scannedTo.id);
-    after = rows.length > 2 ? { createdAt: new Date(rows[1]!.created_at), id: rows[1]!.id } : scannedTo;
-    if (!after) break;
+  // Older than every filler: the ordered part never reaches them, the GIN indexes do (trigrams, then short grams).
+  const old = (organizationId: string, name: string) =>
+    db.company.create({ data: { organizationId, name, createdAt: new Date(Date.now() - 86_400_000) } });
+  const needles = [await old(A, 'Oldneedle of A'), await old(A, 'Qz of A')];
+  await old(B, 'Oldneedle of B, a look-alike');
+  await old(B, 'Qz of B, a look-alike');
+  for (const [term, expected] of [
+    ['a company', a.companies.map((c) => c.id)],
+    ['oldneedle', [needles[0]!.id]],
+    ['qz', [needles[1]!.id]],
+  ] as const) {
+    const seen: string[] = [];
+    let after: ListPosition | undefined;
+    for (let read = 0; read < 10; read++) {
+      const rows = await companyService.list(pages, { search: term }, { order: NEWEST, limit: 2, after });
+      seen.push(...rows.slice(0, 2).map((row) => row.id));
+      after = rows.length > 2 ? positionIn(companyPage, NEWEST, rows[1]!) : undefined;
+      if (!after) break;
+    }
+    t.same(seen.sort(), [...expected].sort(), `"${term}": A's matches, none of B's look-alikes`);
   }
-  t.notOk(after, 'the links end');
-  t.same(seen.sort(), a.companies.map((c) => c.id).sort(), "A's three companies, none of B's look-alikes");
-  t.ok(stops.length >= 2, 'the scan stopped at its bound');
-  const stoppedAt = await db.company.findMany({ where: { id: { in: stops } }, select: { organizationId: true } });
-  t.same(new Set(stoppedAt.map((row) => row.organizationId)), new Set([A]), 'every stop is a row of A');
+  await db.company.deleteMany({ where: { name: { contains: 'of B, a look-alike' } } });
+  await db.company.deleteMany({ where: { id: { in: needles.map((n) => n.id) } } });
 
   const lookAlike = await db.company.findFirstOrThrow({ where: { organizationId: B, name: 'A company look-alike 1' } });
-  const foreign = { createdAt: lookAlike.createdAt, id: lookAlike.id };
-  const fromForeignCursor = await companyService.list(pages, { search: 'look-alike' }, { after: foreign, limit: 100 });
-  t.same(fromForeignCursor.rows, [], 'a cursor from B only positions');
+  const foreign = { values: [lookAlike.createdAt.toISOString()], id: lookAlike.id };
   t.same(
-    await contactService.list(pages, { companyId: b.companies[0]!.id, search: 'b' }, { limit: 100 }),
-    { rows: [] },
+    await companyService.list(pages, { search: 'look-alike' }, { order: NEWEST, after: foreign, limit: 100 }),
+    [],
+    'a cursor from B only positions',
+  );
+  t.same(
+    await contactService.list(pages, { companyId: b.companies[0]!.id, search: 'b' }, { order: NEWEST, limit: 100 }),
+    [],
     "B's company as the sought filter",
   );
   await db.company.deleteMany({

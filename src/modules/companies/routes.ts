@@ -10,6 +10,7 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
     names: { one: 'Company', many: 'Companies' },
     path: '/companies/',
     idParam: 'company_id',
+    table: companyPage,
     schemas: {
       record: CompanySchema,
       create: CompanyBodySchemas.create,
@@ -18,6 +19,7 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
       params: CompanyParamsSchema,
     },
     filters: (query) => ({ search: query.search, lifecycleStage: query.lifecycle_stage }),
+    syncFilters: (query) => ({ lifecycle_stage: query.lifecycle_stage }),
     notes: {
       list:
         '`search`: case-insensitive substring of name, email, phone_number or website (`%`, `_`, `\\` literal). ' +

@@ -37,6 +37,7 @@ export const companyPage = pageTable<CompanyDto, 'lifecycle_stage'>(
   'companies',
   ['id', 'name', 'email', 'phone_number', 'website', 'lifecycle_stage'],
   ['lifecycle_stage'],
+  { name: [{ column: 'name', type: 'text' }] },
 );
 
 export const companyService = recordService({

@@ -42,7 +42,12 @@ export const contactPage = pageTable<ContactDto, 'company_id'>(
   'contacts',
   ['id', 'company_id', 'first_name', 'last_name', 'email', 'phone_number', 'department', 'job_title'],
   ['company_id'],
-  ['company_id'],
+  {
+    name: [
+      { column: 'last_name', type: 'text' },
+      { column: 'first_name', type: 'text' },
+    ],
+  },
 );
 
 export const contactService = recordService({

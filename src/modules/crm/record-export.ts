@@ -2,8 +2,7 @@
 // streamed through csv-stringify, so memory stays constant whatever the workspace's size.
 import { Readable } from 'node:stream';
 import { stringify } from 'csv-stringify';
-import type { PageRows } from '../../db/tenant-pages.js';
-import { positionOfApiRow, type PagePosition, type PageRequest } from '../../lib/pagination.js';
+import type { ListPosition } from '../../lib/pagination.js';
 
 /** Rows read per statement: large enough that round trips do not dominate, small enough to keep memory flat. */
 const EXPORT_BATCH = 1000;
@@ -21,31 +20,31 @@ export function exportCell(value: unknown): string {
   return FORMULA_START.test(text) ? `'${text}` : text;
 }
 
-/** Every row of the list, newest first, one page at a time; a short search page continues where its scan stopped. */
-async function* allRows<Row extends { id: string; created_at: string }>(
-  list: (page: PageRequest) => Promise<PageRows<Row>>,
-): AsyncGenerator<Row> {
-  let after: PagePosition | undefined;
+/** Reads `limit + 1` rows of the list after a position (the first when undefined), in the list's order. */
+type ListReader<Row> = (after: ListPosition | undefined, limit: number) => Promise<Row[]>;
+
+/** Every row of the list in its order, one batch at a time. */
+async function* allRows<Row>(list: ListReader<Row>, positionOf: (row: Row) => ListPosition): AsyncGenerator<Row> {
+  let after: ListPosition | undefined;
   for (;;) {
-    const { rows, scannedTo } = await list({ after, limit: EXPORT_BATCH });
-    const more = rows.length > EXPORT_BATCH;
-    const page = more ? rows.slice(0, EXPORT_BATCH) : rows;
+    const rows = await list(after, EXPORT_BATCH);
+    const page = rows.slice(0, EXPORT_BATCH);
     yield* page;
     const last = page.at(-1);
-    if (more && last) after = positionOfApiRow(last);
-    else if (scannedTo) after = scannedTo;
-    else return;
+    if (rows.length <= EXPORT_BATCH || !last) return;
+    after = positionOf(last);
   }
 }
 
 /** The CSV text of the list (header row first) as a stream with backpressure: a batch is read when the last is sent. */
-export function csvExport<Row extends { id: string; created_at: string }>(
+export function csvExport<Row extends Record<string, unknown>>(
   fields: readonly string[],
-  list: (page: PageRequest) => Promise<PageRows<Row>>,
+  list: ListReader<Row>,
+  positionOf: (row: Row) => ListPosition,
 ): Readable {
   const cells = async function* () {
-    for await (const row of allRows(list)) {
-      yield fields.map((field) => exportCell((row as Record<string, unknown>)[field]));
+    for await (const row of allRows(list, positionOf)) {
+      yield fields.map((field) => exportCell(row[field]));
     }
   };
   return Readable.from(cells()).pipe(stringify({ header: true, columns: [...fields], record_delimiter: 'windows' }));

@@ -3,13 +3,26 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantDb } from '../../db/tenant-scope.js';
-import type { PageRows, TenantPages } from '../../db/tenant-pages.js';
+import { positionIn, type PageTable, type TenantPages } from '../../db/tenant-pages.js';
 import { NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
-import { DEFAULT_LIMIT, decodeCursor, pageResponse, positionOfApiRow, type PageRequest } from '../../lib/pagination.js';
-import { paginate } from '../../http/pagination.js';
+import {
+  DEFAULT_LIMIT,
+  decodeListCursor,
+  decodeSyncCursor,
+  encodeListCursor,
+  encodeSyncCursor,
+  listOrderOf,
+  pageResponse,
+  type ListPageRequest,
+} from '../../lib/pagination.js';
+import { linkNext } from '../../http/pagination.js';
+import { validationFailed } from '../../lib/problem.js';
 import { requireTenant } from '../../http/request.js';
 import { csvExport } from './record-export.js';
 import { etagOf, noneMatchHits, versionsIn } from '../../lib/etag.js';
+
+/** The order of a list without `sort`: newest first. */
+const DEFAULT_SORT = '-created_at';
 
 const ETAG_HEADER = { ETag: Type.String({ description: "The record's version, for If-None-Match and If-Match." }) };
 const IF_MATCH_HEADERS = Type.Object({
@@ -40,7 +53,7 @@ export interface RecordSchemas {
 
 /** What the routes call (a `recordService`); the service owns the behaviour. */
 export interface RecordService<S extends RecordSchemas, Filters> {
-  list(pages: TenantPages, filters: Filters, page: PageRequest): Promise<PageRows<ApiRecord<S>>>;
+  list(pages: TenantPages, filters: Filters, page: ListPageRequest): Promise<ApiRecord<S>[]>;
   get(db: TenantDb, id: string): Promise<Static<S['record']>>;
   create(scope: CrmScope, body: Static<S['create']>): Promise<Static<S['record']>>;
   update(scope: CrmScope, id: string, body: Static<S['update']>, expected?: '*' | Date[]): Promise<Static<S['record']>>;
@@ -61,6 +74,10 @@ export interface RecordCollection<S extends RecordSchemas, Filters> {
   notes: { list: string; create: string; update: string; delete: string };
   /** The CSV export's columns, in order: the collection's API fields (its page table's columns and timestamps). */
   exportFields: readonly string[];
+  /** The list's table: its sorts tell a page's position. */
+  table: PageTable<unknown, string>;
+  /** The equality filters of a list request as columns, which a sync applies too (`search` and `sort` it refuses). */
+  syncFilters(query: Static<S['listQuery']>): Record<string, string | undefined>;
   service: RecordService<S, Filters>;
 }
 
@@ -91,24 +108,61 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
       schema: {
         ...common,
         operationId: `list${names.many}`,
-        summary: `${names.many} of a workspace, newest first (VIEW_CRM).`,
+        summary: `${names.many} of a workspace, newest first unless sorted (VIEW_CRM).`,
         description: notes.list,
         params: OrganizationParamsSchema,
         querystring: schemas.listQuery,
-        response: responses({ 200: pageResponse(Ref(schemas.record), `${names.many}, newest first.`) }, 401, 403, 404),
+        response: responses({ 200: pageResponse(Ref(schemas.record), `${names.many}, in the order of \`sort\`.`) }, 401, 403, 404),
       },
       config: read,
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
-      const query = request.query as Static<S['listQuery']> & { limit?: number; cursor?: string };
+      const query = request.query as Static<S['listQuery']> & { limit?: number; cursor?: string; sort?: string; updated_since?: string };
       const limit = query.limit ?? DEFAULT_LIMIT;
-      const { rows, scannedTo } = await service.list(requireTenant(request).pages, collection.filters(query), {
-        after: decodeCursor(query.cursor),
+      if (query.updated_since !== undefined) return syncPage(request, reply, query, limit);
+      const order = listOrderOf(query.sort ?? DEFAULT_SORT);
+      const types = (collection.table.sorts[order.sort] ?? []).map((key) => key.type);
+      const rows = await service.list(requireTenant(request).pages, collection.filters(query), {
+        order,
+        after: decodeListCursor(query.cursor, order, types),
         limit,
       });
-      return paginate(request, reply, rows, limit, positionOfApiRow, scannedTo);
+      const items = rows.slice(0, limit);
+      const last = items.at(-1);
+      if (rows.length > limit && last) linkNext(request, reply, encodeListCursor(order, positionIn(collection.table, order, last)), limit);
+      return items;
     },
   );
+
+  /**
+   * An incremental sync: the changes after `updated_since` in the order their transactions wrote them, as a feed that
+   * never ends: every page links on (a short page means "caught up for now": poll its link later).
+   */
+  async function syncPage(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    query: { cursor?: string; sort?: string; search?: string; updated_since?: string },
+    limit: number,
+  ) {
+    if (query.sort !== undefined || query.search) {
+      throw validationFailed(
+        { updated_since: ['A sync takes neither `sort` nor `search`: it is in the order of the changes.'] },
+        'Query parameters are invalid.',
+      );
+    }
+    const after = decodeSyncCursor(query.cursor);
+    const rows = await requireTenant(request).pages.changes(collection.table as PageTable<Record<string, unknown>, string>, {
+      since: new Date(String(query.updated_since)),
+      after,
+      limit,
+      equals: collection.syncFilters(query as Static<S['listQuery']>),
+    });
+    const last = rows.at(-1);
+    // Nothing handed out yet: the same request again (it starts from `updated_since` as this one did).
+    const next = last ? { xid: last.sync_xid, id: String(last.id) } : after;
+    linkNext(request, reply, next && encodeSyncCursor(next), limit);
+    return rows.map(({ sync_xid: _position, ...row }) => row);
+  }
 
   app.get(
     `${path}export/`,
@@ -116,7 +170,7 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
       schema: {
         ...common,
         operationId: `export${names.many}`,
-        summary: `Every ${one} matching the list's search and filters as a CSV file, newest first (VIEW_CRM).`,
+        summary: `Every ${one} matching the list's search and filters as a CSV file, in the list's order (VIEW_CRM).`,
         description:
           `Streams \`text/csv\` (RFC 4180, CRLF, UTF-8, a header row of the API field names: ${collection.exportFields.map((f) => `\`${f}\``).join(', ')}), ` +
           "as an attachment. Accepts the list's `search` and filters, not its page parameters. A cell starting with `=`, `+`, " +
@@ -140,9 +194,15 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
       config: read,
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
-      const filters = collection.filters(request.query as Static<S['listQuery']>);
+      const query = request.query as Static<S['listQuery']> & { sort?: string };
+      const filters = collection.filters(query);
       const { pages } = requireTenant(request);
-      const stream = csvExport(collection.exportFields, (page) => service.list(pages, filters, page));
+      const order = listOrderOf(query.sort ?? DEFAULT_SORT);
+      const stream = csvExport(
+        collection.exportFields,
+        (after, limit) => service.list(pages, filters, { order, after, limit }),
+        (row) => positionIn(collection.table, order, row),
+      );
       return reply.type('text/csv; charset=utf-8').header('Content-Disposition', `attachment; filename="${tag}.csv"`).send(stream);
     },
   );

@@ -2,10 +2,10 @@
 // ids, writes in one statement with their automation event, database errors mapped to the API's answers. Each
 // record type supplies its queries.
 import type { TenantDb } from '../../db/tenant-scope.js';
-import type { PageRows, PageTable, TenantPages } from '../../db/tenant-pages.js';
+import type { PageTable, TenantPages } from '../../db/tenant-pages.js';
 import type { ColumnValues, TenantWrites } from '../../db/tenant-writes.js';
 import { isUuid } from '../../lib/http-schemas.js';
-import type { PageRequest } from '../../lib/pagination.js';
+import type { ListPageRequest } from '../../lib/pagination.js';
 import { preconditionFailed, type ProblemError } from '../../lib/problem.js';
 
 /** The organization a CRM service works in, its tenant-scoped client and its tenant-bound writer. */
@@ -28,8 +28,8 @@ export interface RecordQueries<Row, Dto extends Record<string, unknown>, Filters
   invalidReference?(): ProblemError;
   /** The table and API fields the list reads and the writes set and return (a body's field is its column). */
   table: PageTable<Dto, string>;
-  /** Newest first, `page.limit + 1` records (already in API shape) for the pager, and where a short search page stopped. */
-  list(pages: TenantPages, filters: Filters, page: PageRequest): Promise<PageRows<Dto>>;
+  /** `page.limit + 1` records in the page's order (already in API shape) when more follow, else the rest. */
+  list(pages: TenantPages, filters: Filters, page: ListPageRequest): Promise<Dto[]>;
   find(db: TenantDb, id: string): Promise<Row | null>;
 }
 

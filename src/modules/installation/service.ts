@@ -8,7 +8,14 @@ import { pendingMigrations } from '../../db/migrate.js';
 import { bindTenant } from '../../db/tenant.js';
 import type { CurrentUser } from '../../lib/current-user.js';
 import { isUuid } from '../../lib/http-schemas.js';
-import { afterPosition, newestFirst, type PageRequest, type PagePosition } from '../../lib/pagination.js';
+import {
+  afterPosition,
+  newestFirst,
+  type ListPageRequest,
+  type ListPosition,
+  type PageRequest,
+  type PagePosition,
+} from '../../lib/pagination.js';
 import { migrationsDir, projectRoot } from '../../lib/project-root.js';
 import { recordAudit, type AuditContext } from '../audit/audit-log.js';
 import { linkStatus } from '../invitations/invitation-link.js';
@@ -103,15 +110,15 @@ export interface ExportReaders {
     list(
       pages: ReturnType<typeof bindTenant>['pages'],
       filters: object,
-      page: PageRequest,
-    ): Promise<{ rows: Array<{ id: string; created_at: string }> }>;
+      page: ListPageRequest,
+    ): Promise<Array<{ id: string; created_at: string }>>;
   };
   contacts: {
     list(
       pages: ReturnType<typeof bindTenant>['pages'],
       filters: object,
-      page: PageRequest,
-    ): Promise<{ rows: Array<{ id: string; created_at: string }> }>;
+      page: ListPageRequest,
+    ): Promise<Array<{ id: string; created_at: string }>>;
   };
   automations: {
     list(
@@ -122,6 +129,8 @@ export interface ExportReaders {
 }
 
 const EXPORT_BATCH = 200;
+/** The export's order of CRM records: by creation, newest first (the lists' default). */
+const NEWEST_FIRST_CRM = { sort: 'created_at', descending: true };
 
 export function createInstallationService(deps: { db: Db; pool: pg.Pool; config: Config; crm: ExportReaders }) {
   const { db, pool, config, crm } = deps;
@@ -384,13 +393,13 @@ export function createInstallationService(deps: { db: Db; pool: pg.Pool; config:
           ['company', crm.companies],
           ['contact', crm.contacts],
         ] as const) {
-          let after: PagePosition | undefined;
+          let after: ListPosition | undefined;
           for (;;) {
-            const { rows } = await reader.list(tenant.pages, {}, { after, limit: EXPORT_BATCH });
+            const rows = await reader.list(tenant.pages, {}, { order: NEWEST_FIRST_CRM, after, limit: EXPORT_BATCH });
             for (const record of rows.slice(0, EXPORT_BATCH)) yield line(type, { workspace_id, ...record });
             const last = rows[EXPORT_BATCH - 1];
             if (rows.length <= EXPORT_BATCH || !last) break;
-            after = { createdAt: new Date(last.created_at), id: last.id };
+            after = { values: [last.created_at], id: last.id };
           }
         }
         let after: PagePosition | undefined;

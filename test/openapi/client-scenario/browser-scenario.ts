@@ -106,6 +106,20 @@ export async function runScenario(input: BrowserInput): Promise<Check[]> {
     (found.data ?? []).map((company) => company.name),
     ['Globex'],
   );
+  // The sort is a typed enum of the generated client (ListSort); pages of a sort follow their Link like any other.
+  const byName: string[] = [];
+  let nameCursor: string | undefined;
+  do {
+    const page = await listCompanies({
+      client: user,
+      path,
+      query: { sort: '-name', limit: 2, ...(nameCursor ? { cursor: nameCursor } : {}) },
+    });
+    byName.push(...(page.data ?? []).map((company) => company.name));
+    const next = nextLink(page.response?.headers.get('link') ?? null);
+    nameCursor = next ? (new URL(next, input.api).searchParams.get('cursor') ?? undefined) : undefined;
+  } while (nameCursor && byName.length < 10);
+  check('sorted by name, descending, across pages', byName, ['Umbrella', 'Initech', 'Globex']);
 
   const read = await getCompany({ client: user, path: { ...path, company_id: companies[1]!.id } });
   const etag = read.response?.headers.get('etag') ?? '';
