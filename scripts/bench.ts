@@ -18,6 +18,7 @@ import { applyMigrations } from '../src/db/migrate.js';
 import { encodeCursor } from '../src/lib/pagination.js';
 import { hashPassword } from '../src/lib/passwords.js';
 import { projectRoot } from '../src/lib/project-root.js';
+import { wrk } from './wrk.js';
 
 const BIG_COMPANIES = 1_000_000;
 const BIG_CONTACTS = 1_000_000;
@@ -39,79 +40,10 @@ const CELL_DURATION_S = 3;
 const PASSWORD = 'bench-password-not-secret';
 const MAX_RSS_MB = 250;
 
-/**
- * The load generator is wrk (Debian's package; `make bench` installs it): a C program whose one thread costs a small
- * part of a core, where autocannon, a Node program, took most of one of the two cores the servers and PostgreSQL
- * share. Its Lua `done` hook prints the figures as one JSON line. A body's `{n}` becomes a value unique to each
- * request (a counter and the run's start), for creates whose fields must not repeat (a company's email).
- */
-const WRK_SCRIPT = (method: string, body: string | undefined) =>
-  [
-    `wrk.method = ${JSON.stringify(method)}`,
-    ...(body === undefined ? [] : [`wrk.body = ${JSON.stringify(body)}`, 'wrk.headers["Content-Type"] = "application/json"']),
-    ...(body?.includes('{n}')
-      ? [
-          'local sent, run = 0, tostring(os.time()) .. tostring(math.random(1000000))',
-          'request = function()',
-          '  sent = sent + 1',
-          '  return wrk.format(nil, nil, nil, (string.gsub(wrk.body, "{n}", run .. "-" .. sent)))',
-          'end',
-        ]
-      : []),
-    'done = function(summary, latency, requests)',
-    '  local e = summary.errors',
-    '  io.write(string.format(\'WRK_JSON {"requests":%d,"duration_us":%d,"p50_us":%d,"p99_us":%d,"errors":%d,"non2xx":%d}\\n\',',
-    '    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),',
-    '    e.connect + e.read + e.write + e.timeout, e.status))',
-    'end',
-  ].join('\n');
-
-/** Where the wrk script of the current run is written (removed at the end). */
-const scriptDir = await mkdtemp(path.join(tmpdir(), 'crm-bench-wrk-'));
-
-interface WrkResult {
-  requests: number;
-  duration_us: number;
-  p50_us: number;
-  p99_us: number;
-  errors: number;
-  non2xx: number;
-  /** wrk's own CPU time (user + system), in seconds. */
-  cpuSeconds: number;
-}
-
-async function wrk(options: {
-  url: string;
-  connections: number;
-  seconds: number;
-  method: string;
-  headers: Record<string, string>;
-  body?: string;
-}): Promise<WrkResult> {
-  const script = path.join(scriptDir, 'bench.lua');
-  await writeFile(script, WRK_SCRIPT(options.method, options.body));
-  const headers = Object.entries(options.headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
-  // Through a shell whose `times` prints its children's CPU time (wrk's) on its second line.
-  const { stdout } = await promisify(execFile)('/bin/sh', [
-    '-c',
-    'wrk "$@"; code=$?; times; exit $code',
-    'wrk',
-    '-t1',
-    `-c${options.connections}`,
-    `-d${options.seconds}s`,
-    '--timeout',
-    '5s',
-    '-s',
-    script,
-    ...headers,
-    options.url,
-  ]);
-  const line = stdout.split('\n').find((l) => l.startsWith('WRK_JSON '));
-  if (!line) throw new Error(`wrk printed no result:\n${stdout}`);
-  const times = stdout.trimEnd().split('\n').at(-1)!;
-  const cpuSeconds = [...times.matchAll(/(\d+)m([\d.]+)s/g)].reduce((sum, [, m, sec]) => sum + Number(m) * 60 + Number(sec), 0);
-  return { ...(JSON.parse(line.slice('WRK_JSON '.length)) as Omit<WrkResult, 'cpuSeconds'>), cpuSeconds };
-}
+// The load generator is wrk (Debian's package; `make bench` installs it), through scripts/wrk.ts: a C program whose one
+// thread costs a small part of a core, where autocannon, a Node program, took most of one of the two cores the servers
+// and PostgreSQL share. A body's `{n}` becomes a value unique to each request (scripts/wrk.ts), for creates whose
+// fields must not repeat (a company's email).
 
 /**
  * 100 distinct made-up words (10 stems × 10 endings): company names, emails and websites take the word of
@@ -275,6 +207,8 @@ const serverEnv = (databaseUrl: string, port: number, jwtSecret: string) => ({
   JWT_SECRET: jwtSecret,
   ACCESS_TOKEN_TTL: '3600',
   LOG_LEVEL: 'warn',
+  // The throughput scenarios drive one workspace as hard as they can: its request budget is measured on its own below.
+  RATE_LIMIT_WORKSPACE_PER_MINUTE: '1000000000',
   // A pool size given to the bench goes to the service and the baseline alike.
   ...(process.env.DATABASE_POOL_SIZE ? { DATABASE_POOL_SIZE: process.env.DATABASE_POOL_SIZE } : {}),
 });
@@ -310,12 +244,13 @@ async function startService(
   jwtSecret: string,
   processes: number,
   root = projectRoot,
+  extraEnv: Record<string, string> = {},
 ): Promise<Server> {
   const entry = path.join(root, 'dist', 'src', 'server.js');
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
   const port = await freePort();
   const { scripts } = JSON.parse(await readFile(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };
-  const env = { ...serverEnv(databaseUrl, port, jwtSecret), DATA_DIR: dataDir, WEB_CONCURRENCY: String(processes) };
+  const env = { ...serverEnv(databaseUrl, port, jwtSecret), DATA_DIR: dataDir, WEB_CONCURRENCY: String(processes), ...extraEnv };
   return startProcess(scripts.start, env, port, '/readyz', root);
 }
 
@@ -499,6 +434,63 @@ async function measurePair(service: Server, baseline: Server, token: string, sce
   const ours = combined(firstOurs, await measure(service, token, scenario, half, 0));
   const theirs = combined(firstTheirs, await measure(baseline, token, scenario, half, 0));
   return { ours, theirs };
+}
+
+const FLOOD_BUDGET_PER_MINUTE = 600;
+const FLOOD_RATE = 1000;
+const FLOOD_CONNECTIONS = 10;
+/** The neighbour's requests per second: its idle and flooded phases together stay within its own budget of 600 a minute. */
+const NEIGHBOUR_RATE = 8;
+const BUDGET_SECONDS = 20;
+
+interface Latencies {
+  count: number;
+  p50: number;
+  p99: number;
+}
+
+/** `rate` requests per second, one at a time, for `seconds`: their latencies (ms) and how many did not answer 200. */
+async function sample(url: string, token: string, rate: number, seconds: number): Promise<{ latencies: Latencies; errors: number }> {
+  const times: number[] = [];
+  let errors = 0;
+  const end = performance.now() + seconds * 1000;
+  for (let next = performance.now(); next < end; next += 1000 / rate) {
+    await sleep(Math.max(0, next - performance.now()));
+    const started = performance.now();
+    const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+    await res.arrayBuffer();
+    times.push(performance.now() - started);
+    if (res.status !== 200) errors += 1;
+  }
+  times.sort((a, b) => a - b);
+  const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))]!;
+  return { latencies: { count: times.length, p50: at(0.5), p99: at(0.99) }, errors };
+}
+
+/** Two small workspaces of the bench user: B's list sampled idle, then while A is flooded past its budget. */
+async function budgetRun(server: Server, databaseUrl: string) {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const { rows } = await client
+    .query<{ id: string }>(`SELECT id FROM organizations WHERE slug IN ('bench-small-1', 'bench-small-2') ORDER BY slug`)
+    .finally(() => client.end());
+  const [flooded, neighbour] = rows.map((row) => `${server.origin}/api/v1/organizations/${row.id}/companies/?limit=50`) as [string, string];
+  const token = await signIn(server.origin);
+  // Warm-up of the list path on workspace A, whose budget the flood spends anyway.
+  await sample(flooded, token, 5, 2);
+  const idle = await sample(neighbour, token, NEIGHBOUR_RATE, BUDGET_SECONDS);
+  const [flood, beside] = await Promise.all([
+    wrk({
+      url: flooded,
+      connections: FLOOD_CONNECTIONS,
+      seconds: BUDGET_SECONDS,
+      method: 'GET',
+      headers: { authorization: `Bearer ${token}` },
+      delayMs: (FLOOD_CONNECTIONS * 1000) / FLOOD_RATE,
+    }),
+    sample(neighbour, token, NEIGHBOUR_RATE, BUDGET_SECONDS),
+  ]);
+  return { idle: idle.latencies, flooded: beside.latencies, flood, neighbourErrors: idle.errors + beside.errors };
 }
 
 function table(header: string[], lines: string[][]): string[] {
@@ -858,7 +850,6 @@ async function main(): Promise<void> {
     for (const server of servers) await stopServer(server);
     if (postgres) await postgres.stop();
     if (!keptDir) await rm(workDir, { recursive: true, force: true });
-    await rm(scriptDir, { recursive: true, force: true });
   };
   const onSignal = () => {
     cleanup().finally(() => process.exit(130));
@@ -892,7 +883,8 @@ async function main(): Promise<void> {
     const appDir = path.join(workDir, 'app');
     const [afterFresh, deep] = selected('search') ? await cursorsAt(postgres.url, seeded.organizationId, [FRESH_COMPANIES, 500_000]) : [];
     const service = await started(startService(postgres.url, appDir, jwtSecret, 1));
-    const baseline = await started(startBaseline(postgres.url, jwtSecret));
+    // Only the throughput scenarios compare with the baseline: a run of other parts (BENCH_ONLY) does not start it.
+    let baseline: Server | undefined;
     const token = await signIn(service.origin);
     const org = `/api/v1/organizations/${seeded.organizationId}`;
     const output: string[] = [
@@ -926,6 +918,7 @@ async function main(): Promise<void> {
     let singleList: { service: Measured; baseline: Measured } | undefined;
     for (const scenario of scenarios.filter((s) => selected(s.name))) {
       log(`${scenario.name}: service and baseline, interleaved`);
+      baseline ??= await started(startBaseline(postgres.url, jwtSecret));
       const { ours, theirs } = await measurePair(service, baseline, token, scenario);
       if (scenario.name.startsWith('company list')) singleList = { service: ours, baseline: theirs };
       const ratio = ours.rps / theirs.rps;
@@ -972,7 +965,7 @@ async function main(): Promise<void> {
         '',
       );
     }
-    await stopped(baseline);
+    if (baseline) await stopped(baseline);
 
     if (selected('search')) {
       const result = await searchBench(postgres.url, service, token, seeded.organizationId, afterFresh!, deep!);
@@ -1026,6 +1019,37 @@ async function main(): Promise<void> {
       output.push(
         `(WEB_CONCURRENCY=2 gain ${gain.toFixed(2)}× against a ceiling of ${ceiling.toFixed(2)}× here: reported, not a target)`,
         '',
+      );
+    }
+    if (selected('budget')) {
+      log('request budgets: a neighbour idle, then beside a paced flood');
+      const budgeted = await started(
+        startService(postgres.url, appDir, jwtSecret, 1, projectRoot, { RATE_LIMIT_WORKSPACE_PER_MINUTE: String(FLOOD_BUDGET_PER_MINUTE) }),
+      );
+      const result = await budgetRun(budgeted, postgres.url);
+      await stopped(budgeted);
+      errors += result.neighbourErrors;
+      const ratio = result.flooded.p99 / result.idle.p99;
+      output.push(
+        `Request budgets (RATE_LIMIT_WORKSPACE_PER_MINUTE=${FLOOD_BUDGET_PER_MINUTE}): workspace A flooded by wrk, paced to at most ` +
+          `${FLOOD_RATE}/s (${FLOOD_CONNECTIONS} connections, each waiting ${(FLOOD_CONNECTIONS * 1000) / FLOOD_RATE} ms before a request), ` +
+          `${BUDGET_SECONDS} s; workspace B's company list (limit 50) sampled ${NEIGHBOUR_RATE}/s, one at a time, ${BUDGET_SECONDS} s idle ` +
+          'then during the flood (the same run, so only the ratio is compared):',
+        ...table(
+          ['neighbour (workspace B)', 'requests', 'p50 ms', 'p99 ms'],
+          [
+            ['idle', String(result.idle.count), result.idle.p50.toFixed(1), result.idle.p99.toFixed(1)],
+            ['beside the flood', String(result.flooded.count), result.flooded.p50.toFixed(1), result.flooded.p99.toFixed(1)],
+          ],
+        ),
+        `flood (workspace A): ${result.flood.requests} requests, ${(result.flood.requests / (result.flood.duration_us / 1e6)).toFixed(0)} req/s, ` +
+          `${((result.flood.non2xx / Math.max(result.flood.requests, 1)) * 100).toFixed(1)} % answered 429 (non-2xx), ` +
+          `${result.flood.errors} socket errors`,
+        '',
+      );
+      verdicts.push(
+        `${mark(ratio <= 1.5)} request budgets: the neighbour's list p99 beside a flood <= 1.5× its idle p99 (${ratio.toFixed(2)}×: ` +
+          `${result.flooded.p99.toFixed(1)} vs ${result.idle.p99.toFixed(1)} ms)`,
       );
     }
     verdicts.push(`${mark(errors === 0)} zero errors (${errors})`);

@@ -213,6 +213,15 @@ const variables = {
     adminInvitations: rateLimit('RATE_LIMIT_ADMIN_INVITATIONS_PER_DAY', 10, DAY),
     testSends: rateLimit('RATE_LIMIT_TEST_SENDS_PER_HOUR', 60, HOUR),
   },
+  /**
+   * Request budgets of the workspace API (every route under /organizations/{organization_id}), counted after
+   * authentication: per workspace (people and keys together), and per API key on top. One busy workspace or
+   * integration then gets 429s instead of slowing every other workspace down.
+   */
+  requestBudgets: {
+    workspace: rateLimit('RATE_LIMIT_WORKSPACE_PER_MINUTE', 3000, MINUTE),
+    apiKey: rateLimit('RATE_LIMIT_API_KEY_PER_MINUTE', 600, MINUTE),
+  },
   /** Ages past which the backup status reads `stale`: the last successful backup, and the last restore test. */
   backup: {
     maxAgeHours: integer('BACKUP_MAX_AGE_HOURS', 26),

@@ -172,6 +172,24 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
       return (await pool.query<Row>(text, parameters)).rows[0];
     },
     /**
+     * Deletes the record (only at one of the `expected` versions, when given) and queues its event, whose data is the
+     * record as it was; undefined when the organization has no such record (or not at those versions).
+     */
+    async delete<Row extends pg.QueryResultRow>(
+      spec: PageTable<Row, string>,
+      id: string,
+      event: CrmEventName,
+      expected?: Date[],
+    ): Promise<Row | undefined> {
+      const parameters: unknown[] = [organizationId, id];
+      const condition =
+        expected === undefined ? '' : ` AND updated_at = ANY($${parameters.push(expected.map((d) => d.toISOString()))}::timestamptz[])`;
+      const text =
+        `WITH record AS (DELETE FROM ${spec.table} WHERE organization_id = $1 AND id = $2${condition} RETURNING ${spec.selectList})` +
+        eventParameters(parameters, event);
+      return (await pool.query<Row>(text, parameters)).rows[0];
+    },
+    /**
      * Inserts many records in one statement and queues no event (an import's rows): each value object holds the
      * table's API columns, typed by the table's own row type (`jsonb_populate_recordset`). Answers how many went in.
      */

@@ -1,7 +1,7 @@
 // The API's authentication contexts: where a route is registered decides who may call it, and what its OpenAPI operation says.
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, FastifySchema, RouteOptions } from 'fastify';
 import { assertInstallationAdmin } from '../lib/current-user.js';
-import { problemResponse } from '../lib/http-schemas.js';
+import { BUDGET_HEADERS, problemResponse } from '../lib/http-schemas.js';
 import { requireUser } from './request.js';
 
 /**
@@ -101,13 +101,36 @@ export function tenantContext(routes: FastifyPluginAsync[]): FastifyPluginAsync 
       if (access === undefined) throw new Error(`tenant route ${String(route.method)} ${route.url} declares no config.access`);
       schema.security = route.config?.apiKeys ? [...BEARER, { apiKeyAuth: [] }] : BEARER;
       addResponses(route, access === 'member' ? [401, 404] : [401, 403, 404]);
+      addBudgetResponse(route);
       // The route's own hook, bound to its capability now (route hooks run after the context's resolveTenant),
       // rather than a context hook reading the route's options on every request.
       if (access !== 'member') appendOnRequest(route, scope.capabilityCheck(access));
     });
     scope.addHook('onRequest', scope.resolveTenant);
+    // After authentication: only a workspace's members and keys can spend its budget.
+    const { workspace, apiKey } = scope.config.requestBudgets;
+    scope.addHook(
+      'onRequest',
+      scope.requestBudgets([
+        {
+          name: 'workspace',
+          max: workspace.max,
+          windowMs: workspace.timeWindowMs,
+          key: (request) => request.tenant?.organization.id ?? null,
+        },
+        { name: 'api-key', max: apiKey.max, windowMs: apiKey.timeWindowMs, key: (request) => request.apiKey?.id ?? null },
+      ]),
+    );
     for (const plugin of routes) await scope.register(plugin);
   };
+}
+
+/** Every tenant route can answer 429 with the budget headers (merged into a 429 the route declares for a preset of its own). */
+function addBudgetResponse(route: RouteOptions): void {
+  const response = route.schema?.response as Record<number, { headers?: Record<string, unknown> }> | undefined;
+  if (!response) return;
+  const own = response[429] ?? problemResponse(429);
+  response[429] = { ...own, headers: { ...own.headers, ...BUDGET_HEADERS } };
 }
 
 export const TENANT_PREFIX = '/organizations/:organization_id';

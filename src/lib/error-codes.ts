@@ -56,6 +56,8 @@ export const ERROR_CODES = {
   company_not_found: 'No such company in this workspace.',
   contact_not_found: 'No such contact in this workspace.',
   automation_not_found: 'No such automation in this workspace.',
+  automation_not_webhook: 'Only webhook rules have a signing secret.',
+  automation_changed: 'The rule changed while this request was handled; read it again and retry.',
   email_account_not_found: 'No such email account in this workspace.',
   reset_link_invalid: 'The password reset link is unknown, used or expired.',
   email_change_invalid: 'The email change link is unknown, used or expired.',
@@ -81,6 +83,7 @@ export const ERROR_CODES = {
   encryption_key_missing: 'Storing SMTP credentials, webhook secrets or TOTP secrets needs EMAIL_ENCRYPTION_KEY on the server.',
   // Limits and availability
   rate_limited: 'Too many requests; see Retry-After.',
+  request_budget_exceeded: "The workspace's or the API key's request budget is used up; see Retry-After and RateLimit.",
   rate_limiter_unavailable: 'The shared rate-limit store is unreachable; this limited endpoint refuses until it is back.',
   server_busy: 'Too many password checks are queued; see Retry-After.',
   database_unavailable: 'The database is not reachable; see Retry-After.',

@@ -111,6 +111,19 @@ export const RATE_LIMIT_HEADERS = {
   'X-RateLimit-Reset': Type.Integer({ description: 'Seconds until the window resets.' }),
 };
 
+/** The IETF RateLimit headers (draft-ietf-httpapi-ratelimit-headers) of the workspace and API-key request budgets. */
+export const BUDGET_HEADERS = {
+  'Retry-After': Type.Integer({ description: 'Seconds until the exhausted budget starts a new window.' }),
+  'RateLimit-Policy': Type.String({
+    description:
+      'The budgets that apply, as a structured-field list: `"workspace";q=<requests>;w=<seconds>` and, for an API key, ' +
+      '`"api-key";q=<requests>;w=<seconds>`.',
+  }),
+  RateLimit: Type.String({
+    description: 'What is left of each budget: `"workspace";r=<remaining>;t=<seconds until the window resets>` (and `"api-key";…`).',
+  }),
+};
+
 export const problemResponse = (status: number) => ({
   description: problemDescriptions[status] ?? 'Error.',
   ...(status === 401

@@ -62,6 +62,9 @@ export const preconditionFailed = (detail: string) =>
 
 export const badGateway = (code: ErrorCode, detail: string) => new ProblemError({ status: 502, code, title: 'Bad gateway', detail });
 
+export const tooManyRequests = (code: ErrorCode, detail: string, headers?: Record<string, string>) =>
+  new ProblemError({ status: 429, code, title: 'Too many requests', detail, headers });
+
 export const serviceUnavailable = (code: ErrorCode, detail: string, headers?: Record<string, string>) =>
   new ProblemError({ status: 503, code, title: 'Service unavailable', detail, headers });
 

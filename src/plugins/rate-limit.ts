@@ -2,9 +2,9 @@
 import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
 import { Redis } from 'ioredis';
-import type { FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+import type { FastifyRequest, onRequestAsyncHookHandler, preHandlerAsyncHookHandler } from 'fastify';
 import type { Config } from '../config.js';
-import { serviceUnavailable } from '../lib/problem.js';
+import { serviceUnavailable, tooManyRequests } from '../lib/problem.js';
 
 export type RateLimitPresetName = keyof Config['rateLimits'];
 
@@ -122,6 +122,42 @@ export default fp(
         : (app.rateLimit(options) as preHandlerAsyncHookHandler);
       presets.set(name, failClosed ? failingClosed(handler) : handler);
     }
+    app.decorate('requestBudgets', (policies: readonly BudgetPolicy[]) => {
+      const limiters = policies.map((policy) => ({
+        policy,
+        // Fails open (skipOnError): a budget protects the neighbours' latency, not secrets; a Redis outage serves uncounted.
+        limit: app.createRateLimit({
+          max: policy.max,
+          timeWindow: policy.windowMs,
+          keyGenerator: (request) => `budget|${policy.name}|${policy.key(request)}`,
+          skipOnError: true,
+        }),
+      }));
+      return async (request, reply) => {
+        const applying = limiters.filter(({ policy }) => policy.key(request) !== null);
+        if (applying.length === 0) return;
+        // Every budget is charged (in parallel: one round trip to Redis each), so a refused request still counts everywhere.
+        const results = await Promise.all(applying.map(async ({ policy, limit }) => ({ policy, result: await limit(request) })));
+        const states = results.map(({ policy, result }) =>
+          result.isAllowed
+            ? { policy, remaining: policy.max, seconds: 0, exceeded: false }
+            : { policy, remaining: result.remaining, seconds: result.ttlInSeconds, exceeded: result.isExceeded },
+        );
+        reply.header(
+          'ratelimit-policy',
+          applying.map(({ policy: p }) => `"${p.name}";q=${p.max};w=${Math.round(p.windowMs / 1000)}`).join(', '),
+        );
+        reply.header('ratelimit', states.map((s) => `"${s.policy.name}";r=${s.remaining};t=${s.seconds}`).join(', '));
+        const exceeded = states.filter((s) => s.exceeded);
+        if (exceeded.length === 0) return;
+        const wait = Math.max(1, ...exceeded.map((s) => s.seconds));
+        throw tooManyRequests(
+          'request_budget_exceeded',
+          `The ${exceeded.map((s) => s.policy.name).join(' and ')} request budget is used up; retry in ${wait} seconds.`,
+          { 'retry-after': String(wait) },
+        );
+      };
+    });
     app.decorate('rateLimitPreset', (name: RateLimitPresetName) => {
       const preset = presets.get(name);
       if (!preset) throw new Error(`unknown rate-limit preset ${name}`);
@@ -131,8 +167,22 @@ export default fp(
   { name: 'rate-limit', dependencies: ['auth'] },
 );
 
+/** One request budget: `max` requests per `windowMs` per key; a request whose key is null is not counted against it. */
+export interface BudgetPolicy {
+  /** Its name in the RateLimit-Policy / RateLimit headers. */
+  name: string;
+  max: number;
+  windowMs: number;
+  key: (request: FastifyRequest) => string | null;
+}
+
 declare module 'fastify' {
   interface FastifyInstance {
+    /**
+     * An onRequest hook charging each policy that applies and sending the IETF `RateLimit-Policy` and `RateLimit` headers
+     * (draft-ietf-httpapi-ratelimit-headers); over any budget, 429 `request_budget_exceeded` with `Retry-After`.
+     */
+    requestBudgets: (policies: readonly BudgetPolicy[]) => onRequestAsyncHookHandler;
     rateLimitPreset: (name: RateLimitPresetName) => preHandlerAsyncHookHandler;
   }
 }

@@ -172,7 +172,7 @@ t.test('action_config is validated against the action type', async (t) => {
   await expect400('unknown action type', { ...emailRule, action_type: 'sms' }, 'action_type');
   const { action_type: _omitted, ...noType } = emailRule;
   await expect400('missing action type', noType, 'action_type');
-  await expect400('unknown trigger', { ...emailRule, trigger: 'company.deleted' }, 'trigger');
+  await expect400('unknown trigger', { ...emailRule, trigger: 'company.archived' }, 'trigger');
   await expect400('empty name', { ...emailRule, name: '' }, 'name');
   await expect400('missing config', { ...emailRule, action_config: undefined }, 'action_config');
   await expect400('is_active not boolean', { ...emailRule, is_active: 'yes' }, 'is_active');

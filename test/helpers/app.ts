@@ -43,6 +43,9 @@ export async function buildTestApp(t: Test, env: Record<string, string | undefin
     // Every test client shares one address and signs many users in: the per-IP and per-user limits get their own tests.
     RATE_LIMIT_TOKEN_PER_IP_PER_MINUTE: '100000',
     RATE_LIMIT_PASSWORD_CHECKS_PER_HOUR: '100000',
+    // Many test files send thousands of requests to one workspace within a minute: the budgets get their own tests.
+    RATE_LIMIT_WORKSPACE_PER_MINUTE: '1000000',
+    RATE_LIMIT_API_KEY_PER_MINUTE: '1000000',
     // The test SMTP server listens on 127.0.0.1; the host policy has its own test.
     EMAIL_SMTP_ALLOW_PRIVATE: 'true',
     ...env,

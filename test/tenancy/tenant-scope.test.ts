@@ -169,7 +169,10 @@ t.test('updates and deletes without a filter touch only the bound organization',
     }),
     { status: 404, code: 'company_not_found' },
   );
-  await t.rejects(companyService.remove(scoped, b.companies[2]!.id), { status: 404, code: 'company_not_found' });
+  await t.rejects(companyService.remove({ db: scoped, organizationId: A, writes: scopeWrites(app.pg, A), actor }, b.companies[2]!.id), {
+    status: 404,
+    code: 'company_not_found',
+  });
   await scoped.company.update({ where: { id: a.companies[1]!.id }, data: { organizationId: B, name: 'moved?' } });
   t.equal(
     (await db.company.findUniqueOrThrow({ where: { id: a.companies[1]!.id } })).organizationId,

@@ -12,6 +12,7 @@ import {
   AutomationSchema,
   AutomationTestResultSchema,
   AutomationTestSchema,
+  WebhookSecretRotationSchema,
 } from './schemas.js';
 
 /** Parts every route's schema shares; lists add the page query. */
@@ -61,7 +62,8 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'From then on every matching CRM event of the organization queues a run while the rule is active (`is_active`, ' +
           'default true, is fixed at creation: rules cannot be changed or deleted). `action_config` depends on ' +
           "`action_type`: `send_email` `{to, subject, body}`, sent through the workspace's default email account or the " +
-          'installation fallback (see `SendEmailConfig` for the sending policy); `webhook` `{url, secret?}`. A webhook ' +
+          'installation fallback (see `SendEmailConfig` for the sending policy); `webhook` `{url, secret?, generate_secret?}` ' +
+          '(`generate_secret: true`: the server generates a `whsec_` secret, returned once in `action_config.secret`). A webhook ' +
           'URL with a loopback, private, link-local or ' +
           'other non-public literal address, or a `localhost` name, is refused (400 `errors["action_config.url"]`) unless ' +
           'the server sets AUTOMATION_WEBHOOK_ALLOW_PRIVATE=true; host names are checked again after DNS on every delivery. ' +
@@ -96,6 +98,28 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const page = pageOf(request.query);
       return sendPage(request, reply, await automations.listRuns(requireTenant(request), page), page.limit);
     },
+  );
+
+  app.post(
+    `${base}/:automation_id/rotate-secret/`,
+    {
+      schema: {
+        ...documented,
+        operationId: 'rotateAutomationSecret',
+        summary: "Replace a webhook rule's signing secret; the old one signs beside it for 24 hours.",
+        description:
+          MANAGE_NOTE +
+          'The server generates a new `whsec_` secret and returns it this once. For 24 hours (until ' +
+          '`previous_secret_expires_at`) every delivery carries two signatures in `webhook-signature`, by the new and by ' +
+          'the replaced secret, so a receiver can switch secrets without losing deliveries; then only the new one signs. ' +
+          'A rule without a secret gets one (its deliveries are signed from now on). 400 `automation_not_webhook` for a ' +
+          '`send_email` rule; 409 `automation_changed` when another rotation won the race.',
+        params: AutomationParamsSchema,
+        response: responses({ 200: Ref(WebhookSecretRotationSchema) }, 401, 403, 404, 409),
+      },
+      config: { access: 'MANAGE_AUTOMATIONS', apiKeys: true },
+    },
+    async (request) => automations.rotateSecret(requireTenant(request), request.params.automation_id),
   );
 
   app.get(

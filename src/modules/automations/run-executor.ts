@@ -12,6 +12,9 @@ import { deliverWebhook } from './webhook.js';
 export interface StoredWebhookConfig {
   url: string;
   secret_encrypted?: string;
+  /** The secret a rotation replaced, still signing until `previous_secret_expires_at` (an ISO instant). */
+  previous_secret_encrypted?: string;
+  previous_secret_expires_at?: string;
 }
 
 /** The server settings an action obeys. */
@@ -35,15 +38,25 @@ export type ActionOutcome =
   | { status: 'skipped'; errorMessage: string }
   | { status: 'failed'; errorMessage: string; retryable: boolean };
 
-function webhookSecret(config: StoredWebhookConfig, key: Buffer | null): string | null {
-  if (!config.secret_encrypted) return null;
+function decryptWebhookSecret(encrypted: string, key: Buffer | null): string {
   const undecryptable = new ActionError('The webhook secret cannot be decrypted: EMAIL_ENCRYPTION_KEY is missing or has changed.', false);
   if (!key) throw undecryptable;
   try {
-    return decryptSecret(config.secret_encrypted, key);
+    return decryptSecret(encrypted, key);
   } catch {
     throw undecryptable;
   }
+}
+
+/** The secrets signing a delivery now: the current one, and the replaced one until its overlap ends. */
+function webhookSecrets(config: StoredWebhookConfig, key: Buffer | null): string[] {
+  if (!config.secret_encrypted) return [];
+  const secrets = [decryptWebhookSecret(config.secret_encrypted, key)];
+  const overlapEnds = config.previous_secret_expires_at ? Date.parse(config.previous_secret_expires_at) : 0;
+  if (config.previous_secret_encrypted && overlapEnds > Date.now()) {
+    secrets.push(decryptWebhookSecret(config.previous_secret_encrypted, key));
+  }
+  return secrets;
 }
 
 async function runAction(automation: Automation, runId: string, payload: EventPayload, deps: ActionDeps): Promise<void> {
@@ -55,7 +68,7 @@ async function runAction(automation: Automation, runId: string, payload: EventPa
   return deliverWebhook(
     {
       url: config.url,
-      secret: webhookSecret(config, deps.encryptionKey),
+      secrets: webhookSecrets(config, deps.encryptionKey),
       body: JSON.stringify(payload),
       event: payload.event,
       deliveryId: runId,

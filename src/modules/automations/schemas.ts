@@ -14,12 +14,16 @@ import {
   Uuid,
 } from '../../lib/http-schemas.js';
 
-export const TriggerSchema = StringEnum(['company.created', 'company.updated', 'contact.created', 'contact.updated', 'import.finished'], {
-  $id: 'AutomationTrigger',
-  description:
-    'The event that starts the rule: a company or a contact was created (`*.created`) or changed (`*.updated`), or a CSV ' +
-    'import ended (`import.finished`).',
-});
+export const TriggerSchema = StringEnum(
+  ['company.created', 'company.updated', 'company.deleted', 'contact.created', 'contact.updated', 'contact.deleted', 'import.finished'],
+  {
+    $id: 'AutomationTrigger',
+    description:
+      'The event that starts the rule: a company or a contact was created (`*.created`), changed (`*.updated`) or deleted ' +
+      '(`*.deleted`, with the record as it was; deleting a company deletes its contacts without a `contact.deleted` each), ' +
+      'or a CSV import ended (`import.finished`).',
+  },
+);
 
 export const RunStatusSchema = StringEnum(['queued', 'running', 'success', 'failed', 'skipped'], {
   $id: 'AutomationRunStatus',
@@ -65,7 +69,22 @@ export const WebhookConfigInputSchema = StrictObject(
       maxLength: 2048,
       description: 'http(s) URL without credentials.',
     }),
-    secret: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Signing secret; stored encrypted, never returned.' })),
+    secret: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 256,
+        description:
+          'Signing secret; stored encrypted, never returned. `whsec_<base64>` (Standard Webhooks) signs with the decoded ' +
+          'bytes, any other string with its UTF-8 bytes. Omitted (and no `generate_secret`): deliveries are unsigned.',
+      }),
+    ),
+    generate_secret: Type.Optional(
+      Type.Boolean({
+        description:
+          'true: the server generates a `whsec_` secret (32 random bytes) and returns it once, in the answer ' +
+          '(`action_config.secret`). Not together with `secret`.',
+      }),
+    ),
   },
   named('WebhookConfigInput'),
 );
@@ -75,9 +94,28 @@ const WebhookConfigSchema = Type.Object(
   {
     url: Type.String({ description: 'The webhook URL; only its origin for callers without MANAGE_AUTOMATIONS.' }),
     has_secret: Type.Boolean({ description: 'Whether deliveries are signed; the secret itself is never returned.' }),
+    secret: Type.Optional(
+      Type.String({ description: 'Only in the answer to a creation with `generate_secret: true`: the generated secret, shown this once.' }),
+    ),
   },
   named('WebhookConfig'),
 );
+
+export const WebhookSecretRotationSchema = Type.Object(
+  {
+    secret: Type.String({ description: 'The new `whsec_` secret, shown this once; it signs every delivery from now on.' }),
+    previous_secret_expires_at: NullableTimestamp({
+      description:
+        'Until then the replaced secret signs beside the new one (`webhook-signature` holds both signatures, space-separated); ' +
+        'null when the rule had no secret.',
+    }),
+  },
+  {
+    ...named('WebhookSecretRotation'),
+    description: 'The answer to a secret rotation: the new secret, once, and the end of the 24-hour overlap.',
+  },
+);
+export type WebhookSecretRotation = Static<typeof WebhookSecretRotationSchema>;
 
 function createBody<A extends string, C extends TSchema>(actionType: A, config: C, name: string) {
   return StrictObject(
@@ -192,6 +230,7 @@ export const AUTOMATION_SCHEMAS = [
   SendEmailConfigSchema,
   WebhookConfigInputSchema,
   WebhookConfigSchema,
+  WebhookSecretRotationSchema,
   SendEmailAutomationCreateSchema,
   WebhookAutomationCreateSchema,
   AutomationCreateSchema,

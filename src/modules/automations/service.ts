@@ -3,12 +3,20 @@ import { randomUUID } from 'node:crypto';
 import type { Automation, AutomationRun, Prisma } from '../../generated/prisma/client.js';
 import { encryptSecret } from '../../lib/crypto.js';
 import { afterPosition, newestFirst, pageOfDtos, type Page, type PageRequest } from '../../lib/pagination.js';
-import { badRequest, notFound, validationFailed } from '../../lib/problem.js';
+import { badRequest, conflict, notFound, validationFailed } from '../../lib/problem.js';
 import type { Tenant } from '../../db/tenant.js';
 import { eventNameOf, triggerOf, type EventPayload } from './dispatch.js';
 import { executeAction, type ActionDeps, type ActionSettings, type StoredWebhookConfig } from './run-executor.js';
-import type { AutomationCreate, AutomationDto, AutomationRunDto, AutomationTest, SendEmailConfig, WebhookConfigInput } from './schemas.js';
-import { webhookSecretProblem, webhookUrlProblem } from './webhook.js';
+import type {
+  AutomationCreate,
+  AutomationDto,
+  AutomationRunDto,
+  AutomationTest,
+  SendEmailConfig,
+  WebhookConfigInput,
+  WebhookSecretRotation,
+} from './schemas.js';
+import { generateWebhookSecret, WEBHOOK_SECRET_OVERLAP_MS, webhookSecretProblem, webhookUrlProblem } from './webhook.js';
 
 const automationNotFound = () => notFound('Automation not found.', 'automation_not_found');
 
@@ -54,35 +62,45 @@ export function toRunDto(run: AutomationRun): AutomationRunDto {
   };
 }
 
-/** The webhook settings as stored: URL checked for obviously private targets, secret encrypted. */
+/** The key secrets are encrypted with, or 400 `encryption_key_missing` naming the field. */
+function requireEncryptionKey(key: Buffer | null, field: string): Buffer {
+  if (key) return key;
+  throw badRequest('encryption_key_missing', 'Webhook secrets cannot be stored: the server has no EMAIL_ENCRYPTION_KEY configured.', {
+    [field]: ['Cannot be stored without a server-side encryption key.'],
+  });
+}
+
+/** The webhook settings as stored (URL checked for obviously private targets, secret encrypted), and a generated secret to show once. */
 function storedWebhookConfig(
   input: WebhookConfigInput,
   settings: { encryptionKey: Buffer | null; allowPrivateTargets: boolean },
-): StoredWebhookConfig {
+): { stored: StoredWebhookConfig; generated: string | null } {
   const urlProblem = webhookUrlProblem(input.url, settings.allowPrivateTargets);
   if (urlProblem) throw validationFailed({ 'action_config.url': [urlProblem] });
-  if (input.secret === undefined) return { url: input.url };
-  const secretProblem = webhookSecretProblem(input.secret);
-  if (secretProblem) throw validationFailed({ 'action_config.secret': [secretProblem] });
-  if (!settings.encryptionKey) {
-    throw badRequest('encryption_key_missing', 'Webhook secrets cannot be stored: the server has no EMAIL_ENCRYPTION_KEY configured.', {
-      'action_config.secret': ['Cannot be stored without a server-side encryption key.'],
-    });
+  if (input.generate_secret && input.secret !== undefined) {
+    throw validationFailed({ 'action_config.generate_secret': ['Give either `secret` or `generate_secret: true`, not both.'] });
   }
-  return { url: input.url, secret_encrypted: encryptSecret(input.secret, settings.encryptionKey) };
+  const generated = input.generate_secret ? generateWebhookSecret() : null;
+  const secret = generated ?? input.secret;
+  if (secret === undefined) return { stored: { url: input.url }, generated: null };
+  const secretProblem = webhookSecretProblem(secret);
+  if (secretProblem) throw validationFailed({ 'action_config.secret': [secretProblem] });
+  const key = requireEncryptionKey(settings.encryptionKey, generated ? 'action_config.generate_secret' : 'action_config.secret');
+  return { stored: { url: input.url, secret_encrypted: encryptSecret(secret, key) }, generated };
 }
 
-/** Saves a rule; runs nothing. */
-export function createAutomation(
+/** Saves a rule (runs nothing); with `generate_secret`, the generated secret comes back this once. */
+export async function createAutomation(
   tenant: Tenant,
   input: AutomationCreate,
   settings: { encryptionKey: Buffer | null; allowPrivateTargets: boolean },
-): Promise<Automation> {
+): Promise<{ automation: Automation; generatedSecret: string | null }> {
+  const webhook = input.action_type === 'webhook' ? storedWebhookConfig(input.action_config, settings) : null;
   const actionConfig =
-    input.action_type === 'webhook'
-      ? storedWebhookConfig(input.action_config, settings)
-      : { to: input.action_config.to, subject: input.action_config.subject, body: input.action_config.body };
-  return tenant.db.automation.create({
+    input.action_type === 'send_email'
+      ? { to: input.action_config.to, subject: input.action_config.subject, body: input.action_config.body }
+      : (webhook?.stored ?? {});
+  const automation = await tenant.db.automation.create({
     data: {
       organizationId: tenant.organization.id,
       name: input.name,
@@ -92,6 +110,35 @@ export function createAutomation(
       isActive: input.is_active ?? true,
     },
   });
+  return { automation, generatedSecret: webhook?.generated ?? null };
+}
+
+/**
+ * Replaces a webhook rule's secret by a generated one; the replaced secret keeps signing beside it for
+ * WEBHOOK_SECRET_OVERLAP_MS. A rotation racing another one (or any change of the rule) is a 409, never a lost secret.
+ */
+export async function rotateWebhookSecret(tenant: Tenant, id: string, encryptionKey: Buffer | null): Promise<WebhookSecretRotation> {
+  const automation = await getAutomation(tenant, id);
+  if (automation.actionType !== 'webhook') {
+    throw badRequest('automation_not_webhook', 'Only webhook rules have a signing secret to rotate.');
+  }
+  const key = requireEncryptionKey(encryptionKey, 'secret');
+  const current = automation.actionConfig as unknown as StoredWebhookConfig;
+  const secret = generateWebhookSecret();
+  const previousExpiresAt = current.secret_encrypted ? new Date(Date.now() + WEBHOOK_SECRET_OVERLAP_MS).toISOString() : null;
+  const rotated: StoredWebhookConfig = {
+    url: current.url,
+    secret_encrypted: encryptSecret(secret, key),
+    ...(current.secret_encrypted && previousExpiresAt
+      ? { previous_secret_encrypted: current.secret_encrypted, previous_secret_expires_at: previousExpiresAt }
+      : {}),
+  };
+  const { count } = await tenant.db.automation.updateMany({
+    where: { id, updatedAt: automation.updatedAt },
+    data: { actionConfig: asJson(rotated) },
+  });
+  if (count === 0) throw conflict('automation_changed', 'The rule changed meanwhile (another rotation?); read it again and retry.');
+  return { secret, previous_secret_expires_at: previousExpiresAt };
 }
 
 export function listAutomations(tenant: Tenant, page: PageRequest): Promise<Automation[]> {
@@ -156,11 +203,13 @@ export function createAutomationService(deps: ActionSettings) {
     list: async (tenant: Tenant, page: PageRequest): Promise<Page<AutomationDto>> =>
       pageOfDtos(await listAutomations(tenant, page), page.limit, (automation) => toAutomationDto(automation, full(tenant))),
     get: async (tenant: Tenant, id: string) => toAutomationDto(await getAutomation(tenant, id), full(tenant)),
-    create: async (tenant: Tenant, input: AutomationCreate) =>
-      toAutomationDto(
-        await createAutomation(tenant, input, { encryptionKey: deps.encryptionKey, allowPrivateTargets: deps.allowPrivateTargets }),
-        true,
-      ),
+    create: async (tenant: Tenant, input: AutomationCreate) => {
+      const settings = { encryptionKey: deps.encryptionKey, allowPrivateTargets: deps.allowPrivateTargets };
+      const { automation, generatedSecret } = await createAutomation(tenant, input, settings);
+      const dto = toAutomationDto(automation, true);
+      return generatedSecret ? { ...dto, action_config: { ...dto.action_config, secret: generatedSecret } } : dto;
+    },
+    rotateSecret: (tenant: Tenant, id: string) => rotateWebhookSecret(tenant, id, deps.encryptionKey),
     test: async (tenant: Tenant, id: string, input: AutomationTest, log: ActionDeps['log']) => {
       const run = await testAutomation(tenant, id, input, { ...deps, db: tenant.db, log });
       return { status: run.status, run: toRunDto(run) };

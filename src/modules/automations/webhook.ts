@@ -1,5 +1,5 @@
 // The webhook action: POSTs the event JSON to a checked public address, signed per Standard Webhooks (and the legacy header), within 5 seconds.
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
@@ -11,7 +11,8 @@ export const WEBHOOK_TIMEOUT_MS = 5000;
 
 export interface WebhookDelivery {
   url: string;
-  secret: string | null;
+  /** The signing secrets: the current one first, then the one it replaced while the rotation overlap lasts. */
+  secrets: readonly string[];
   /** The exact bytes sent (and signed). */
   body: string;
   event: string;
@@ -27,6 +28,12 @@ export const webhookSignature = (body: string, secret: string): string =>
   `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`;
 
 const WHSEC_PREFIX = 'whsec_';
+
+/** After a rotation the replaced secret signs beside the new one this long, so receivers can switch without a gap. */
+export const WEBHOOK_SECRET_OVERLAP_MS = 24 * 60 * 60 * 1000;
+
+/** A server-generated secret in the specification's form: `whsec_` and the base64 of 32 random bytes. */
+export const generateWebhookSecret = (): string => `${WHSEC_PREFIX}${randomBytes(32).toString('base64')}`;
 
 /** Why a secret cannot sign, or null: a `whsec_` secret must carry base64 (the specification's form). */
 export function webhookSecretProblem(secret: string): string | null {
@@ -49,11 +56,16 @@ function signatureHeaders(delivery: WebhookDelivery): Record<string, string> {
   const timestamp = Math.floor(Date.now() / 1000);
   // webhook-id is the run id: the same across retries of one event, so a receiver can drop duplicates.
   const headers: Record<string, string> = { 'webhook-id': delivery.deliveryId, 'webhook-timestamp': String(timestamp) };
-  if (!delivery.secret) return headers;
+  const [current] = delivery.secrets;
+  if (current === undefined) return headers;
   return {
     ...headers,
-    'webhook-signature': standardWebhookSignature(delivery.deliveryId, timestamp, delivery.body, delivery.secret),
-    'x-webhook-signature': webhookSignature(delivery.body, delivery.secret),
+    // Space-separated signatures (the specification's form): a receiver holding either secret verifies the delivery.
+    'webhook-signature': delivery.secrets
+      .map((secret) => standardWebhookSignature(delivery.deliveryId, timestamp, delivery.body, secret))
+      .join(' '),
+    // The deprecated header carries the current secret's signature only.
+    'x-webhook-signature': webhookSignature(delivery.body, current),
   };
 }
 

@@ -29,7 +29,9 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
         '`lifecycle_stage` defaults to `lead`. `organization` and `organization_id` are accepted and ignored: the ' +
         'company belongs to the organization of the path. Other unknown fields answer 400. Dispatches `company.created`.',
       update: 'Partial: absent fields stay unchanged. Dispatches `company.updated` (not for an empty body).',
-      delete: "Also deletes the company's contacts.",
+      delete:
+        "Also deletes the company's contacts. Queues the `company.deleted` automation runs (the company as it was) in the " +
+        'same statement; the contacts it takes along send no `contact.deleted` each.',
     },
     timeline: 'companyId',
     exportFields: [...companyPage.columns, 'created_at', 'updated_at'],

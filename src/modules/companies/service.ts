@@ -123,7 +123,4 @@ export const companyService = recordService({
       ...page,
     }),
   find: (db, id) => db.company.findUnique({ select: companyBody, where: { id } }),
-  /** The company's contacts go with it (the foreign key cascades). */
-  remove: async (db, id, expected) =>
-    (await db.company.deleteMany({ where: { id, ...(expected ? { updatedAt: { in: expected } } : {}) } })).count,
 });

@@ -32,7 +32,7 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
       update:
         'Partial: absent fields stay unchanged; a new `company_id` must be in the same organization (400). ' +
         'Dispatches `contact.updated` (not for an empty body).',
-      delete: 'Deletes the contact only.',
+      delete: 'Deletes the contact only, and queues its `contact.deleted` automation runs (the contact as it was) in the same statement.',
     },
     timeline: 'contactId',
     exportFields: [...contactPage.columns, 'created_at', 'updated_at'],

@@ -88,6 +88,4 @@ export const contactService = recordService({
       ...page,
     }),
   find: (db, id) => db.contact.findUnique({ select: contactBody, where: { id } }),
-  remove: async (db, id, expected) =>
-    (await db.contact.deleteMany({ where: { id, ...(expected ? { updatedAt: { in: expected } } : {}) } })).count,
 });

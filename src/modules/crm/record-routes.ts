@@ -60,7 +60,7 @@ export interface RecordService<S extends RecordSchemas, Filters> {
   get(db: TenantDb, id: string): Promise<Static<S['record']>>;
   create(scope: CrmScope, body: Static<S['create']>): Promise<Static<S['record']>>;
   update(scope: CrmScope, id: string, body: Static<S['update']>, expected?: '*' | Date[]): Promise<Static<S['record']>>;
-  remove(db: TenantDb, id: string, expected?: '*' | Date[]): Promise<void>;
+  remove(scope: CrmScope, id: string, expected?: '*' | Date[]): Promise<void>;
   archive(scope: CrmScope, id: string): Promise<Static<S['record']>>;
   restore(scope: CrmScope, id: string): Promise<Static<S['record']>>;
 }
@@ -362,7 +362,7 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
       config: write,
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
-      await service.remove(requireTenant(request).db, idOf(request), ifMatch(request));
+      await service.remove(scopeOf(request), idOf(request), ifMatch(request));
       return reply.code(204).send(null);
     },
   );

@@ -23,7 +23,7 @@ const UNIQUE_VIOLATION = '23505';
 
 /** The queries and answers of one record type. */
 export interface RecordQueries<Row, Dto extends Record<string, unknown>, Filters> {
-  /** Names the events: `company` → `company.created` / `company.updated`. */
+  /** Names the events: `company` → `company.created` / `company.updated` / `company.deleted`. */
   event: 'company' | 'contact';
   toDto(row: Row): Dto;
   notFound(): ProblemError;
@@ -42,8 +42,6 @@ export interface RecordQueries<Row, Dto extends Record<string, unknown>, Filters
   /** `page.limit + 1` records in the page's order (already in API shape) when more follow, else the rest. */
   list(pages: TenantPages, filters: Filters, page: ListPageRequest): Promise<Dto[]>;
   find(db: TenantDb, id: string): Promise<Row | null>;
-  /** Deletes the record (only at one of the `expected` versions, when given) and answers how many rows went (0 or 1). */
-  remove(db: TenantDb, id: string, expected?: Date[]): Promise<number>;
 }
 
 const changedSince = () => preconditionFailed('The record changed since the version named in If-Match.');
@@ -127,10 +125,11 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
     archive: (scope: CrmScope, id: string) => setArchived(scope, id, true),
     /** Restores an archived record; restoring an active one changes nothing. */
     restore: (scope: CrmScope, id: string) => setArchived(scope, id, false),
-    async remove(db: TenantDb, id: string, expected?: '*' | Date[]): Promise<void> {
+    /** The deletion and its `deleted` event's runs (the record as it was) commit together. */
+    async remove(scope: CrmScope, id: string, expected?: '*' | Date[]): Promise<void> {
       const versions = expected === '*' ? undefined : expected;
-      if ((isUuid(id) ? await queries.remove(db, id, versions) : 0) > 0) return;
-      throw versions && isUuid(id) && (await queries.find(db, id)) ? changedSince() : notFound();
+      if (isUuid(id) && (await scope.writes.delete(queries.table, id, `${event}.deleted`, versions))) return;
+      throw versions && isUuid(id) && (await queries.find(scope.db, id)) ? changedSince() : notFound();
     },
   };
 }
