@@ -22,7 +22,12 @@ async function busySeconds(): Promise<number> {
 }
 
 const dir = await mkdtemp(path.join(tmpdir(), 'crm-bench-stack-'));
-const stack = await startStack({ dir, instances: 2, log: (line) => console.error(line) });
+const stack = await startStack({
+  dir,
+  instances: 2,
+  env: { RATE_LIMIT_WORKSPACE_PER_MINUTE: '1000000000' },
+  log: (line) => console.error(line),
+});
 const direct = serviceInstance('direct', await freePort(), {
   ...stack.env,
   DATABASE_URL: stack.primary.url,

@@ -135,6 +135,8 @@ export async function startStack(options: {
   instances?: number;
   port?: number;
   log?: (line: string) => void;
+  /** More environment for the instances (a load test raises the request budgets). */
+  env?: NodeJS.ProcessEnv;
 }): Promise<Stack> {
   const log = options.log ?? (() => {});
   const dir = path.resolve(options.dir);
@@ -207,6 +209,7 @@ export async function startStack(options: {
       WEB_CONCURRENCY: '1',
       SHUTDOWN_DELAY_MS: String(SHUTDOWN_DELAY_MS),
       LOG_LEVEL: 'warn',
+      ...options.env,
     };
     const instances: Instance[] = [];
     for (let n = 1; n <= (options.instances ?? 2); n++) {

@@ -16,12 +16,23 @@ export interface Started {
   output: () => string;
 }
 
+/** Server processes under test serve loops of requests to one workspace: the budgets get their own tests. */
+const LOAD_BUDGETS = { RATE_LIMIT_WORKSPACE_PER_MINUTE: '1000000', RATE_LIMIT_API_KEY_PER_MINUTE: '1000000' };
+
 export async function startServer(env: Record<string, string>): Promise<Started> {
   const port = await freePort();
   let output = '';
   const child = spawn('npm', ['start', '--silent'], {
     cwd: projectRoot,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      ...LOAD_BUDGETS,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
     // Own process group, so a failed test can kill npm and the server together.
     detached: true,

@@ -41,6 +41,7 @@ const app = await buildApp(
     JWT_SECRET: 'test-jwt-secret-0123456789-0123456789-abcdef',
     SERVICE_SETUP_TOKEN: TEST_SETUP_TOKEN,
     RATE_LIMIT_TOKEN_PER_IP_PER_MINUTE: '100000',
+    RATE_LIMIT_WORKSPACE_PER_MINUTE: '1000000',
   }),
   { logStream: { write: (line: string) => void logs.push(line) } },
 );

@@ -13,7 +13,7 @@ import { startStack } from '../../scripts/stack/stack.js';
 
 const dir = await mkdtemp(path.join(tmpdir(), 'crm-stack-test-'));
 t.teardown(() => rm(dir, { recursive: true, force: true }));
-const stack = await startStack({ dir, instances: 2 });
+const stack = await startStack({ dir, instances: 2, env: { RATE_LIMIT_WORKSPACE_PER_MINUTE: '1000000000' } });
 t.teardown(stack.stop);
 
 const api = async (method: string, url: string, body?: unknown, access?: string) => {
