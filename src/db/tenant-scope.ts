@@ -16,6 +16,8 @@ const TENANT_MODELS: ReadonlySet<string> = new Set([
   'Import',
   'ImportError',
   'ApiKey',
+  'Deal',
+  'Task',
 ]);
 const ORGANIZATION = 'Organization';
 

@@ -8,6 +8,7 @@ import { AUTH_SCHEMAS } from '../modules/auth/schemas.js';
 import { AUTOMATION_SCHEMAS } from '../modules/automations/schemas.js';
 import { COMPANY_SCHEMAS } from '../modules/companies/schemas.js';
 import { CONTACT_SCHEMAS } from '../modules/contacts/schemas.js';
+import { DEAL_SCHEMAS } from '../modules/deals/schemas.js';
 import { ListSortSchema } from '../modules/crm/record-schemas.js';
 import { SmtpAccountInputSchema } from '../modules/email/smtp-account-input.js';
 import { EMAIL_ACCOUNT_SCHEMAS } from '../modules/email-accounts/schemas.js';
@@ -45,6 +46,7 @@ export const COMPONENT_SCHEMAS: readonly TSchema[] = [
   ListSortSchema,
   ...COMPANY_SCHEMAS,
   ...CONTACT_SCHEMAS,
+  ...DEAL_SCHEMAS,
   ...AUTOMATION_SCHEMAS,
   ...IMPORT_SCHEMAS,
   ...API_KEY_SCHEMAS,

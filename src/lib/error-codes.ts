@@ -54,6 +54,8 @@ export const ERROR_CODES = {
   provisioning_not_found: 'No such pending workspace for this caller.',
   company_not_found: 'No such company in this workspace.',
   contact_not_found: 'No such contact in this workspace.',
+  deal_not_found: 'No such deal in this workspace.',
+  task_not_found: 'No such task in this workspace.',
   automation_not_found: 'No such automation in this workspace.',
   email_account_not_found: 'No such email account in this workspace.',
   reset_link_invalid: 'The password reset link is unknown, used or expired.',

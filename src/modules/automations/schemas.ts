@@ -14,12 +14,16 @@ import {
   Uuid,
 } from '../../lib/http-schemas.js';
 
-export const TriggerSchema = StringEnum(['company.created', 'company.updated', 'contact.created', 'contact.updated', 'import.finished'], {
-  $id: 'AutomationTrigger',
-  description:
-    'The event that starts the rule: a company or a contact was created (`*.created`) or changed (`*.updated`), or a CSV ' +
-    'import ended (`import.finished`).',
-});
+export const TriggerSchema = StringEnum(
+  ['company.created', 'company.updated', 'contact.created', 'contact.updated', 'import.finished', 'deal.stage_changed', 'task.completed'],
+  {
+    $id: 'AutomationTrigger',
+    description:
+      'The event that starts the rule: a company or a contact was created (`*.created`) or changed (`*.updated`), or a CSV ' +
+      'import ended (`import.finished`), a deal changed stage (`deal.stage_changed`: the deal plus `previous_stage`) or a ' +
+      'task was completed (`task.completed`).',
+  },
+);
 
 export const RunStatusSchema = StringEnum(['queued', 'running', 'success', 'failed', 'skipped'], {
   $id: 'AutomationRunStatus',

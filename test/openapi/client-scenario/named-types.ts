@@ -49,7 +49,16 @@ export const STAGE_LABELS: Record<LifecycleStage, string> = {
 sameType<MembershipRole, 'owner' | 'admin' | 'member' | 'viewer'>(true);
 sameType<InvitationStatus, 'pending' | 'accepted' | 'expired' | 'revoked'>(true);
 sameType<AutomationRunStatus, 'queued' | 'running' | 'success' | 'failed' | 'skipped'>(true);
-sameType<AutomationTrigger, 'company.created' | 'company.updated' | 'contact.created' | 'contact.updated' | 'import.finished'>(true);
+sameType<
+  AutomationTrigger,
+  | 'company.created'
+  | 'company.updated'
+  | 'contact.created'
+  | 'contact.updated'
+  | 'import.finished'
+  | 'deal.stage_changed'
+  | 'task.completed'
+>(true);
 // One type per enum, wherever it is used.
 sameType<Company['lifecycle_stage'], LifecycleStage>(true);
 sameType<Organization['current_user_role'], MembershipRole>(true);
