@@ -31,6 +31,7 @@ import * as emailAccounts from './modules/email-accounts/routes.js';
 import * as companies from './modules/companies/routes.js';
 import * as contacts from './modules/contacts/routes.js';
 import * as deals from './modules/deals/routes.js';
+import * as tasks from './modules/tasks/routes.js';
 import * as automations from './modules/automations/routes.js';
 import * as imports from './modules/imports/routes.js';
 import * as apiKeys from './modules/api-keys/routes.js';
@@ -188,6 +189,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
           companies.tenantRoutes,
           contacts.tenantRoutes,
           deals.tenantRoutes,
+          tasks.tenantRoutes,
           automations.tenantRoutes,
           imports.tenantRoutes,
           apiKeys.tenantRoutes,

@@ -16,6 +16,7 @@ import { createEmailAccountService } from './modules/email-accounts/service.js';
 import { companyService } from './modules/companies/service.js';
 import { contactService } from './modules/contacts/service.js';
 import * as dealService from './modules/deals/service.js';
+import * as taskService from './modules/tasks/service.js';
 import { importService } from './modules/imports/service.js';
 import { createAutomationService } from './modules/automations/service.js';
 import { createUserAdminService } from './modules/users/user-admin-service.js';
@@ -60,6 +61,7 @@ export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure
     companies: companyService,
     contacts: contactService,
     deals: dealService,
+    tasks: taskService,
     automations,
     imports: importService,
     // The installation administrators' API; its data export reads CRM records through the tenant services above.

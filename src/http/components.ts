@@ -9,6 +9,7 @@ import { AUTOMATION_SCHEMAS } from '../modules/automations/schemas.js';
 import { COMPANY_SCHEMAS } from '../modules/companies/schemas.js';
 import { CONTACT_SCHEMAS } from '../modules/contacts/schemas.js';
 import { DEAL_SCHEMAS } from '../modules/deals/schemas.js';
+import { TASK_SCHEMAS } from '../modules/tasks/schemas.js';
 import { ListSortSchema } from '../modules/crm/record-schemas.js';
 import { SmtpAccountInputSchema } from '../modules/email/smtp-account-input.js';
 import { EMAIL_ACCOUNT_SCHEMAS } from '../modules/email-accounts/schemas.js';
@@ -47,6 +48,7 @@ export const COMPONENT_SCHEMAS: readonly TSchema[] = [
   ...COMPANY_SCHEMAS,
   ...CONTACT_SCHEMAS,
   ...DEAL_SCHEMAS,
+  ...TASK_SCHEMAS,
   ...AUTOMATION_SCHEMAS,
   ...IMPORT_SCHEMAS,
   ...API_KEY_SCHEMAS,

@@ -76,7 +76,9 @@ CREATE TABLE "tasks" (
     "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "updated_at" TIMESTAMPTZ(3) NOT NULL,
 
-    CONSTRAINT "tasks_pkey" PRIMARY KEY ("id")
+    CONSTRAINT "tasks_pkey" PRIMARY KEY ("id"),
+    -- Written by hand: completed_at is set exactly while the task is completed (the open-tasks index relies on it).
+    CONSTRAINT "tasks_completed_check" CHECK (("workflow_status" = 'completed') = ("completed_at" IS NOT NULL))
 );
 
 -- CreateIndex

@@ -1,6 +1,7 @@
 // Checks of the references a deal or task body makes (company, contact, deal, assignee): each must be of the
 // request's workspace, else 400 on that field. Read through the tenant-scoped client, so another workspace's id is
 // simply not found.
+import type { Tenant } from '../../db/tenant.js';
 import type { TenantTx } from '../../db/tenant-scope.js';
 import { validationFailed } from '../../lib/problem.js';
 
@@ -34,5 +35,17 @@ export async function checkReferences(tx: TenantTx, refs: References): Promise<v
   if (missing.length > 0) throw validationFailed(Object.fromEntries(missing.map((field) => [field, [MESSAGES[field]]])));
 }
 
-/** Prisma's foreign key violation: a referenced row went between the check and the write (a concurrent delete). */
-export const isForeignKeyViolation = (error: unknown) => (error as { code?: unknown }).code === 'P2003';
+/**
+ * Runs a write in one transaction of the tenant-scoped client. A referenced record deleted between its check and the
+ * write (Prisma's foreign key violation P2003) answers 400, as a missing one does, never 500.
+ */
+export async function writeReferencing<T>(tenant: Tenant, work: (tx: TenantTx) => Promise<T>): Promise<T> {
+  try {
+    return await tenant.db.$transaction(work);
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'P2003') {
+      throw validationFailed({ references: ['A record this one refers to was deleted meanwhile.'] });
+    }
+    throw error;
+  }
+}

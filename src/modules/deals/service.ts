@@ -9,7 +9,7 @@ import { afterPosition, newestFirst, type PageRequest } from '../../lib/paginati
 import { notFound, validationFailed } from '../../lib/problem.js';
 import { dispatchEvent } from '../automations/dispatch.js';
 import { archivedCondition } from '../crm/archive-schemas.js';
-import { checkReferences, isForeignKeyViolation } from '../crm/references.js';
+import { checkReferences, writeReferencing as write } from '../crm/references.js';
 import { lockStages, renumberStage } from './board.js';
 import {
   DEAL_STAGES,
@@ -77,16 +77,6 @@ function columnsOf(body: DealUpdate): Prisma.DealUncheckedUpdateInput {
     lostReason: body.lost_reason,
     notes: body.notes,
   };
-}
-
-/** Runs a deal write: a reference deleted between its check and the write answers 400 like a missing one. */
-async function write<T>(tenant: Tenant, work: (tx: TenantTx) => Promise<T>): Promise<T> {
-  try {
-    return await tenant.db.$transaction(work);
-  } catch (error) {
-    if (isForeignKeyViolation(error)) throw validationFailed({ company_id: ['No such company in this organization.'] });
-    throw error;
-  }
 }
 
 /** The deal, its row locked for the transaction, with its stage's lock (and `target`'s) held: 404 when absent. */
