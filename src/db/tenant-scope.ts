@@ -17,6 +17,7 @@ const TENANT_MODELS: ReadonlySet<string> = new Set([
   'ImportError',
   'ApiKey',
   'Deal',
+  'DealPipelineTotal',
   'Task',
 ]);
 const ORGANIZATION = 'Organization';

@@ -276,6 +276,36 @@ t.test('the pipeline counts active deals per stage and sums net and gross per cu
     { stage: 'won', count: 1, totals: [{ currency: 'EUR', net_value: '10.00', gross_value: '10.00' }] },
     { stage: 'lost', count: 0, totals: [] },
   ]);
+  // The kept totals follow every kind of change: they equal the sums of the active deals the list answers.
+  const listed = json<Array<Record<string, any>>>(await call('GET', 'deals/?limit=200'));
+  await call('POST', `deals/${listed[0]!.id}/move/`, { stage: 'proposal', position: 0 });
+  await app.inject({
+    method: 'PATCH',
+    url: `/api/v1/organizations/${ws.id}/deals/${listed[1]!.id}/`,
+    headers: owner.headers,
+    payload: { value: '33.33', currency: 'GBP', amount_includes_tax: true },
+  });
+  await app.inject({ method: 'DELETE', url: `/api/v1/organizations/${ws.id}/deals/${listed[2]!.id}/`, headers: owner.headers });
+  await call('POST', `deals/${gone.id}/restore/`);
+  const cents = (text: string) => BigInt(text.replace('.', ''));
+  const expected = new Map<string, { count: number; net: bigint; gross: bigint }>();
+  for (const deal of json<Array<Record<string, any>>>(await call('GET', 'deals/?limit=200'))) {
+    const key = `${deal.stage} ${deal.currency}`;
+    const sum = expected.get(key) ?? { count: 0, net: 0n, gross: 0n };
+    expected.set(key, { count: sum.count + 1, net: sum.net + cents(deal.net_value), gross: sum.gross + cents(deal.gross_value) });
+  }
+  const kept = new Map<string, { count: number; net: bigint; gross: bigint }>();
+  for (const stage of json<Array<{ stage: string; totals: Array<{ currency: string; net_value: string; gross_value: string }> }>>(
+    await call('GET', 'deals/pipeline/'),
+  )) {
+    for (const total of stage.totals) {
+      kept.set(`${stage.stage} ${total.currency}`, { count: 0, net: cents(total.net_value), gross: cents(total.gross_value) });
+    }
+  }
+  t.same(
+    [...kept].map(([key, { net, gross }]) => [key, net, gross]).sort(),
+    [...expected].map(([key, { net, gross }]) => [key, net, gross]).sort(),
+  );
 });
 
 t.test('workspace API keys reach the deal routes within their capabilities', async (t) => {

@@ -88,10 +88,6 @@ CREATE INDEX "deals_organization_id_created_at_id_idx" ON "deals"("organization_
 CREATE INDEX "deals_organization_id_stage_position_idx" ON "deals"("organization_id", "stage", "position");
 
 -- CreateIndex
--- Written by hand: partial and covering, so the pipeline summary reads the index alone (INCLUDE is not modelled by Prisma).
-CREATE INDEX "deals_organization_id_stage_currency_idx" ON "deals"("organization_id", "stage", "currency") INCLUDE ("net_value", "gross_value") WHERE "archived_at" IS NULL;
-
--- CreateIndex
 CREATE INDEX "deals_organization_id_company_id_created_at_id_idx" ON "deals"("organization_id", "company_id", "created_at" DESC, "id" DESC);
 
 -- CreateIndex
@@ -139,3 +135,37 @@ ALTER TABLE "tasks" ADD CONSTRAINT "tasks_contact_id_fkey" FOREIGN KEY ("contact
 
 -- AddForeignKey
 ALTER TABLE "tasks" ADD CONSTRAINT "tasks_deal_id_fkey" FOREIGN KEY ("deal_id") REFERENCES "deals"("id") ON DELETE SET NULL ON UPDATE CASCADE;
+
+-- CreateTable
+CREATE TABLE "deal_pipeline_totals" (
+    "organization_id" UUID NOT NULL,
+    "stage" "deal_stage" NOT NULL,
+    "currency" CHAR(3) NOT NULL,
+    "count" INTEGER NOT NULL DEFAULT 0,
+    "net_value" DECIMAL NOT NULL DEFAULT 0,
+    "gross_value" DECIMAL NOT NULL DEFAULT 0,
+
+    CONSTRAINT "deal_pipeline_totals_pkey" PRIMARY KEY ("organization_id","stage","currency")
+);
+
+-- Written by hand: keeps deal_pipeline_totals in the transaction of every deal write. Position changes (the board
+-- renumbering) do not fire it. The writes of one stage already take turns under the stage's advisory lock.
+CREATE FUNCTION deals_pipeline_totals() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.archived_at IS NULL THEN
+    UPDATE deal_pipeline_totals
+    SET count = count - 1, net_value = net_value - OLD.net_value, gross_value = gross_value - OLD.gross_value
+    WHERE organization_id = OLD.organization_id AND stage = OLD.stage AND currency = OLD.currency;
+  END IF;
+  IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.archived_at IS NULL THEN
+    INSERT INTO deal_pipeline_totals AS t (organization_id, stage, currency, count, net_value, gross_value)
+    VALUES (NEW.organization_id, NEW.stage, NEW.currency, 1, NEW.net_value, NEW.gross_value)
+    ON CONFLICT (organization_id, stage, currency) DO UPDATE
+    SET count = t.count + 1, net_value = t.net_value + EXCLUDED.net_value, gross_value = t.gross_value + EXCLUDED.gross_value;
+  END IF;
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER deals_pipeline_totals
+AFTER INSERT OR DELETE OR UPDATE OF organization_id, stage, currency, value, tax_rate, amount_includes_tax, archived_at ON deals
+FOR EACH ROW EXECUTE FUNCTION deals_pipeline_totals();

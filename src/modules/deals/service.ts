@@ -223,13 +223,12 @@ export async function setArchived(tenant: Tenant, id: string, archived: boolean)
   return toDealDto(deal);
 }
 
-/** Every stage in board order: its active deals' count and, per currency, the sums of net and gross values. */
+/** Every stage in board order: its active deals' count and, per currency, the sums (kept by a trigger: see the migration). */
 export async function pipeline(tenant: Tenant): Promise<DealPipelineStage[]> {
   const rows = await tenant.db.$queryRaw<{ stage: DealStage; currency: string; count: number; net: string; gross: string }[]>`
-    SELECT stage::text AS stage, currency, count(*)::int AS count, sum(net_value)::text AS net, sum(gross_value)::text AS gross
-    FROM deals
-    WHERE organization_id = ${tenant.organization.id}::uuid AND archived_at IS NULL
-    GROUP BY stage, currency
+    SELECT stage::text AS stage, currency, count, round(net_value, 2)::text AS net, round(gross_value, 2)::text AS gross
+    FROM deal_pipeline_totals
+    WHERE organization_id = ${tenant.organization.id}::uuid AND count > 0
     ORDER BY currency`;
   return DEAL_STAGES.map((stage) => {
     const own = rows.filter((row) => row.stage === stage);

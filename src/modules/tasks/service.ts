@@ -71,6 +71,15 @@ function statusCondition(status: TaskEffectiveStatus, now: Date): Prisma.TaskWhe
   return { completedAt: null, OR: [{ dueAt: null }, { dueAt: { gte: now } }] };
 }
 
+/** Open and overdue together are the unfinished tasks: one condition the partial open-tasks index serves. */
+function statusesCondition(statuses: TaskEffectiveStatus[], now: Date): Prisma.TaskWhereInput {
+  if (statuses.length === 0) return {};
+  if (statuses.includes('open') && statuses.includes('overdue')) {
+    return statuses.includes('completed') ? {} : { completedAt: null };
+  }
+  return { OR: statuses.map((status) => statusCondition(status, now)) };
+}
+
 export async function list(tenant: Tenant, actor: Actor, query: TaskListQuery, page: PageRequest): Promise<TaskDto[]> {
   let assignedTo = query.assigned_to;
   if (assignedTo === 'me') {
@@ -90,7 +99,7 @@ export async function list(tenant: Tenant, actor: Actor, query: TaskListQuery, p
           dealId: query.deal_id,
           ...(query.due_before ? { dueAt: { lt: new Date(query.due_before) } } : {}),
         },
-        statuses.length > 0 ? { OR: statuses.map((status) => statusCondition(status, now)) } : {},
+        statusesCondition(statuses, now),
         byDue ? afterDue(page.after) : afterPosition(page.after),
       ],
     },
