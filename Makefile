@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 # fuzz: see test/fuzz/. FUZZ_RUNS and FUZZ_SEED choose the size and the sequence.
 BACKUP_DIR ?= backups
-.PHONY: contract-diff stack bench-stack backup restore-test demo fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
+.PHONY: contract-diff stack bench-stack bench-csv backup restore-test demo fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -87,6 +87,12 @@ bench: build ## seed 1M companies and measure the API and a bare baseline with w
 	@command -v wrk >/dev/null || { echo 'installing wrk (apt-get)'; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; } \
 	  || { echo 'make bench needs wrk: apt-get install wrk' >&2; exit 1; }
 	node --import tsx scripts/bench.ts
+	node --import tsx scripts/bench-csv.ts
+
+bench-csv: build ## the CSV targets alone: export 1M companies (time, RSS growth), import 100k (time, list p99 meanwhile)
+	@command -v wrk >/dev/null || { echo 'installing wrk (apt-get)'; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; } \
+	  || { echo 'make bench-csv needs wrk: apt-get install wrk' >&2; exit 1; }
+	node --import tsx scripts/bench-csv.ts
 
 fuzz: build ## fuzz every OpenAPI operation with 10,000 generated requests (FUZZ_RUNS, FUZZ_SEED) and 22 request shapes the schemas do not describe; prints counts
 	FUZZ_RUNS=$${FUZZ_RUNS:-10000} npm test -- --timeout=3600 test/fuzz/fuzz.test.ts

@@ -17,7 +17,7 @@ import { CompanySchema } from '../src/modules/companies/schemas.js';
 import { companyPage, companyService } from '../src/modules/companies/service.js';
 import { ContactSchema } from '../src/modules/contacts/schemas.js';
 import { contactService } from '../src/modules/contacts/service.js';
-import { OrganizationSchema, RoleSchema } from '../src/modules/organizations/organization-dto.js';
+import { COMPONENT_SCHEMAS } from '../src/http/components.js';
 import { authenticateClaims, authenticateMember } from '../src/db/authentication.js';
 import type { CurrentUser } from '../src/lib/current-user.js';
 
@@ -50,8 +50,8 @@ async function serveBaseline(databaseUrl: string, jwtSecret: string, port: numbe
   const pool = new pg.Pool({ connectionString: databaseUrl, max: Number(process.env.DATABASE_POOL_SIZE || DEFAULT_DATABASE_POOL_SIZE) });
   const app = Fastify({ logger: false });
   await app.register(fastifyJwt, { secret: jwtSecret, verify: { algorithms: ['HS256'] } });
-  // The shared schemas the response bodies refer to.
-  for (const schema of [RoleSchema, OrganizationSchema]) app.addSchema(schema);
+  // The shared schemas the response bodies refer to (the service's named components, as its app registers them).
+  for (const schema of COMPONENT_SCHEMAS) app.addSchema(schema);
 
   /** The service's authentication round trip (the same typed queries): the user and their live session, plus the membership when asked. */
   async function authenticate(request: FastifyRequest, organizationId?: string): Promise<CurrentUser> {

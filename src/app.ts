@@ -34,6 +34,7 @@ import * as deals from './modules/deals/routes.js';
 import * as tasks from './modules/tasks/routes.js';
 import * as automations from './modules/automations/routes.js';
 import * as imports from './modules/imports/routes.js';
+import * as deletions from './modules/deletions/routes.js';
 import * as apiKeys from './modules/api-keys/routes.js';
 import * as sessions from './modules/sessions/routes.js';
 import * as twoFactor from './modules/two-factor/routes.js';
@@ -192,6 +193,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
           tasks.tenantRoutes,
           automations.tenantRoutes,
           imports.tenantRoutes,
+          deletions.tenantRoutes,
           apiKeys.tenantRoutes,
         ]),
         { prefix: TENANT_PREFIX },

@@ -251,25 +251,38 @@ function indexedQuery<Filter extends string>(
   filter: PageFilter<Filter>,
   after: ListPosition | undefined,
   wanted: number,
-): pg.QueryConfig {
+): { estimate: pg.QueryConfig; page: pg.QueryConfig } {
   const { values, where, parameter } = conditionsOf(organizationId, spec, filter, after);
-  const term = parameter(filter.search, 'text');
-  const candidates = TRIGRAM_TERM.test(filter.search ?? '')
+  // The organization as a filter of the candidates, not a second bitmap: AND-ed with the organization's index (a
+  // million entries for a big workspace) the GIN bitmap cost half a second.
+  where[0] = '(organization_id = $1) IS TRUE';
+  const search = filter.search ?? '';
+  const term = parameter(search, 'text');
+  const source = `(SELECT * FROM ${spec.table} WHERE ${[...where, candidatesOf(search, term), matches(term)].join(' AND ')})`;
+  return {
+    // The planner's count of the candidates the GIN index yields in all workspaces (from the statistics of the
+    // column, or of the crm_short_grams expression, whose most common elements PostgreSQL keeps).
+    estimate: { text: `EXPLAIN (FORMAT JSON) SELECT 1 FROM ${spec.table} WHERE ${candidatesOf(search, '$1::text')}`, values: [search] },
+    page: { text: pageFrom(spec, filter.order, source, parameter(wanted, 'int')), values, types: pageTypes },
+  };
+}
+
+/** The condition a GIN index serves for a term (the parameter `term`): a superset of the matches, never fewer. */
+const candidatesOf = (search: string, term: string) =>
+  TRIGRAM_TERM.test(search)
     ? `search_text LIKE '%' || replace(replace(replace(lower(${term}), '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`
     : `crm_short_grams(search_text) @> crm_short_grams(lower(${term}))`;
-  const source = `(SELECT * FROM ${spec.table} WHERE ${[...where, candidates, matches(term)].join(' AND ')})`;
-  return { text: pageFrom(spec, filter.order, source, parameter(wanted, 'int')), values, types: pageTypes };
-}
 
 /**
  * The plan of the indexed part, set for its transaction only: the candidates from the GIN index (a bitmap), never an
  * index scan in list order filtering every row (PostgreSQL's estimate for a `LIKE '%…%'` cannot tell a term that
- * matches nothing from one that matches every hundredth row), and no parallel workers (starting them costs more than
- * such a query).
+ * matches nothing from one that matches every hundredth row), no parallel workers (starting them costs more than
+ * such a query), and memory enough that the bitmap stays exact: a lossy one rechecks every row of its pages, which
+ * for crm_short_grams means computing it again (a common letter took minutes).
  */
 const INDEXED_PLAN =
   'BEGIN READ ONLY; SET LOCAL enable_indexscan = off; SET LOCAL enable_indexonlyscan = off; SET LOCAL enable_seqscan = off; ' +
-  'SET LOCAL max_parallel_workers_per_gather = 0';
+  "SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL work_mem = '64MB'";
 
 /**
  * Rows the first ordered part of a search reads: a common term fills its page there, at the cost of an index scan
@@ -282,7 +295,17 @@ export const SEARCH_SCAN_ROWS = 2_000;
  * many candidates as the term has matches in all older rows.
  */
 const SEARCH_MORE_ROWS = 16_000;
-
+/**
+ * The candidates (by the planner's estimate) above which a far ordered part goes first. Measured on the bench's
+ * million companies: a candidate of the GIN path (its posting lists read, its row visited and sorted) cost about
+ * 20 µs of PostgreSQL's CPU, a row of an ordered part about 0.5 µs, so 2,000 candidates cost about what the far
+ * ordered part does.
+ */
+const SEARCH_INDEX_CANDIDATES = 2_000;
+/** A term without any letter. */
+const NO_LETTER = /^[^\p{L}]*$/u;
+/** The rows of that far ordered part: about 25 ms of index scan. */
+const SEARCH_FAR_ROWS = 65_536;
 /**
  * Search statements this process runs at once. Each costs PostgreSQL up to milliseconds of CPU: with more running
  * than its cores can serve they only take turns, and fill the pool that every other request needs for its round trips.
@@ -312,38 +335,50 @@ async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
   const found: Row[] = [];
   const wanted = filter.limit + 1;
   let after = filter.after;
-  let rows = SEARCH_SCAN_ROWS;
-  let scanned = 0;
-  for (;;) {
+  /** An ordered part of `rows` rows after `after`: true when the search is complete (a full page, or no rows left). */
+  const ordered = async (rows: number) => {
     const query = scanQuery(organizationId, spec, filter, after, rows, wanted - found.length);
     const result = (await searchScans.run(() => pool.query<Row & ScanRow>(query))).rows;
     const end = result.find((row) => !row.scan_hit);
     for (const row of result) if (row.scan_hit) found.push(withoutMarker(row));
-    scanned += rows;
-    if (found.length >= wanted || !end) return found;
+    if (found.length >= wanted || !end) return true;
     after = positionIn(spec, filter.order, end);
-    // Rows the page still needs at the density seen so far: go on in order once, reading twice that, when it is
-    // few enough; else (no match at all, or sparse ones) the index.
-    const expected = found.length > 0 ? ((wanted - found.length) * scanned) / found.length : Number.POSITIVE_INFINITY;
-    if (scanned > SEARCH_SCAN_ROWS || expected * 2 > SEARCH_MORE_ROWS) break;
-    rows = Math.ceil(expected * 2);
+    return false;
+  };
+  if (await ordered(SEARCH_SCAN_ROWS)) return found;
+  // Rows the page still needs at the density seen so far: go on in order once, reading twice that, when it is few
+  // enough; else (no match at all, or sparse ones) the index.
+  const expected = found.length > 0 ? ((wanted - found.length) * SEARCH_SCAN_ROWS) / found.length : Number.POSITIVE_INFINITY;
+  if (expected * 2 <= SEARCH_MORE_ROWS && (await ordered(Math.ceil(expected * 2)))) return found;
+  const { estimate, page } = indexedQuery(organizationId, spec, filter, after, wanted - found.length);
+  // A term whose candidates are many (common in older rows, or made of common grams such as phone digits): an ordered
+  // part, far, costs less than visiting them all; it is complete when it fills the page or reaches the end.
+  // A term without a letter (digits, punctuation: a phone number) is made of grams most rows share, whatever the
+  // planner counts for the term itself, so the index reads long posting lists for it.
+  const [plan] = NO_LETTER.test(filter.search ?? '')
+    ? []
+    : await indexed<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(estimate);
+  const candidates = plan?.['QUERY PLAN'][0]?.Plan['Plan Rows'] ?? Number.POSITIVE_INFINITY;
+  if (candidates > SEARCH_INDEX_CANDIDATES && (await ordered(SEARCH_FAR_ROWS))) return found;
+  return [...found, ...(await indexed<Row>(page))];
+
+  /** Runs an indexed part in its own read-only transaction with the plan INDEXED_PLAN sets. */
+  function indexed<Result extends pg.QueryResultRow>(query: pg.QueryConfig): Promise<Result[]> {
+    return searchScans.run(async () => {
+      const client = await pool.connect();
+      try {
+        await client.query(INDEXED_PLAN);
+        const result = await client.query<Result>(query);
+        await client.query('COMMIT');
+        return result.rows;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      } finally {
+        client.release();
+      }
+    });
   }
-  const query = indexedQuery(organizationId, spec, filter, after, wanted - found.length);
-  const rest = await searchScans.run(async () => {
-    const client = await pool.connect();
-    try {
-      await client.query(INDEXED_PLAN);
-      const result = await client.query<Row>(query);
-      await client.query('COMMIT');
-      return result.rows;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
-  });
-  return [...found, ...rest];
 }
 
 function withoutMarker<Row>(row: Row & ScanRow): Row {
@@ -351,9 +386,92 @@ function withoutMarker<Row>(row: Row & ScanRow): Row {
   return rest as unknown as Row;
 }
 
+/** The order a sync's conditions are built for: none of its parts depends on it (it never has a list cursor). */
+const NEWEST_FIRST: ListOrder = { sort: 'created_at', descending: true };
+
+/** Where an incremental sync continues: the writing transaction (xid8 as text) and id of the last change handed out. */
+export interface SyncPosition {
+  xid: string;
+  id: string;
+}
+
+/** A sync request: changes after `since` (the first call) or after `after` (the cursor), at most `limit`. */
+export interface ChangeFilter<Filter extends string> {
+  since: Date;
+  after?: SyncPosition;
+  limit: number;
+  equals?: Partial<Record<Filter, string>>;
+}
+
+/**
+ * Changes stable enough to hand out: written by transactions older than the oldest one still running. A transaction
+ * that began earlier and commits later cannot get an id below this any more, so a cursor past a change never passes
+ * over one that commits late (it is handed out once its transaction has ended and the horizon moved past it). On a
+ * replica the horizon is the replayed primary's: a transaction not replayed yet still counts as running there.
+ */
+const SYNC_HORIZON = 'pg_snapshot_xmin(pg_current_snapshot())';
+
+/**
+ * The changed rows of a table after a sync position, in the order of the transactions that wrote them, then id; the
+ * first call starts at the oldest transaction that wrote a row changed after `since` (the (organization_id,
+ * updated_at) index finds those rows), and `updated_at > since` holds for every row of the walk.
+ */
+function changesQuery<Filter extends string>(organizationId: string, spec: PageTable<unknown, Filter>, filter: ChangeFilter<Filter>) {
+  const { values, where, parameter } = conditionsOf(
+    organizationId,
+    spec,
+    { equals: filter.equals, limit: filter.limit, order: NEWEST_FIRST },
+    undefined,
+  );
+  const since = parameter(filter.since.toISOString(), 'timestamptz');
+  where.push(`updated_at > ${since}`, `changed_xid < ${SYNC_HORIZON}`);
+  where.push(
+    filter.after
+      ? `(changed_xid, id) > (${parameter(filter.after.xid, 'xid8')}, ${parameter(filter.after.id, 'uuid')})`
+      : `changed_xid >= (SELECT min(changed_xid) FROM ${spec.table} WHERE organization_id = $1 AND updated_at > ${since})`,
+  );
+  return {
+    text:
+      `SELECT ${spec.readList}, changed_xid::text AS sync_xid FROM ${spec.table} WHERE ${where.join(' AND ')} ` +
+      `ORDER BY changed_xid, id LIMIT ${parameter(filter.limit, 'int')}`,
+    values,
+    types: pageTypes,
+  };
+}
+
+/** A deletion of the sync's feed: the record's type and id, when, and its position in the feed. */
+export interface DeletionRow {
+  record_type: 'company' | 'contact';
+  id: string;
+  deleted_at: string;
+  sync_xid: string;
+}
+
 /** The page reader a tenant-scoped service receives: it can only read rows of `organizationId`. */
 export function scopePages(pool: pg.Pool, organizationId: string) {
   return {
+    /** Changes for an incremental sync (see `changesQuery`), each with its `sync_xid` for the cursor. */
+    async changes<Row extends pg.QueryResultRow, Filter extends string>(
+      spec: PageTable<Row, Filter>,
+      filter: ChangeFilter<Filter>,
+    ): Promise<Array<Row & { sync_xid: string }>> {
+      return (await pool.query<Row & { sync_xid: string }>(changesQuery(organizationId, spec, filter))).rows;
+    },
+    /** Deleted companies and contacts (tombstones kept 30 days), in the sync's order, below the same horizon. */
+    async deletions(filter: { since: Date; after?: SyncPosition; limit: number; recordType?: string }): Promise<DeletionRow[]> {
+      const values: unknown[] = [organizationId, filter.since.toISOString(), filter.limit];
+      const where = ['organization_id = $1', 'deleted_at > $2::timestamptz', `changed_xid < ${SYNC_HORIZON}`];
+      if (filter.recordType) where.push(`record_type = $${values.push(filter.recordType)}`);
+      where.push(
+        filter.after
+          ? `(changed_xid, record_id) > ($${values.push(filter.after.xid)}::xid8, $${values.push(filter.after.id)}::uuid)`
+          : 'changed_xid >= (SELECT min(changed_xid) FROM crm_deletions WHERE organization_id = $1 AND deleted_at > $2::timestamptz)',
+      );
+      const text =
+        `SELECT record_type, record_id AS id, deleted_at AT TIME ZONE 'UTC' AS deleted_at, changed_xid::text AS sync_xid ` +
+        `FROM crm_deletions WHERE ${where.join(' AND ')} ORDER BY changed_xid, record_id LIMIT $3`;
+      return (await pool.query<DeletionRow>({ text, values, types: pageTypes })).rows;
+    },
     /** `limit + 1` rows in the filter's order when more follow, else the rest: every page is full unless it is the last. */
     async read<Row extends pg.QueryResultRow, Filter extends string>(
       spec: PageTable<Row, Filter>,

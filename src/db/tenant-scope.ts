@@ -15,6 +15,7 @@ const TENANT_MODELS: ReadonlySet<string> = new Set([
   'AutomationEmailSend',
   'Import',
   'ImportError',
+  'ImportChunk',
   'ApiKey',
   'Deal',
   'DealPipelineTotal',

@@ -11,6 +11,7 @@ import { CONTACT_SCHEMAS } from '../modules/contacts/schemas.js';
 import { DEAL_SCHEMAS } from '../modules/deals/schemas.js';
 import { TASK_SCHEMAS } from '../modules/tasks/schemas.js';
 import { ListSortSchema } from '../modules/crm/record-schemas.js';
+import { DELETION_SCHEMAS } from '../modules/deletions/schemas.js';
 import { SmtpAccountInputSchema } from '../modules/email/smtp-account-input.js';
 import { EMAIL_ACCOUNT_SCHEMAS } from '../modules/email-accounts/schemas.js';
 import { HealthStatusSchema } from '../modules/health/routes.js';
@@ -49,6 +50,7 @@ export const COMPONENT_SCHEMAS: readonly TSchema[] = [
   ...CONTACT_SCHEMAS,
   ...DEAL_SCHEMAS,
   ...TASK_SCHEMAS,
+  ...DELETION_SCHEMAS,
   ...AUTOMATION_SCHEMAS,
   ...IMPORT_SCHEMAS,
   ...API_KEY_SCHEMAS,

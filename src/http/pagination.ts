@@ -2,11 +2,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { encodeCursor, pageOfRows, type Page, type PagePosition } from '../lib/pagination.js';
 
-/** Sets `Link: rel="next"`: the request's own URL with `cursor` and `limit` set. */
-export function linkNext(request: FastifyRequest, reply: FastifyReply, cursor: string, limit: number): void {
+/** Sets `Link: rel="next"`: the request's own URL with `cursor` (none: without one) and `limit` set. */
+export function linkNext(request: FastifyRequest, reply: FastifyReply, cursor: string | undefined, limit: number): void {
   const [path, query = ''] = request.url.split('?');
   const params = new URLSearchParams(query);
-  params.set('cursor', cursor);
+  if (cursor === undefined) params.delete('cursor');
+  else params.set('cursor', cursor);
   params.set('limit', String(limit));
   reply.header('link', `<${path}?${params.toString()}>; rel="next"`);
 }

@@ -11,6 +11,7 @@ export const ERROR_CODES = {
   uri_too_long: 'A path parameter is too long.',
   not_found: 'No such endpoint or resource.',
   precondition_failed: 'The record changed since the `ETag` sent in `If-Match`: read it again, then retry the change.',
+  deletions_expired: 'The deletions asked for are older than the 30 days tombstones are kept: reload the whole list instead.',
   invalid_import_file: 'The import file is not a UTF-8 CSV with a header row whose columns are known fields (or mapped to them).',
   import_file_too_large: 'The import file exceeds the limit stated in the README (50 MiB).',
   import_not_found: 'No such import in this workspace.',

@@ -178,3 +178,39 @@ export function pageOfDtos<Row extends PagePosition, Dto>(rows: Row[], limit: nu
   const page = pageOfRows(rows, limit);
   return { items: page.items.map(toDto), next: page.next };
 }
+
+/** Where an incremental sync continues (see db/tenant-pages.ts): a transaction id (xid8, as text) and a record id. */
+export interface SyncCursor {
+  xid: string;
+  id: string;
+}
+
+export const encodeSyncCursor = (position: SyncCursor): string =>
+  Buffer.from(JSON.stringify(['sync', position.xid, position.id])).toString('base64url');
+
+/** The largest xid8 (PostgreSQL refuses more, which must be a 400 here rather than a 500 there). */
+const MAX_XID8 = 2n ** 64n - 1n;
+
+/** Decodes a sync cursor; anything else (a list cursor included) is a 400. */
+export function decodeSyncCursor(cursor: string | undefined): SyncCursor | undefined {
+  if (cursor === undefined) return undefined;
+  try {
+    const [kind, xid, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (
+      kind === 'sync' &&
+      typeof xid === 'string' &&
+      /^\d{1,20}$/.test(xid) &&
+      BigInt(xid) <= MAX_XID8 &&
+      typeof id === 'string' &&
+      isUuid(id)
+    ) {
+      return { xid, id };
+    }
+  } catch {
+    // fall through to the validation error
+  }
+  throw validationFailed(
+    { cursor: ['Invalid sync cursor: use the Link of the previous page of this sync.'] },
+    'Query parameters are invalid.',
+  );
+}

@@ -1,8 +1,11 @@
 // CSV imports through HTTP: bad files refused before any write, each status, the errors CSV, upsert, contact
 // company matching, cancel, resume after a batch that failed once, tenancy, and the export → import round trip.
+import { readdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import t from 'tap';
 import { JOBS, runDueJobs } from '../../src/jobs/queue.js';
-import { importTasks } from '../../src/modules/imports/import-job.js';
+import { IMPORT_KIND_SPECS } from '../../src/modules/imports/import-file.js';
+import { COMPANY_REFS_SQL, importTasks, matchSql } from '../../src/modules/imports/import-job.js';
 import { buildTestApp, json } from '../helpers/app.js';
 import { makeDue } from '../helpers/jobs.js';
 import { created, crmWorkspaces, type Workspace } from '../tenancy/crm-workspaces.js';
@@ -180,6 +183,79 @@ t.test('a batch that fails once is retried from the last committed batch, never 
   await runJobs(2);
   t.match(await importOf(queued.id), { status: 'succeeded', processed_rows: 5, created: 5, failed_rows: 0 });
   t.equal(await companyCount(), before + 5, 'each row exactly once');
+});
+
+t.test('a file of several stored pieces resumes mid-stream after a failed batch, each row once; no spooled upload stays', async (t) => {
+  const spooled = async () => (await readdir(tmpdir())).filter((name) => name.startsWith('crm-import-'));
+  const spooledBefore = await spooled();
+  // Row 4500 fails the first time (the fifth batch of 1,000), after four batches were committed.
+  await app.pg.query(`CREATE SEQUENCE import_test_stream_once`);
+  await app.pg.query(`CREATE FUNCTION import_test_stream_fail_once() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN IF NEW.name LIKE 'Streamed 4500 %' AND nextval('import_test_stream_once') = 1 THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$`);
+  await app.pg.query(
+    `CREATE TRIGGER import_test_stream_fail_once BEFORE INSERT ON companies FOR EACH ROW EXECUTE FUNCTION import_test_stream_fail_once()`,
+  );
+  t.teardown(() => app.pg.query('DROP TRIGGER import_test_stream_fail_once ON companies'));
+  const before = await companyCount();
+  const rows = 7000;
+  // About 1.4 MB: more than one stored piece, a quoted cell with a line break to cross a piece boundary somewhere.
+  const file = ['name,website', ...Array.from({ length: rows }, (_, i) => `Streamed ${i + 1} ${'x'.repeat(150)},"two\nlines"`)].join('\n');
+  const queued = json(await upload(a, memberA, { kind: 'companies', file }));
+  t.equal(queued.total_rows, rows);
+  const pieces = await app.db.importChunk.findMany({ where: { importId: queued.id }, orderBy: { seq: 'asc' } });
+  t.ok(pieces.length > 1, `stored in ${pieces.length} pieces`);
+  t.equal(pieces.map((piece) => piece.text).join(''), file, 'the pieces are the file');
+  t.same(await spooled(), spooledBefore, 'the spooled upload is removed once answered');
+  await runJobs();
+  t.match(await importOf(queued.id), { status: 'running', processed_rows: 4000, created: 4000 }, 'four batches stayed');
+  await makeDue(app.pg, JOBS.import, queued.id);
+  await runJobs();
+  t.match(await importOf(queued.id), { status: 'succeeded', processed_rows: rows, created: rows, failed_rows: 0 });
+  t.equal(await companyCount(), before + rows, 'each row exactly once');
+  const { rows: names } = await app.pg.query<{ n: number; distinct: number }>(
+    `SELECT count(*)::int AS n, count(DISTINCT name)::int AS distinct FROM companies WHERE organization_id = $1 AND name LIKE 'Streamed %'`,
+    [a.id],
+  );
+  t.same(names[0], { n: rows, distinct: rows });
+  await app.pg.query(`DELETE FROM companies WHERE organization_id = $1 AND name LIKE 'Streamed %'`, [a.id]);
+});
+
+t.test('upsert keys and company references are index probes, not scans of the workspace', async (t) => {
+  // 20,000 companies and contacts in workspace B, with statistics: a plan for 1,000 keys must not read them all.
+  await app.pg.query(
+    `INSERT INTO companies (id, organization_id, name, email, website, updated_at)
+     SELECT gen_random_uuid(), $1, 'Planned ' || i, 'c' || i || '@plan.example', 'https://plan' || i || '.example', now() FROM generate_series(1, 20000) i`,
+    [b.id],
+  );
+  await app.pg.query(
+    `INSERT INTO contacts (id, organization_id, company_id, first_name, last_name, email, updated_at)
+     SELECT gen_random_uuid(), $1, (SELECT id FROM companies WHERE organization_id = $1 AND name = 'Planned 1'), 'P', 'L' || i, 'P' || i || '@plan.example', now()
+     FROM generate_series(1, 20000) i`,
+    [b.id],
+  );
+  t.teardown(async () => {
+    await app.pg.query(`DELETE FROM contacts WHERE organization_id = $1 AND email LIKE '%@plan.example'`, [b.id]);
+    await app.pg.query(`DELETE FROM companies WHERE organization_id = $1 AND name LIKE 'Planned %'`, [b.id]);
+  });
+  await app.pg.query('ANALYZE companies, contacts');
+  const keys = (format: (i: number) => string) => Array.from({ length: 1000 }, (_, i) => format(i * 7 + 1));
+  const plan = async (sql: string, params: unknown[]) =>
+    JSON.stringify((await app.pg.query(`EXPLAIN (FORMAT JSON) ${sql}`, params)).rows[0]['QUERY PLAN']);
+  const companies = await plan(matchSql(IMPORT_KIND_SPECS.companies), [
+    b.id,
+    keys((i) => `https://plan${i}.example`),
+    keys((i) => `C${i}@PLAN.example`),
+  ]);
+  t.match(companies, /companies_organization_id_md5_website_idx/);
+  t.match(companies, /companies_organization_id_lower_email_idx/);
+  t.notMatch(companies, /Seq Scan/);
+  const contacts = await plan(matchSql(IMPORT_KIND_SPECS.contacts), [b.id, keys((i) => `p${i}@plan.example`)]);
+  t.match(contacts, /contacts_organization_id_lower_email_idx/);
+  t.notMatch(contacts, /Seq Scan/);
+  const refs = await plan(COMPANY_REFS_SQL, [b.id, [...keys((i) => `https://plan${i}.example`), ...keys((i) => `Planned ${i}`)]]);
+  t.match(refs, /companies_organization_id_md5_website_idx/);
+  t.match(refs, /companies_organization_id_name_id_idx/);
+  t.notMatch(refs, /Seq Scan on companies/);
 });
 
 t.test('an import whose last attempt died with its process ends failed', async (t) => {

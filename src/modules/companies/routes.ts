@@ -19,6 +19,7 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
       params: CompanyParamsSchema,
     },
     filters: (query) => ({ search: query.search, lifecycleStage: query.lifecycle_stage }),
+    syncFilters: (query) => ({ lifecycle_stage: query.lifecycle_stage }),
     notes: {
       list:
         '`search`: case-insensitive substring of name, email, phone_number or website (`%`, `_`, `\\` literal). ' +

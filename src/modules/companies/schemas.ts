@@ -2,7 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Email, named, Nullable, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
-import { RecordParamsSchema, SearchTermSchema, SortParameterSchema, recordBodySchemas } from '../crm/record-schemas.js';
+import { RecordParamsSchema, SearchTermSchema, SortParameterSchema, UpdatedSinceSchema, recordBodySchemas } from '../crm/record-schemas.js';
 
 const LIFECYCLE_STAGES = ['lead', 'prospect', 'customer', 'inactive'] as const;
 
@@ -59,6 +59,7 @@ export const CompanyListQuerySchema = Type.Object({
   search: SearchTermSchema('name, email, phone_number or website'),
   lifecycle_stage: Type.Optional(Ref(LifecycleStageSchema)),
   sort: SortParameterSchema,
+  updated_since: UpdatedSinceSchema,
 });
 
 export const CompanyParamsSchema = RecordParamsSchema('company_id', 'Company');

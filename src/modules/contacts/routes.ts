@@ -19,6 +19,7 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
       params: ContactParamsSchema,
     },
     filters: (query) => ({ search: query.search, companyId: query.company_id }),
+    syncFilters: (query) => ({ company_id: query.company_id }),
     notes: {
       list:
         '`search`: case-insensitive substring of first_name, last_name, email or phone_number (`%`, `_`, `\\` ' +

@@ -2,7 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Email, named, Nullable, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
-import { RecordParamsSchema, SearchTermSchema, SortParameterSchema, recordBodySchemas } from '../crm/record-schemas.js';
+import { RecordParamsSchema, SearchTermSchema, SortParameterSchema, UpdatedSinceSchema, recordBodySchemas } from '../crm/record-schemas.js';
 
 export const ContactSchema = Type.Object(
   {
@@ -59,6 +59,7 @@ export const ContactListQuerySchema = Type.Object({
   search: SearchTermSchema('first_name, last_name, email or phone_number'),
   company_id: Type.Optional(Uuid({ description: 'Only the contacts of this company.' })),
   sort: SortParameterSchema,
+  updated_since: UpdatedSinceSchema,
 });
 
 export const ContactParamsSchema = RecordParamsSchema('contact_id', 'Contact');

@@ -8,12 +8,15 @@ import { NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/h
 import {
   DEFAULT_LIMIT,
   decodeListCursor,
+  decodeSyncCursor,
   encodeListCursor,
+  encodeSyncCursor,
   listOrderOf,
   pageResponse,
   type ListPageRequest,
 } from '../../lib/pagination.js';
 import { linkNext } from '../../http/pagination.js';
+import { validationFailed } from '../../lib/problem.js';
 import { requireTenant } from '../../http/request.js';
 import { csvExport } from './record-export.js';
 import { etagOf, noneMatchHits, versionsIn } from '../../lib/etag.js';
@@ -73,6 +76,8 @@ export interface RecordCollection<S extends RecordSchemas, Filters> {
   exportFields: readonly string[];
   /** The list's table: its sorts tell a page's position. */
   table: PageTable<unknown, string>;
+  /** The equality filters of a list request as columns, which a sync applies too (`search` and `sort` it refuses). */
+  syncFilters(query: Static<S['listQuery']>): Record<string, string | undefined>;
   service: RecordService<S, Filters>;
 }
 
@@ -112,8 +117,9 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
       config: read,
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
-      const query = request.query as Static<S['listQuery']> & { limit?: number; cursor?: string; sort?: string };
+      const query = request.query as Static<S['listQuery']> & { limit?: number; cursor?: string; sort?: string; updated_since?: string };
       const limit = query.limit ?? DEFAULT_LIMIT;
+      if (query.updated_since !== undefined) return syncPage(request, reply, query, limit);
       const order = listOrderOf(query.sort ?? DEFAULT_SORT);
       const types = (collection.table.sorts[order.sort] ?? []).map((key) => key.type);
       const rows = await service.list(requireTenant(request).pages, collection.filters(query), {
@@ -127,6 +133,36 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
       return items;
     },
   );
+
+  /**
+   * An incremental sync: the changes after `updated_since` in the order their transactions wrote them, as a feed that
+   * never ends: every page links on (a short page means "caught up for now": poll its link later).
+   */
+  async function syncPage(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    query: { cursor?: string; sort?: string; search?: string; updated_since?: string },
+    limit: number,
+  ) {
+    if (query.sort !== undefined || query.search) {
+      throw validationFailed(
+        { updated_since: ['A sync takes neither `sort` nor `search`: it is in the order of the changes.'] },
+        'Query parameters are invalid.',
+      );
+    }
+    const after = decodeSyncCursor(query.cursor);
+    const rows = await requireTenant(request).pages.changes(collection.table as PageTable<Record<string, unknown>, string>, {
+      since: new Date(String(query.updated_since)),
+      after,
+      limit,
+      equals: collection.syncFilters(query as Static<S['listQuery']>),
+    });
+    const last = rows.at(-1);
+    // Nothing handed out yet: the same request again (it starts from `updated_since` as this one did).
+    const next = last ? { xid: last.sync_xid, id: String(last.id) } : after;
+    linkNext(request, reply, next && encodeSyncCursor(next), limit);
+    return rows.map(({ sync_xid: _position, ...row }) => row);
+  }
 
   app.get(
     `${path}export/`,

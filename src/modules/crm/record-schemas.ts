@@ -75,3 +75,18 @@ export const RecordParamsSchema = <K extends string>(idParam: K, record: string)
       ReturnType<typeof Type.String>
     >),
   ]);
+
+/** The `updated_since` query parameter of a CRM list: an incremental sync instead of a page of the list. */
+export const UpdatedSinceSchema = Type.Optional(
+  Type.String({
+    format: 'date-time',
+    description:
+      'Incremental sync: instead of the list, the records created or changed after this instant (RFC 3339), in the ' +
+      'order their changes were committed, so a client can keep a local copy in step. Every page links on ' +
+      '(`Link: rel="next"`, a cursor of the sync): a page shorter than `limit` means "caught up for now"; poll its link ' +
+      'later for what changes next. A record changed again appears again; one changed during the walk appears once its ' +
+      'change has committed, even when a transaction that began earlier commits later (changes are handed out only ' +
+      'below the oldest transaction still running). Combines with the equality filters (selecting by current value); ' +
+      '`sort` and `search` answer 400. Deleted records are in `listDeletions` (kept 30 days).',
+  }),
+);

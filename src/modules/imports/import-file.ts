@@ -1,9 +1,11 @@
 // An uploaded import file checked before anything is stored: UTF-8, a CSV with a header row, every column a known
-// field of the kind (or mapped to one); and the data rows of a stored file, with their line numbers, for the job.
-import { parse } from 'csv-parse/sync';
+// field of the kind (or mapped to one); and the rows of a file as a stream, with their line numbers, for the job.
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { parse } from 'csv-parse';
 import { Type, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { badRequest } from '../../lib/problem.js';
+import { badRequest, ProblemError } from '../../lib/problem.js';
 import { COMPANY_SCHEMAS, CompanyBodySchemas } from '../companies/schemas.js';
 import { companyPage } from '../companies/service.js';
 import { CONTACT_SCHEMAS, ContactBodySchemas } from '../contacts/schemas.js';
@@ -72,22 +74,49 @@ export type ColumnFields = (string | null)[];
 
 export const invalidFile = (detail: string, field = 'file') => badRequest('invalid_import_file', detail, { [field]: [detail] });
 
-/** The file's text: UTF-8 (a BOM is dropped), anything else is refused. */
-export function decodeImportFile(bytes: Buffer): string {
-  let text: string;
+/** The file's text piece by piece: UTF-8 (a BOM is dropped), anything else is refused. */
+export async function* decodeImportFile(bytes: AsyncIterable<Buffer>): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  const checked = (text: string) => {
+    if (text.includes('\u0000')) throw invalidFile('The file is not a CSV text file (it contains NUL bytes).');
+    return text;
+  };
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch {
-    throw invalidFile('The file is not UTF-8 text.');
+    for await (const piece of bytes) {
+      const text = checked(decoder.decode(piece, { stream: true }));
+      if (text !== '') yield text;
+    }
+    const rest = checked(decoder.decode());
+    if (rest !== '') yield rest;
+  } catch (error) {
+    if (error instanceof TypeError) throw invalidFile('The file is not UTF-8 text.');
+    throw error;
   }
-  if (text.includes('\u0000')) throw invalidFile('The file is not a CSV text file (it contains NUL bytes).');
-  return text;
 }
 
-/** Comma or semicolon: whichever the header line holds more of. */
-export function delimiterOf(text: string): ',' | ';' {
-  const header = text.slice(0, text.search(/\r?\n|$/));
-  return header.split(';').length > header.split(',').length ? ';' : ',';
+/** How far the header line is looked for when choosing the delimiter. */
+const HEADER_PEEK = 64 * 1024;
+
+/**
+ * The delimiter, comma or semicolon (whichever the header line holds more of), and the text again from its start:
+ * only the first line (at most 64 KiB) is read ahead.
+ */
+export async function withDelimiter(texts: AsyncIterable<string>): Promise<{ delimiter: ',' | ';'; texts: AsyncGenerator<string> }> {
+  const source = texts[Symbol.asyncIterator]();
+  let head = '';
+  let ended = false;
+  while (!ended && !/[\r\n]/.test(head) && head.length < HEADER_PEEK) {
+    const next = await source.next();
+    if (next.done) ended = true;
+    else head += next.value;
+  }
+  const header = head.slice(0, head.search(/\r?\n|$/));
+  async function* again() {
+    if (head !== '') yield head;
+    if (ended) return;
+    for (let next = await source.next(); !next.done; next = await source.next()) yield next.value;
+  }
+  return { delimiter: header.split(';').length > header.split(',').length ? ';' : ',', texts: again() };
 }
 
 /** A row of the file: its line number (1 is the header) and its cells. */
@@ -96,16 +125,23 @@ export interface FileRow {
   cells: string[];
 }
 
-/** Every record of the file with the line it starts on; a malformed CSV (e.g. an unclosed quote) is a 400. */
-export function parseImportFile(text: string, delimiter: string): FileRow[] {
+/**
+ * Every record of the text, parsed as it streams in (back-pressure: a piece is read when the parser wants more),
+ * with the line it starts on; a malformed CSV (e.g. an unclosed quote) is a 400.
+ */
+export async function* parseImportFile(texts: AsyncIterable<string>, delimiter: string): AsyncGenerator<FileRow> {
+  const parser = parse({ delimiter, relax_column_count: true, skip_empty_lines: true, info: true });
+  // A failing source (bad UTF-8) destroys the parser with its error, which the loop below then throws.
+  pipeline(Readable.from(texts), parser).catch(() => {});
   try {
-    const records = parse(text, { delimiter, relax_column_count: true, skip_empty_lines: true, info: true }) as unknown as {
-      record: string[];
-      info: { lines: number };
-    }[];
-    return records.map(({ record, info }) => ({ line: info.lines, cells: record }));
+    for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
+      yield { line: info.lines, cells: record };
+    }
   } catch (error) {
+    if (error instanceof ProblemError) throw error;
     throw invalidFile(`The file is not valid CSV: ${(error as Error).message}`);
+  } finally {
+    parser.destroy();
   }
 }
 

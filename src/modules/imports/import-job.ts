@@ -1,11 +1,12 @@
-// The import job: the stored file's rows in batches, each written with multi-row statements and committed together
-// with the import's progress, so a job that died resumes after the last committed batch and never writes a row twice.
+// The import job: the stored file's rows, parsed as a stream, in batches each written with multi-row statements and
+// committed together with the import's progress, so a job that died resumes after the last committed batch (skipping
+// the rows it counts) and never writes a row twice.
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { TaskList } from 'graphile-worker';
 import type pg from 'pg';
 import type { Db } from '../../db/client.js';
-import { scopeToOrganization } from '../../db/tenant-scope.js';
+import { scopeToOrganization, type TenantDb } from '../../db/tenant-scope.js';
 import { scopeWrites, type ColumnValues, type Queryable } from '../../db/tenant-writes.js';
 import { isInterruptedAttempt, JOBS, mayRetry, rowIdOf } from '../../jobs/queue.js';
 import { isUuid } from '../../lib/http-schemas.js';
@@ -20,7 +21,7 @@ import {
   type FileRow,
   type ImportKindSpec,
 } from './import-file.js';
-import { finishImport } from './service.js';
+import { finishImport, storedFile } from './service.js';
 
 /** Rows per batch (one transaction): large enough for few round trips, small enough to keep locks short. */
 export const IMPORT_BATCH = 1000;
@@ -77,6 +78,13 @@ function prepare(job: ImportJob, row: FileRow): PreparedRow {
   return { ...row, body, ...(companyRef !== undefined ? { companyRef } : {}) };
 }
 
+/** Companies by website (through its md5 index) or exact name, for each `company` value ($2) of a batch. */
+export const COMPANY_REFS_SQL = `SELECT v.ref, array_agg(c.id) FILTER (WHERE c.website = v.ref) AS website,
+    array_agg(c.id) FILTER (WHERE c.name = v.ref) AS name
+  FROM unnest($2::text[]) AS v(ref) JOIN companies c
+    ON c.organization_id = $1 AND ((md5(c.website) = md5(v.ref) AND c.website = v.ref) OR c.name = v.ref)
+  GROUP BY v.ref`;
+
 /** Contact rows naming their company: by `company_id` (in this workspace), else `company` by website, then exact name. */
 async function resolveCompanies(sql: Queryable, organizationId: string, rows: PreparedRow[]): Promise<void> {
   const pending = rows.filter((row) => !row.error);
@@ -89,11 +97,10 @@ async function resolveCompanies(sql: Queryable, organizationId: string, rows: Pr
   );
   const matches = new Map<string, { website: string[]; name: string[] }>();
   if (refs.length > 0) {
-    const { rows: found } = await sql.query<{ ref: string; website: string[] | null; name: string[] | null }>(
-      `SELECT v.ref, array_agg(c.id) FILTER (WHERE c.website = v.ref) AS website, array_agg(c.id) FILTER (WHERE c.name = v.ref) AS name
-       FROM unnest($2::text[]) AS v(ref) JOIN companies c ON c.organization_id = $1 AND (c.website = v.ref OR c.name = v.ref) GROUP BY v.ref`,
-      [organizationId, refs],
-    );
+    const { rows: found } = await sql.query<{ ref: string; website: string[] | null; name: string[] | null }>(COMPANY_REFS_SQL, [
+      organizationId,
+      refs,
+    ]);
     for (const match of found) matches.set(match.ref, { website: match.website ?? [], name: match.name ?? [] });
   }
   for (const row of pending) {
@@ -118,17 +125,26 @@ const keyValues = (kind: ImportKindSpec, body: ColumnValues) =>
     return typeof value === 'string' && value !== '' ? (key === 'email' ? value.toLowerCase() : value) : undefined;
   });
 
+/**
+ * The records holding any of a batch's upsert key values ($2, $3, … in the kind's key order), in the forms the
+ * indexes of the migration import_upsert_indexes hold: lower(email), md5(website) (then the text itself).
+ */
+export function matchSql(kind: ImportKindSpec): string {
+  const conditions = kind.keys.map((key, k) =>
+    key === 'email'
+      ? `lower(email) = ANY($${k + 2}::text[])`
+      : `(md5(${key}) = ANY(ARRAY(SELECT md5(v) FROM unnest($${k + 2}::text[]) AS v)) AND ${key} = ANY($${k + 2}::text[]))`,
+  );
+  const selected = kind.keys.map((key) => (key === 'email' ? 'lower(email) AS email' : key));
+  return `SELECT id, ${selected.join(', ')} FROM ${kind.table.table} WHERE organization_id = $1 AND (${conditions.join(' OR ')})`;
+}
+
 /** Finds the record each valid row updates; a key matching several records, or two keys two records, fails the row. */
 async function matchRecords(sql: Queryable, job: ImportJob, rows: PreparedRow[]): Promise<void> {
   const { kind } = job;
   const pending = rows.filter((row) => !row.error);
   const values = kind.keys.map((_, k) => [...new Set(pending.map((row) => keyValues(kind, row.body)[k]).filter((v) => v !== undefined))]);
-  const conditions = kind.keys.map((key, k) => `${key === 'email' ? 'lower(email)' : key} = ANY($${k + 2}::text[])`);
-  const selected = kind.keys.map((key) => (key === 'email' ? 'lower(email) AS email' : key));
-  const { rows: records } = await sql.query<Record<string, string | null>>(
-    `SELECT id, ${selected.join(', ')} FROM ${kind.table.table} WHERE organization_id = $1 AND (${conditions.join(' OR ')})`,
-    [job.organizationId, ...values],
-  );
+  const { rows: records } = await sql.query<Record<string, string | null>>(matchSql(kind), [job.organizationId, ...values]);
   const noun = kind === IMPORT_KIND_SPECS.companies ? 'companies' : 'contacts';
   for (const row of pending) {
     const keys = keyValues(kind, row.body);
@@ -150,10 +166,10 @@ async function matchRecords(sql: Queryable, job: ImportJob, rows: PreparedRow[])
  * The rows of the next batch: up to `batchSize`, cut before a row whose upsert key an earlier row of the batch
  * has (so it sees that row's record, committed, in the next batch).
  */
-function nextBatch(job: ImportJob, rows: FileRow[], from: number): PreparedRow[] {
+function nextBatch(job: ImportJob, rows: FileRow[]): PreparedRow[] {
   const batch: PreparedRow[] = [];
   const seen = new Set<string>();
-  for (const row of rows.slice(from, from + job.batchSize)) {
+  for (const row of rows.slice(0, job.batchSize)) {
     const prepared = prepare(job, row);
     if (job.upsert) {
       const keys = keyValues(job.kind, prepared.body)
@@ -224,29 +240,56 @@ async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => 
   }
 }
 
-/** The batches from the committed progress on; stops when the import was cancelled (or deleted) meanwhile. */
-async function runImport(pool: pg.Pool, job: ImportJob, file: { text: string; delimiter: string }): Promise<boolean> {
-  const rows = parseImportFile(file.text, file.delimiter).slice(1);
-  for (;;) {
-    const done = await inTransaction(pool, async (client) => {
-      // The row lock orders batches with a cancel: a cancelled import takes no further batch.
-      const { rows: locked } = await client.query<{ status: string; processed_rows: number }>(
-        'SELECT status, processed_rows FROM imports WHERE organization_id = $1 AND id = $2 FOR UPDATE',
-        [job.organizationId, job.id],
-      );
-      const current = locked[0];
-      if (!current || (current.status !== 'queued' && current.status !== 'running')) return 'stopped' as const;
-      if (current.processed_rows >= rows.length) return 'complete' as const;
-      const batch = nextBatch(job, rows, current.processed_rows);
-      const counts = await writeBatch(client, job, batch);
-      await client.query(
-        `UPDATE imports SET status = 'running', processed_rows = processed_rows + $3, created = created + $4,
-           updated = updated + $5, failed_rows = failed_rows + $6 WHERE organization_id = $1 AND id = $2`,
-        [job.organizationId, job.id, batch.length, counts.created, counts.updated, counts.failed],
-      );
-      return 'more' as const;
-    });
-    if (done !== 'more') return done === 'complete';
+/**
+ * The batches from the committed progress on, reading the file as it goes (at most one batch of rows and one stored
+ * piece in memory); stops when the import was cancelled (or deleted) meanwhile.
+ */
+async function runImport(pool: pg.Pool, db: TenantDb, job: ImportJob, delimiter: string): Promise<boolean> {
+  const rows = parseImportFile(storedFile(db, job.id), delimiter);
+  try {
+    const next = async () => {
+      const row = await rows.next();
+      return row.done ? undefined : row.value;
+    };
+    await next(); // the header
+    const { rows: start } = await pool.query<{ processed_rows: number }>(
+      'SELECT processed_rows FROM imports WHERE organization_id = $1 AND id = $2',
+      [job.organizationId, job.id],
+    );
+    let position = 0;
+    // Rows a previous attempt committed are read past, not written again.
+    while (position < (start[0]?.processed_rows ?? 0) && (await next())) position++;
+    const pending: FileRow[] = [];
+    for (;;) {
+      for (let row = pending.length < job.batchSize ? await next() : undefined; row; ) {
+        pending.push(row);
+        row = pending.length < job.batchSize ? await next() : undefined;
+      }
+      const done = await inTransaction(pool, async (client) => {
+        // The row lock orders batches with a cancel: a cancelled import takes no further batch.
+        const { rows: locked } = await client.query<{ status: string; processed_rows: number }>(
+          'SELECT status, processed_rows FROM imports WHERE organization_id = $1 AND id = $2 FOR UPDATE',
+          [job.organizationId, job.id],
+        );
+        const current = locked[0];
+        if (!current || (current.status !== 'queued' && current.status !== 'running')) return 'stopped' as const;
+        if (current.processed_rows !== position) throw new Error(`import ${job.id}: progress moved under the job`);
+        if (pending.length === 0) return 'complete' as const;
+        const batch = nextBatch(job, pending);
+        const counts = await writeBatch(client, job, batch);
+        await client.query(
+          `UPDATE imports SET status = 'running', processed_rows = processed_rows + $3, created = created + $4,
+             updated = updated + $5, failed_rows = failed_rows + $6 WHERE organization_id = $1 AND id = $2`,
+          [job.organizationId, job.id, batch.length, counts.created, counts.updated, counts.failed],
+        );
+        return batch.length;
+      });
+      if (done === 'stopped' || done === 'complete') return done === 'complete';
+      pending.splice(0, done);
+      position += done;
+    }
+  } finally {
+    await rows.return(undefined);
   }
 }
 
@@ -286,7 +329,7 @@ export function importTasks(deps: ImportTaskDeps): TaskList {
         batchSize: deps.batchSize ?? IMPORT_BATCH,
       };
       try {
-        if (await runImport(deps.pool, job, { text: row.file, delimiter: row.delimiter })) await finishImport(db, owner.organizationId, id);
+        if (await runImport(deps.pool, db, job, row.delimiter)) await finishImport(db, owner.organizationId, id);
       } catch (error) {
         if (mayRetry(JOBS.import, attempt)) throw error;
         helpers.logger.error(`import ${id} failed after ${attempt} attempts: ${(error as Error).message}`);

@@ -1,7 +1,13 @@
 // Routes of CSV imports: upload (multipart, the only body besides JSON, parsed by @fastify/multipart for this plugin
 // alone), progress, failed rows as CSV, and cancel.
-import { createHash } from 'node:crypto';
-import multipart from '@fastify/multipart';
+import { createHash, randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import multipart, { type MultipartFile } from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
@@ -16,19 +22,49 @@ const documented = { tags: ['imports'] };
 const base = '/imports/';
 const ImportRef = Ref(ImportSchema);
 
-/** The uploaded file of a request, kept aside while the body carries only its digest (for Idempotency-Key). */
-const uploads = new WeakMap<FastifyRequest, Buffer>();
+/** Where a request's uploaded file was spooled, while the body carries only its digest (for Idempotency-Key). */
+const uploads = new WeakMap<FastifyRequest, string>();
+
+/**
+ * Streams the file part to a temporary file (never whole in memory: the multipart size limit still applies) and
+ * leaves its sha256 as the body's `file`.
+ */
+async function spool(this: FastifyRequest, part: MultipartFile) {
+  const path = join(tmpdir(), `crm-import-${randomUUID()}.csv`);
+  uploads.set(this, path);
+  const digest = createHash('sha256');
+  const hashing = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      digest.update(chunk);
+      done(null, chunk);
+    },
+  });
+  await pipeline(part.file, hashing, createWriteStream(path));
+  (part as MultipartFile & { value: string }).value = digest.digest('hex');
+}
+
+/** The spooled file goes once it is stored or refused; the hooks catch requests refused before the handler. */
+async function unspool(request: FastifyRequest) {
+  const path = uploads.get(request);
+  if (path) await rm(path, { force: true });
+}
 
 interface ImportForm {
-  file: Buffer | string;
+  file: string;
   kind: 'companies' | 'contacts';
   mapping?: string;
   mode?: 'create' | 'upsert';
 }
 
 export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  // `keyValues`: the parts become a plain body (the file as a Buffer) validated against `ImportCreate` like JSON bodies.
-  await app.register(multipart, { attachFieldsToBody: 'keyValues', limits: { fileSize: IMPORT_FILE_LIMIT, files: 1, fields: 5 } });
+  // `keyValues`: the parts become a plain body (the file as its digest) validated against `ImportCreate` like JSON bodies.
+  await app.register(multipart, {
+    attachFieldsToBody: 'keyValues',
+    onFile: spool,
+    limits: { fileSize: IMPORT_FILE_LIMIT, files: 1, fields: 5 },
+  });
+  app.addHook('onResponse', unspool);
+  app.addHook('onRequestAbort', unspool);
   const imports = app.services.imports;
 
   app.post(
@@ -52,22 +88,23 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: responses({ 202: ImportRef }, 401, 403, 404, 409, 413),
       },
       config: { access: 'MANAGE_CRM', idempotent: true },
-      preHandler: async (request) => {
-        const body = request.body as ImportForm;
-        const file = typeof body.file === 'string' ? Buffer.from(body.file) : body.file;
-        uploads.set(request, file);
-        body.file = createHash('sha256').update(file).digest('hex');
-      },
     },
     async (request, reply) => {
       const form = request.body as ImportForm;
       const tenant = requireTenant(request);
-      const created = await imports.create(tenant.db, tenant.organization.id, {
-        file: uploads.get(request) ?? Buffer.alloc(0),
-        kind: form.kind,
-        mode: form.mode ?? 'create',
-        ...(form.mapping !== undefined ? { mapping: form.mapping } : {}),
-      });
+      const created = await imports
+        .create(tenant.db, tenant.organization.id, {
+          // A `file` sent as a plain field (not a file part) is its own small text.
+          open: () => {
+            const path = uploads.get(request);
+            return path ? createReadStream(path) : Readable.from([Buffer.from(form.file)]);
+          },
+          kind: form.kind,
+          mode: form.mode ?? 'create',
+          ...(form.mapping !== undefined ? { mapping: form.mapping } : {}),
+        })
+        // Stored (or refused): the spooled copy goes before the answer, not some time after it.
+        .finally(() => unspool(request));
       reply.code(202);
       return created;
     },
