@@ -141,14 +141,16 @@ async function seed(url: string): Promise<Seeded> {
       organizations.push(rows[0]!.id);
     }
     const [big, ...small] = organizations as [string, ...string[]];
-    log(`seeding ${(BIG_COMPANIES + FRESH_COMPANIES).toLocaleString('en')} companies and ${BIG_CONTACTS.toLocaleString('en')} contacts`);
-    await client.query(insertCompanies(big, 1, BIG_COMPANIES));
-    await client.query(insertFreshCompanies(big));
-    await client.query(insertContacts(big, 1, BIG_COMPANIES / BIG_CONTACTS, BIG_CONTACTS));
-    for (const [n, organizationId] of small.entries()) {
-      const first = BIG_COMPANIES + 1 + n * SMALL_COMPANIES;
-      await client.query(insertCompanies(organizationId, first, SMALL_COMPANIES));
-      await client.query(insertContacts(organizationId, first, SMALL_COMPANIES / SMALL_CONTACTS, SMALL_CONTACTS));
+    if (companiesNeeded) {
+      log(`seeding ${(BIG_COMPANIES + FRESH_COMPANIES).toLocaleString('en')} companies and ${BIG_CONTACTS.toLocaleString('en')} contacts`);
+      await client.query(insertCompanies(big, 1, BIG_COMPANIES));
+      await client.query(insertFreshCompanies(big));
+      await client.query(insertContacts(big, 1, BIG_COMPANIES / BIG_CONTACTS, BIG_CONTACTS));
+      for (const [n, organizationId] of small.entries()) {
+        const first = BIG_COMPANIES + 1 + n * SMALL_COMPANIES;
+        await client.query(insertCompanies(organizationId, first, SMALL_COMPANIES));
+        await client.query(insertContacts(organizationId, first, SMALL_COMPANIES / SMALL_CONTACTS, SMALL_CONTACTS));
+      }
     }
     log(`rebuilding ${indexes.length} indexes`);
     for (const index of indexes) await client.query(index.definition);
@@ -503,13 +505,16 @@ const mark = (met: boolean) => (met ? 'met   ' : 'MISSED');
 /**
  * Development knobs (the official figures use neither): BENCH_DIR keeps the seeded cluster in that folder and reuses
  * it on the next run (seeding is skipped); BENCH_ONLY runs only the parts whose names start with one of its
- * comma-separated prefixes (scenario names, "search" for the matrix, "WEB_CONCURRENCY").
+ * comma-separated prefixes (scenario names, "search" for the matrix, "pipeline" for issue 27's deals and tasks,
+ * "WEB_CONCURRENCY").
  */
 const keptDir = process.env.BENCH_DIR ? path.resolve(process.env.BENCH_DIR) : undefined;
 const only = process.env.BENCH_ONLY?.split(',')
   .map((prefix) => prefix.trim())
   .filter(Boolean);
 const selected = (name: string) => !only || only.some((prefix) => name.startsWith(prefix));
+/** BENCH_ONLY=pipeline needs none of the million-row workspaces: they are then left empty (seeding takes minutes). */
+const companiesNeeded = !only || only.some((prefix) => !'pipeline'.startsWith(prefix));
 
 /** Concurrent clients of the search and sort cells (issue 22: 20 clients asking back to back). */
 const SEARCH_CLIENTS = 20;
@@ -557,6 +562,98 @@ async function idleFlow(server: Server, token: string, pathname: string): Promis
     if (!slowest || flow.ms > slowest.ms) slowest = { ...flow, ok: flow.ok && (slowest?.ok ?? true) };
   }
   return slowest!;
+}
+
+/** Issue 27's pipeline workspace: deals and tasks, "my" share of the tasks, and the idle target of both reads. */
+const PIPELINE_DEALS = 100_000;
+const PIPELINE_TASKS = 100_000;
+const MY_TASK_SHARE = 5;
+const PIPELINE_TARGET_MS = 25;
+
+/**
+ * Seeds a workspace of PIPELINE_DEALS deals (every stage, three currencies, dense positions per stage) and PIPELINE_TASKS
+ * tasks (one in MY_TASK_SHARE assigned to the bench user, half of all completed, due times spread over ±90 days, some
+ * none), then measures on the idle server the slowest of CELL_IDLE_REQUESTS pipeline summaries and first pages of
+ * "my open tasks, soonest due" (open and overdue, sort=due_at, 50 tasks).
+ */
+async function pipelineBench(url: string, service: Server, token: string) {
+  const started = Date.now();
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  let organizationId: string;
+  try {
+    await client.query('SET synchronous_commit = off');
+    // A kept cluster (BENCH_DIR) holds the previous run's pipeline workspace: seed it afresh.
+    await client.query(`DELETE FROM organizations WHERE slug = 'bench-pipeline'`);
+    organizationId = (
+      await client.query<{ id: string }>(
+        `INSERT INTO organizations (id, name, slug, updated_at) VALUES (gen_random_uuid(), 'Bench Pipeline', 'bench-pipeline', now()) RETURNING id`,
+      )
+    ).rows[0]!.id;
+    const { rows: users } = await client.query<{ id: string }>(`SELECT id FROM users WHERE username = 'bench'`);
+    const me = users[0]!.id;
+    await client.query(
+      `INSERT INTO memberships (id, organization_id, user_id, role, updated_at) VALUES (gen_random_uuid(), $1, $2, 'owner', now())`,
+      [organizationId, me],
+    );
+    await client.query(
+      `INSERT INTO companies (id, organization_id, name, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, 'Pipeline ' || n, now(), now() FROM generate_series(1, 100) n`,
+      [organizationId],
+    );
+    log(`seeding ${PIPELINE_DEALS.toLocaleString('en')} deals and ${PIPELINE_TASKS.toLocaleString('en')} tasks`);
+    await client.query(
+      `WITH c AS (SELECT array_agg(id) AS ids FROM companies WHERE organization_id = $1)
+       INSERT INTO deals (id, organization_id, company_id, title, value, currency, tax_rate, amount_includes_tax, stage,
+         position, lost_reason, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, c.ids[1 + n % 100], 'Deal ' || n, (n % 100000) / 7.0, (ARRAY['EUR','USD','GBP'])[1 + n % 3],
+         (ARRAY[0, 7, 24])[1 + n % 3], n % 2 = 0, (ARRAY['lead','qualified','proposal','negotiation','won','lost'])[1 + n % 6]::deal_stage,
+         n / 6, CASE WHEN n % 6 = 5 THEN 'bench' END, now() - n * interval '1 second', now()
+       FROM generate_series(0, $2 - 1) n, c`,
+      [organizationId, PIPELINE_DEALS],
+    );
+    await client.query(
+      `WITH c AS (SELECT array_agg(id) AS ids FROM companies WHERE organization_id = $1)
+       INSERT INTO tasks (id, organization_id, company_id, title, assigned_to, workflow_status, completed_at, due_at,
+         created_at, updated_at)
+       SELECT gen_random_uuid(), $1, c.ids[1 + n % 100], 'Task ' || n,
+         CASE WHEN n % $4 = 0 THEN $3::uuid ELSE gen_random_uuid() END,
+         CASE WHEN n % 2 = 0 THEN 'completed' ELSE 'todo' END::task_workflow_status,
+         CASE WHEN n % 2 = 0 THEN now() END,
+         CASE WHEN n % 11 = 0 THEN NULL ELSE now() + ((n * 7919) % 180 - 90) * interval '1 day' + (n % 86400) * interval '1 second' END,
+         now() - n * interval '1 second', now()
+       FROM generate_series(0, $2 - 1) n, c`,
+      [organizationId, PIPELINE_TASKS, me, MY_TASK_SHARE],
+    );
+    await client.query('VACUUM (ANALYZE) deals, tasks');
+    await client.query('CHECKPOINT');
+  } finally {
+    await client.end();
+  }
+  const seconds = (Date.now() - started) / 1000;
+  const org = `/api/v1/organizations/${organizationId}`;
+  const cells: Array<[string, string]> = [
+    ['pipeline summary', `${org}/deals/pipeline/`],
+    ['my open tasks, soonest due (50)', `${org}/tasks/?assigned_to=me&effective_status=open&effective_status=overdue&sort=due_at&limit=50`],
+  ];
+  const rows: string[][] = [];
+  const verdicts: string[] = [];
+  let errors = 0;
+  for (const [name, pathname] of cells) {
+    log(name);
+    const flow = await idleFlow(service, token, pathname);
+    if (!flow.ok) errors += 1;
+    rows.push([name, flow.ms.toFixed(1), String(flow.records)]);
+    verdicts.push(`${mark(flow.ok && flow.ms <= PIPELINE_TARGET_MS)} ${name}: <= ${PIPELINE_TARGET_MS} ms idle (${flow.ms.toFixed(1)} ms)`);
+  }
+  const output = [
+    `Pipeline workspace (issue 27): ${PIPELINE_DEALS.toLocaleString('en')} deals and ${PIPELINE_TASKS.toLocaleString('en')} tasks ` +
+      `(${(PIPELINE_TASKS / MY_TASK_SHARE).toLocaleString('en')} the bench user's, half of them open), seeded in ${seconds.toFixed(1)} s; ` +
+      `the slowest of ${CELL_IDLE_REQUESTS} requests on the idle server`,
+    ...table(['read', 'ms', 'records'], rows),
+    '',
+  ];
+  return { output, verdicts, errors };
 }
 
 /** Sizes of the search and sort indexes of companies and contacts, per million rows of their table. */
@@ -881,7 +978,8 @@ async function main(): Promise<void> {
     }
     const jwtSecret = randomBytes(32).toString('hex');
     const appDir = path.join(workDir, 'app');
-    const [afterFresh, deep] = selected('search') ? await cursorsAt(postgres.url, seeded.organizationId, [FRESH_COMPANIES, 500_000]) : [];
+    const [afterFresh, deep] =
+      selected('search') && companiesNeeded ? await cursorsAt(postgres.url, seeded.organizationId, [FRESH_COMPANIES, 500_000]) : [];
     const service = await started(startService(postgres.url, appDir, jwtSecret, 1));
     // Only the throughput scenarios compare with the baseline: a run of other parts (BENCH_ONLY) does not start it.
     let baseline: Server | undefined;
@@ -969,6 +1067,12 @@ async function main(): Promise<void> {
 
     if (selected('search')) {
       const result = await searchBench(postgres.url, service, token, seeded.organizationId, afterFresh!, deep!);
+      errors += result.errors;
+      output.push(...result.output);
+      verdicts.push(...result.verdicts);
+    }
+    if (selected('pipeline')) {
+      const result = await pipelineBench(postgres.url, service, token);
       errors += result.errors;
       output.push(...result.output);
       verdicts.push(...result.verdicts);

@@ -30,6 +30,8 @@ import * as members from './modules/members/routes.js';
 import * as emailAccounts from './modules/email-accounts/routes.js';
 import * as companies from './modules/companies/routes.js';
 import * as contacts from './modules/contacts/routes.js';
+import * as deals from './modules/deals/routes.js';
+import * as tasks from './modules/tasks/routes.js';
 import * as automations from './modules/automations/routes.js';
 import * as imports from './modules/imports/routes.js';
 import * as deletions from './modules/deletions/routes.js';
@@ -187,6 +189,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
           emailAccounts.tenantRoutes,
           companies.tenantRoutes,
           contacts.tenantRoutes,
+          deals.tenantRoutes,
+          tasks.tenantRoutes,
           automations.tenantRoutes,
           imports.tenantRoutes,
           deletions.tenantRoutes,

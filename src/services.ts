@@ -15,6 +15,8 @@ import { createApiKeyService } from './modules/api-keys/service.js';
 import { createEmailAccountService } from './modules/email-accounts/service.js';
 import { companyService } from './modules/companies/service.js';
 import { contactService } from './modules/contacts/service.js';
+import * as dealService from './modules/deals/service.js';
+import * as taskService from './modules/tasks/service.js';
 import { importService } from './modules/imports/service.js';
 import { createAutomationService } from './modules/automations/service.js';
 import { createUserAdminService } from './modules/users/user-admin-service.js';
@@ -58,6 +60,8 @@ export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure
     emailAccounts: createEmailAccountService({ encryptionKey, allowPrivateHosts: config.smtpAllowPrivate }),
     companies: companyService,
     contacts: contactService,
+    deals: dealService,
+    tasks: taskService,
     automations,
     imports: importService,
     // The installation administrators' API; its data export reads CRM records through the tenant services above.

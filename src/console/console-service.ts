@@ -319,7 +319,7 @@ export async function workspaceDetail(db: Db, id: string) {
         select: { role: true, user: { select: { id: true, username: true, twoFactorEnabledAt: true } } },
         orderBy: { createdAt: 'asc' },
       },
-      _count: { select: { companies: true, contacts: true, automations: true, runs: true } },
+      _count: { select: { companies: true, contacts: true, deals: true, tasks: true, automations: true, runs: true } },
       // The latest imports' progress; never their file.
       imports: {
         select: {

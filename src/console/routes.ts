@@ -479,6 +479,8 @@ ${o.memberships.map(
 <table><thead><tr><th scope="col">Kind</th><th scope="col">Count</th></tr></thead><tbody>
 <tr><th scope="row">Companies</th><td>${String(o._count.companies)}</td></tr>
 <tr><th scope="row">Contacts</th><td>${String(o._count.contacts)}</td></tr>
+<tr><th scope="row">Deals</th><td>${String(o._count.deals)}</td></tr>
+<tr><th scope="row">Tasks</th><td>${String(o._count.tasks)}</td></tr>
 <tr><th scope="row">Automations</th><td>${String(o._count.automations)}</td></tr>
 <tr><th scope="row">Automation runs</th><td>${String(o._count.runs)}</td></tr>
 </tbody></table>

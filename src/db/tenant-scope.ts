@@ -18,6 +18,9 @@ const TENANT_MODELS: ReadonlySet<string> = new Set([
   'ImportChunk',
   'ApiKey',
   'CrmActivity',
+  'Deal',
+  'DealPipelineTotal',
+  'Task',
 ]);
 const ORGANIZATION = 'Organization';
 

@@ -9,6 +9,8 @@ import { AUTOMATION_SCHEMAS } from '../modules/automations/schemas.js';
 import { COMPANY_SCHEMAS } from '../modules/companies/schemas.js';
 import { CONTACT_SCHEMAS } from '../modules/contacts/schemas.js';
 import { CRM_ACTIVITY_SCHEMAS } from '../modules/crm/activity-schemas.js';
+import { DEAL_SCHEMAS } from '../modules/deals/schemas.js';
+import { TASK_SCHEMAS } from '../modules/tasks/schemas.js';
 import { ListSortSchema } from '../modules/crm/record-schemas.js';
 import { DELETION_SCHEMAS } from '../modules/deletions/schemas.js';
 import { SmtpAccountInputSchema } from '../modules/email/smtp-account-input.js';
@@ -48,6 +50,8 @@ export const COMPONENT_SCHEMAS: readonly TSchema[] = [
   ListSortSchema,
   ...COMPANY_SCHEMAS,
   ...CONTACT_SCHEMAS,
+  ...DEAL_SCHEMAS,
+  ...TASK_SCHEMAS,
   ...DELETION_SCHEMAS,
   ...AUTOMATION_SCHEMAS,
   ...IMPORT_SCHEMAS,

@@ -7,4 +7,6 @@ export type CrmEventName =
   | 'contact.created'
   | 'contact.updated'
   | 'contact.deleted'
-  | 'import.finished';
+  | 'import.finished'
+  | 'deal.stage_changed'
+  | 'task.completed';

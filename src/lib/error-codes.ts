@@ -55,6 +55,8 @@ export const ERROR_CODES = {
   provisioning_not_found: 'No such pending workspace for this caller.',
   company_not_found: 'No such company in this workspace.',
   contact_not_found: 'No such contact in this workspace.',
+  deal_not_found: 'No such deal in this workspace.',
+  task_not_found: 'No such task in this workspace.',
   automation_not_found: 'No such automation in this workspace.',
   automation_not_webhook: 'Only webhook rules have a signing secret.',
   automation_changed: 'The rule changed while this request was handled; read it again and retry.',

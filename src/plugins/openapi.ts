@@ -135,6 +135,8 @@ export default fp(
           { name: 'email-accounts', description: "A workspace's own SMTP accounts." },
           { name: 'companies', description: 'CRM companies.' },
           { name: 'contacts', description: 'CRM contacts.' },
+          { name: 'deals', description: 'CRM deals: the pipeline board, kanban moves and the summary per stage.' },
+          { name: 'tasks', description: 'CRM tasks: calls, emails, meetings and to-dos about a company.' },
           { name: 'sync', description: "Keeping a copy in step: the lists' `updated_since` and the deletions feed." },
           { name: 'automations', description: 'Automation rules and their runs.' },
           { name: 'imports', description: 'CSV imports of companies and contacts: progress, failed rows, cancel.' },

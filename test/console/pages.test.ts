@@ -27,6 +27,10 @@ t.test('navigation links carry the names of the pages', async (t) => {
 t.test('workspaces: escaped names, search, status filter and counts without contents', async (t) => {
   await app.db.organization.update({ where: { id: organizationId }, data: { name: '<script>alert("ws")</script>' } });
   const company = await app.db.company.create({ data: { organizationId, name: 'Secret Customer Ltd' } });
+  const deal = await app.db.deal.create({ data: { organizationId, companyId: company.id, title: 'Secret Deal Title', position: 0 } });
+  for (const title of ['Secret Task One', 'Secret Task Two']) {
+    await app.db.task.create({ data: { organizationId, companyId: company.id, dealId: deal.id, title } });
+  }
   await app.db.organization.create({
     data: { name: 'Handoff Co', slug: 'handoff-co', status: 'pending_owner', ownerEmail: 'boss@example.test' },
   });
@@ -39,7 +43,10 @@ t.test('workspaces: escaped names, search, status filter and counts without cont
   t.match(pending.body, /pending handoff/);
   const detail = await get(`/admin/organizations/${organizationId}/`);
   t.match(detail.body, /<th scope="row">Companies<\/th><td>1<\/td>/);
-  t.notOk(detail.body.includes('Secret Customer Ltd'), 'never the contents');
+  t.match(detail.body, /<th scope="row">Deals<\/th><td>1<\/td>/);
+  t.match(detail.body, /<th scope="row">Tasks<\/th><td>2<\/td>/);
+  for (const secret of ['Secret Customer Ltd', 'Secret Deal Title', 'Secret Task'])
+    t.notOk(detail.body.includes(secret), 'never the contents');
   t.ok(company.id);
   const stored = await app.db.import.create({
     data: {

@@ -15,13 +15,24 @@ import {
 } from '../../lib/http-schemas.js';
 
 export const TriggerSchema = StringEnum(
-  ['company.created', 'company.updated', 'company.deleted', 'contact.created', 'contact.updated', 'contact.deleted', 'import.finished'],
+  [
+    'company.created',
+    'company.updated',
+    'company.deleted',
+    'contact.created',
+    'contact.updated',
+    'contact.deleted',
+    'import.finished',
+    'deal.stage_changed',
+    'task.completed',
+  ],
   {
     $id: 'AutomationTrigger',
     description:
       'The event that starts the rule: a company or a contact was created (`*.created`), changed (`*.updated`) or deleted ' +
       '(`*.deleted`, with the record as it was; deleting a company deletes its contacts without a `contact.deleted` each), ' +
-      'or a CSV import ended (`import.finished`).',
+      'a CSV import ended (`import.finished`), a deal changed stage (`deal.stage_changed`: the deal plus `previous_stage`) ' +
+      'or a task was completed (`task.completed`).',
   },
 );
 

@@ -51,7 +51,15 @@ sameType<InvitationStatus, 'pending' | 'accepted' | 'expired' | 'revoked'>(true)
 sameType<AutomationRunStatus, 'queued' | 'running' | 'success' | 'failed' | 'skipped'>(true);
 sameType<
   AutomationTrigger,
-  'company.created' | 'company.updated' | 'company.deleted' | 'contact.created' | 'contact.updated' | 'contact.deleted' | 'import.finished'
+  | 'company.created'
+  | 'company.updated'
+  | 'company.deleted'
+  | 'contact.created'
+  | 'contact.updated'
+  | 'contact.deleted'
+  | 'import.finished'
+  | 'deal.stage_changed'
+  | 'task.completed'
 >(true);
 // One type per enum, wherever it is used.
 sameType<Company['lifecycle_stage'], LifecycleStage>(true);

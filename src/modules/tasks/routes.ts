@@ -1,0 +1,113 @@
+// Routes of tasks: list (assignee or `me`, effective status, due before, company, deal; newest first or soonest due),
+// create, read, update, delete. Reads need VIEW_CRM, writes MANAGE_CRM; workspace API keys may call them.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
+import { pageOf, pageResponse } from '../../lib/pagination.js';
+import { paginate } from '../../http/pagination.js';
+import { requireTenant } from '../../http/request.js';
+import { TaskBodySchemas, TaskListQuerySchema, TaskParamsSchema, TaskSchema } from './schemas.js';
+import { positionOf, type Actor } from './service.js';
+
+const documented = { tags: ['tasks'] };
+const read = { access: 'VIEW_CRM', apiKeys: true } as const;
+const write = { access: 'MANAGE_CRM', apiKeys: true } as const;
+const one = responses({ 200: Ref(TaskSchema) }, 401, 403, 404);
+
+/** The signed-in user, or null for a workspace API key. */
+const actorOf = (request: FastifyRequest): Actor => request.currentUser?.id ?? null;
+
+export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const tasks = app.services.tasks;
+
+  app.get(
+    '/tasks/',
+    {
+      schema: {
+        ...documented,
+        operationId: 'listTasks',
+        summary: 'Tasks of a workspace, newest first or soonest due (VIEW_CRM).',
+        description:
+          '"My open tasks, soonest due": `assigned_to=me&effective_status=open&effective_status=overdue&sort=due_at`. ' +
+          'Pages follow the `Link: rel="next"` header.',
+        params: OrganizationParamsSchema,
+        querystring: TaskListQuerySchema,
+        response: responses({ 200: pageResponse(Ref(TaskSchema), 'Tasks in the requested order.') }, 401, 403, 404),
+      },
+      config: read,
+    },
+    async (request, reply) => {
+      const page = pageOf(request.query);
+      const rows = await tasks.list(requireTenant(request), actorOf(request), request.query, page);
+      return paginate(request, reply, rows, page.limit, positionOf(request.query.sort));
+    },
+  );
+
+  app.post(
+    '/tasks/',
+    {
+      schema: {
+        ...documented,
+        operationId: 'createTask',
+        summary: 'Create a task (MANAGE_CRM).',
+        description:
+          '`kind` defaults to `task`, `priority` to `normal`, `workflow_status` to `todo`. Created `completed`, it is ' +
+          'stamped and dispatches `task.completed`. Accepts `Idempotency-Key`.',
+        params: OrganizationParamsSchema,
+        body: Ref(TaskBodySchemas.create),
+        response: responses({ 201: Ref(TaskSchema) }, 401, 403, 404),
+      },
+      config: { ...write, idempotent: true },
+    },
+    async (request, reply) => {
+      reply.code(201);
+      return tasks.create(requireTenant(request), actorOf(request), request.body);
+    },
+  );
+
+  app.get(
+    '/tasks/:task_id/',
+    {
+      schema: { ...documented, operationId: 'getTask', summary: 'One task (VIEW_CRM).', params: TaskParamsSchema, response: one },
+      config: read,
+    },
+    async (request) => tasks.get(requireTenant(request), request.params.task_id),
+  );
+
+  app.patch(
+    '/tasks/:task_id/',
+    {
+      schema: {
+        ...documented,
+        operationId: 'updateTask',
+        summary: 'Change some fields of a task (MANAGE_CRM).',
+        description:
+          'Partial: absent fields stay unchanged. `workflow_status: completed` sets `completed_at` and `completed_by` ' +
+          '(null through an API key) and dispatches `task.completed`; another status clears them.',
+        params: TaskParamsSchema,
+        body: Ref(TaskBodySchemas.update),
+        response: one,
+      },
+      config: write,
+    },
+    async (request) => tasks.update(requireTenant(request), actorOf(request), request.params.task_id, request.body),
+  );
+
+  app.delete(
+    '/tasks/:task_id/',
+    {
+      schema: {
+        ...documented,
+        operationId: 'deleteTask',
+        summary: 'Delete a task (MANAGE_CRM).',
+        params: TaskParamsSchema,
+        response: responses({ 204: NoContent }, 401, 403, 404),
+      },
+      config: write,
+    },
+    async (request, reply) => {
+      await tasks.remove(requireTenant(request), request.params.task_id);
+      return reply.code(204).send(null);
+    },
+  );
+};
