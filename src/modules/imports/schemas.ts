@@ -58,7 +58,9 @@ export type ImportDto = {
 export const ImportCreateSchema = Type.Object(
   {
     // No `type`: the multipart parser hands the file over as bytes (documented as a CSV part, not a JSON string).
+    // A string whatever the transport: a file part arrives as its digest (routes.ts), a plain field as its text.
     file: Type.Unsafe<Buffer>({
+      type: 'string',
       contentMediaType: 'text/csv',
       description:
         'The CSV file: UTF-8 (with or without BOM), comma- or semicolon-separated, a header row. An empty cell is an ' +
