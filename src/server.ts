@@ -38,15 +38,19 @@ function banner(config: Config, embedded: RunningPostgres | undefined, counts: {
  * Builds the app and listens; a signal closes it (in-flight requests, workers, pool), then `after` runs. A server
  * process of several leaves SIGINT, which a terminal sends the whole group, to its supervisor: the drain is asked
  * for once (a second signal would make close-with-grace exit at once).
+ *
+ * SIGTERM often arrives twice: a supervisor signals the whole process group (systemd's control-group kill, a
+ * container runtime) and `npm start` forwards the same signal to its child. A repeated SIGTERM therefore never cuts
+ * the drain short; only a second SIGINT (an impatient terminal) or the drain's own time limit ends it early.
  */
 async function serve(config: Config, after: () => Promise<void>) {
   const app = await buildApp(config);
   if (cluster.isWorker) process.on('SIGINT', () => {});
-  closeWithGrace(
-    { delay: DRAIN_MS + config.shutdownDelayMs, logger: false, skip: cluster.isWorker ? ['SIGINT'] : [] },
-    async ({ signal, err }) => {
+  const grace = closeWithGrace(
+    { delay: DRAIN_MS + config.shutdownDelayMs, logger: false, skip: cluster.isWorker ? ['SIGINT', 'SIGTERM'] : ['SIGTERM'] },
+    async ({ signal, manual, err }) => {
       if (err) app.log.error({ err }, 'shutting down after an error');
-      else app.log.info({ signal }, 'shutting down: draining in-flight requests');
+      else app.log.info({ signal: signal ?? (manual ? 'SIGTERM' : undefined) }, 'shutting down: draining in-flight requests');
       if (!err && config.shutdownDelayMs > 0) {
         // Out of the load balancer's rotation first (readiness fails), then stop accepting connections.
         app.lifecycle.draining = true;
@@ -56,6 +60,12 @@ async function serve(config: Config, after: () => Promise<void>) {
       await after();
     },
   );
+  let terminating = false;
+  process.on('SIGTERM', () => {
+    if (terminating) return;
+    terminating = true;
+    void grace.close();
+  });
   await app.listen({ port: config.port, host: config.host });
   return app;
 }

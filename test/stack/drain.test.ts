@@ -1,5 +1,5 @@
 // SIGTERM behind a load balancer: for SHUTDOWN_DELAY_MS the process keeps serving but fails readiness and closes
-// keep-alive connections, then stops accepting and exits 0.
+// keep-alive connections, then stops accepting and exits 0; a repeated SIGTERM does not cut the drain short.
 import { once } from 'node:events';
 import t from 'tap';
 import { createTestDatabase } from '../helpers/database.js';
@@ -36,6 +36,9 @@ t.test('readiness fails first, then the process drains and exits 0', async (t) =
   t.equal(ready.status, 503, 'not ready while draining');
   t.equal(((await ready.json()) as { code: string }).code, 'shutting_down');
   t.equal(ready.headers.get('connection'), 'close', 'keep-alive connections are closed');
+  // A second SIGTERM to the group (a supervisor's retry, npm forwarding the one it got) must not cut the drain short.
+  process.kill(-server.child.pid!, 'SIGTERM');
+  await new Promise((resolve) => setTimeout(resolve, 300));
   const health = await get('/healthz');
   t.equal(health.status, 200, 'still serving requests meanwhile');
   const [code] = await exited;
