@@ -64,3 +64,31 @@ t.test('another workspace and strangers get 404; no session 401', async (t) => {
   t.equal((await app.inject({ method: 'GET', url: `/api/v1/organizations/${a.id}/contacts/export/` })).statusCode, 401);
   t.ok(json(await a.call(memberA, 'GET', 'companies/')));
 });
+
+t.test('cells PostgreSQL writes: line breaks inside quotes, CRLF record ends, empty text, timestamps as the API', async (t) => {
+  const multi = await created(
+    a.call(memberA, 'POST', 'companies/', { name: 'Multi line', notes: 'first line\nsecond, "quoted"\r\n-third', industry: '' }),
+  );
+  const archived = json(await a.call(memberA, 'POST', `companies/${multi.id}/archive/`)) as { archived_at: string; updated_at: string };
+  const res = await a.call(viewerA, 'GET', 'companies/export/?archived=archived');
+  t.equal(res.statusCode, 200);
+  t.equal(
+    res.body,
+    'id,name,email,phone_number,website,lifecycle_stage,tax_id,industry,address_line_1,address_line_2,city,postal_code,' +
+      'country,notes,assigned_to,customer_code,archived_at,created_at,updated_at\r\n' +
+      `${multi.id},Multi line,,,,lead,,,,,,,,"first line\nsecond, ""quoted""\r\n-third",,${multi.customer_code},` +
+      `${archived.archived_at},${multi.created_at},${archived.updated_at}\r\n`,
+    'the whole file, byte for byte: the line breaks of the cell kept inside its quotes, records ended by CRLF',
+  );
+});
+
+t.test('a search term is a value, never SQL: quotes and backslashes match literally, nothing of another workspace', async (t) => {
+  const odd = await created(a.call(memberA, 'POST', 'companies/', { name: `O'Brien \\ Sons' OR '1'='1` }));
+  for (const term of [`O'Brien \\ Sons`, `' OR '1'='1`, `\\`]) {
+    const lines = csvLines((await a.call(viewerA, 'GET', `companies/export/?search=${encodeURIComponent(term)}`)).body);
+    t.equal(lines.length, 2, `one match for ${term}`);
+    t.match(lines[1], odd.id);
+  }
+  const none = csvLines((await a.call(viewerA, 'GET', `companies/export/?search=${encodeURIComponent(`x' OR 'a'='a`)}`)).body);
+  t.equal(none.length, 1, 'only the header');
+});

@@ -115,12 +115,10 @@ export const companyService = recordService({
   numbering: { column: 'customer_code', next: 'next_customer_number', prefix: 'CUS-' },
   timeline: 'company_id',
   table: companyPage,
-  list: (pages, filters: { search?: string; lifecycleStage?: CompanyDto['lifecycle_stage']; archived?: ArchivedFilter }, page) =>
-    pages.read(companyPage, {
-      equals: { lifecycle_stage: filters.lifecycleStage },
-      search: filters.search,
-      archived: filters.archived ?? 'active',
-      ...page,
-    }),
+  listFilter: (filters: { search?: string; lifecycleStage?: CompanyDto['lifecycle_stage']; archived?: ArchivedFilter }) => ({
+    equals: { lifecycle_stage: filters.lifecycleStage },
+    search: filters.search,
+    archived: filters.archived ?? 'active',
+  }),
   find: (db, id) => db.company.findUnique({ select: companyBody, where: { id } }),
 });

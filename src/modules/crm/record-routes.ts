@@ -1,5 +1,6 @@
 // Registers the five endpoints every CRM record collection has (list, create, read, update, delete) in the tenant
 // context, reads needing VIEW_CRM and writes MANAGE_CRM.
+import type { Readable } from 'node:stream';
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantDb } from '../../db/tenant-scope.js';
@@ -14,6 +15,7 @@ import {
   listOrderOf,
   pageOf,
   pageResponse,
+  type ListOrder,
   type ListPageRequest,
 } from '../../lib/pagination.js';
 import { linkNext, sendPage } from '../../http/pagination.js';
@@ -21,7 +23,6 @@ import { validationFailed } from '../../lib/problem.js';
 import { ActivityQuerySchema, ActivitySchema } from './activity-schemas.js';
 import { activityPage } from './activity-service.js';
 import { requireTenant } from '../../http/request.js';
-import { csvExport } from './record-export.js';
 import { etagOf, noneMatchHits, versionsIn } from '../../lib/etag.js';
 
 /** The order of a list without `sort`: newest first. */
@@ -57,6 +58,7 @@ export interface RecordSchemas {
 /** What the routes call (a `recordService`); the service owns the behaviour. */
 export interface RecordService<S extends RecordSchemas, Filters> {
   list(pages: TenantPages, filters: Filters, page: ListPageRequest): Promise<ApiRecord<S>[]>;
+  csv(pages: TenantPages, filters: Filters, order: ListOrder, fields: readonly string[]): Promise<Readable>;
   get(db: TenantDb, id: string): Promise<Static<S['record']>>;
   create(scope: CrmScope, body: Static<S['create']>): Promise<Static<S['record']>>;
   update(scope: CrmScope, id: string, body: Static<S['update']>, expected?: '*' | Date[]): Promise<Static<S['record']>>;
@@ -207,13 +209,8 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
     async (request: FastifyRequest, reply: FastifyReply) => {
       const query = request.query as Static<S['listQuery']> & { sort?: string };
       const filters = collection.filters(query);
-      const { pages } = requireTenant(request);
       const order = listOrderOf(query.sort ?? DEFAULT_SORT);
-      const stream = csvExport(
-        collection.exportFields,
-        (after, limit) => service.list(pages, filters, { order, after, limit }),
-        (row) => positionIn(collection.table, order, row),
-      );
+      const stream = await service.csv(requireTenant(request).pages, filters, order, collection.exportFields);
       return reply.type('text/csv; charset=utf-8').header('Content-Disposition', `attachment; filename="${tag}.csv"`).send(stream);
     },
   );
