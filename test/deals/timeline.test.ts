@@ -122,3 +122,21 @@ t.test('tenant isolation: another workspace neither attaches to nor reads these 
   );
   t.equal((await a.call(viewerA, 'GET', `companies/${foreign.id}/activity/`)).statusCode, 404);
 });
+
+t.test("a deleted company's or contact's timeline entries go with it, also when the company's deletion takes its contacts", async (t) => {
+  const gone = await created(a.call(memberA, 'POST', 'companies/', { name: 'Gone' }));
+  const kept = await created(a.call(memberA, 'POST', 'companies/', { name: 'Kept' }));
+  const person = await created(a.call(memberA, 'POST', 'contacts/', { company_id: gone.id, first_name: 'P', last_name: 'Q' }));
+  const lone = await created(a.call(memberA, 'POST', 'contacts/', { company_id: kept.id, first_name: 'L', last_name: 'M' }));
+  await created(a.call(memberA, 'POST', 'deals/', { company_id: kept.id, contact_id: person.id, title: 'Stays' }));
+  const entries = (where: object) => app.db.crmActivity.count({ where: { organizationId: a.id, ...where } });
+  t.ok((await entries({ contactId: person.id })) >= 2);
+  t.ok((await entries({ contactId: lone.id })) >= 1);
+
+  t.equal((await a.call(memberA, 'DELETE', `contacts/${lone.id}/`)).statusCode, 204);
+  t.equal(await entries({ contactId: lone.id }), 0, "the contact's entries");
+  t.equal((await a.call(memberA, 'DELETE', `companies/${gone.id}/`)).statusCode, 204);
+  t.equal(await entries({ companyId: gone.id }), 0, "the company's entries");
+  t.equal(await entries({ contactId: person.id }), 0, 'and those of the contacts its deletion took');
+  t.ok((await entries({ companyId: kept.id })) >= 2, "another company's stay");
+});
