@@ -4,7 +4,7 @@
 // from the `pageTable` definitions of the services, never from a request; request values are only parameters.
 import { availableParallelism } from 'node:os';
 import pg from 'pg';
-import type { ListOrder, ListPageRequest, ListPosition, SortKeyType } from '../lib/pagination.js';
+import { NEWEST_FIRST, type ListOrder, type ListPageRequest, type ListPosition, type SortKeyType } from '../lib/pagination.js';
 import { Slots } from '../lib/slots.js';
 
 const IDENTIFIER = /^[a-z][a-z0-9_]*$/;
@@ -258,8 +258,9 @@ const TRIGRAM_TERM = /[\p{L}\p{N}]{3}/u;
 
 /**
  * The indexed part of a search: every match after `after` in list order, from a GIN index (pg_trgm for a term with
- * three word characters in a row; else crm_short_grams, whose 1- and 2-character substrings of the term a match must
- * all hold), sorted, `wanted` of them. Its cost follows the number of candidates the index yields, not the rows.
+ * three word characters in a row; else crm_short_grams, asked for the term's 2-character substrings, or its one
+ * character: see crm_short_gram_query), sorted, `wanted` of them. Its cost follows the number of candidates the index
+ * yields, not the rows.
  */
 function indexedQuery<Filter extends string>(
   organizationId: string,
@@ -277,17 +278,25 @@ function indexedQuery<Filter extends string>(
   const source = `(SELECT * FROM ${spec.table} WHERE ${[...where, candidatesOf(search, term), matches(term)].join(' AND ')})`;
   return {
     // The planner's count of the candidates the GIN index yields in all workspaces (from the statistics of the
-    // column, or of the crm_short_grams expression, whose most common elements PostgreSQL keeps).
-    estimate: { text: `EXPLAIN (FORMAT JSON) SELECT 1 FROM ${spec.table} WHERE ${candidatesOf(search, '$1::text')}`, values: [search] },
+    // column, or of the crm_short_grams expression, whose most common elements PostgreSQL keeps). Asked with all the
+    // term's grams: its single characters are among those common elements, where a rare pair is not, and would be
+    // counted by a default guess.
+    estimate: {
+      text: `EXPLAIN (FORMAT JSON) SELECT 1 FROM ${spec.table} WHERE ${candidatesOf(search, '$1::text', 'crm_short_grams')}`,
+      values: [search],
+    },
     page: { text: pageFrom(spec, filter.order, source, parameter(wanted, 'int')), values, types: pageTypes },
   };
 }
 
-/** The condition a GIN index serves for a term (the parameter `term`): a superset of the matches, never fewer. */
-const candidatesOf = (search: string, term: string) =>
+/**
+ * The condition a GIN index serves for a term (the parameter `term`): a superset of the matches, never fewer. A term
+ * without a trigram asks crm_short_grams for `grams` of the term: the pairs (crm_short_gram_query) to find them.
+ */
+const candidatesOf = (search: string, term: string, grams = 'crm_short_gram_query') =>
   TRIGRAM_TERM.test(search)
     ? `search_text LIKE '%' || replace(replace(replace(lower(${term}), '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`
-    : `crm_short_grams(search_text) @> crm_short_grams(lower(${term}))`;
+    : `crm_short_grams(search_text) @> ${grams}(lower(${term}))`;
 
 /**
  * The plan of the indexed part, set for its transaction only: the candidates from the GIN index (a bitmap), never an
@@ -371,14 +380,15 @@ async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
   // part, far, costs less than visiting them all; it is complete when it fills the page or reaches the end.
   // A term without a letter (digits, punctuation: a phone number) is made of grams most rows share, whatever the
   // planner counts for the term itself, so the index reads long posting lists for it.
+  // The estimate needs no transaction of its own: the plan settings change how rows are found, not how many.
   const [plan] = NO_LETTER.test(filter.search ?? '')
     ? []
-    : await indexed<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(estimate);
+    : (await searchScans.run(() => pool.query<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(estimate))).rows;
   const candidates = plan?.['QUERY PLAN'][0]?.Plan['Plan Rows'] ?? Number.POSITIVE_INFINITY;
   if (candidates > SEARCH_INDEX_CANDIDATES && (await ordered(SEARCH_FAR_ROWS))) return found;
   return [...found, ...(await indexed<Row>(page))];
 
-  /** Runs an indexed part in its own read-only transaction with the plan INDEXED_PLAN sets. */
+  /** Runs the indexed part in its own read-only transaction with the plan INDEXED_PLAN sets. */
   function indexed<Result extends pg.QueryResultRow>(query: pg.QueryConfig): Promise<Result[]> {
     return searchScans.run(async () => {
       const client = await pool.connect();
@@ -401,9 +411,6 @@ function withoutMarker<Row>(row: Row & ScanRow): Row {
   const { scan_hit: _hit, ...rest } = row;
   return rest as unknown as Row;
 }
-
-/** The order a sync's conditions are built for: none of its parts depends on it (it never has a list cursor). */
-const NEWEST_FIRST: ListOrder = { sort: 'created_at', descending: true };
 
 /** Where an incremental sync continues: the writing transaction (xid8 as text) and id of the last change handed out. */
 export interface SyncPosition {
@@ -436,6 +443,7 @@ function changesQuery<Filter extends string>(organizationId: string, spec: PageT
   const { values, where, parameter } = conditionsOf(
     organizationId,
     spec,
+    // A sync has no list cursor: none of the conditions built here depends on the order.
     { equals: filter.equals, limit: filter.limit, order: NEWEST_FIRST },
     undefined,
   );
