@@ -60,17 +60,25 @@ export interface Queryable {
   query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
 }
 
+/** How many write shapes a process prepares on its connections; later ones run unnamed (planned on every call). */
+const MAX_PREPARED_SHAPES = 200;
+const preparedShapes = new Set<string>();
+
 /**
  * A single-record write as a named prepared statement, named by its text (a shape: the table, the columns a body set,
  * the parts it adds): each connection parses and plans a shape once and keeps its generic plan, where an unnamed
  * statement was planned on every call (about 0.35 ms of PostgreSQL's CPU for a company create with its timeline entry,
- * more than executing it). Bodies set a bounded number of column combinations, hence of shapes.
+ * more than executing it). Bodies may combine their fields in many ways, and every connection keeps each prepared
+ * shape until it closes: the first MAX_PREPARED_SHAPES shapes (the ones clients use) are prepared, the rest are not.
  */
-const statement = (text: string, values: unknown[]): pg.QueryConfig => ({
-  name: `crm-write-${createHash('sha1').update(text).digest('base64url').slice(0, 27)}`,
-  text,
-  values,
-});
+function statement(text: string, values: unknown[]): pg.QueryConfig {
+  const name = `crm-write-${createHash('sha1').update(text).digest('base64url').slice(0, 27)}`;
+  if (!preparedShapes.has(name)) {
+    if (preparedShapes.size >= MAX_PREPARED_SHAPES) return { text, values };
+    preparedShapes.add(name);
+  }
+  return { name, text, values };
+}
 
 /** The writer a tenant-scoped service receives: it can only create and change rows of `organizationId`. */
 export function scopeWrites(pool: Queryable, organizationId: string) {
