@@ -572,6 +572,7 @@ const PIPELINE_DEALS = 100_000;
 const PIPELINE_TASKS = 100_000;
 const MY_TASK_SHARE = 5;
 const PIPELINE_TARGET_MS = 25;
+const PIPELINE_WARMUP_REQUESTS = 20;
 
 /**
  * Seeds a workspace of PIPELINE_DEALS deals (every stage, three currencies, dense positions per stage) and PIPELINE_TASKS
@@ -646,16 +647,20 @@ async function pipelineBench(url: string, service: Server, token: string) {
   let errors = 0;
   for (const [name, pathname] of cells) {
     log(name);
+    // The first requests of a route on a fresh process compile its Prisma query and warm the JIT: reported apart, as
+    // the cold first request, not as the idle figure (the other cells' idle requests follow their loaded runs).
+    const cold = await fullPage(service, token, pathname);
+    for (let n = 0; n < PIPELINE_WARMUP_REQUESTS; n++) await fullPage(service, token, pathname);
     const flow = await idleFlow(service, token, pathname);
-    if (!flow.ok) errors += 1;
-    rows.push([name, flow.ms.toFixed(1), String(flow.records)]);
+    if (!flow.ok || !cold.ok) errors += 1;
+    rows.push([name, flow.ms.toFixed(1), cold.ms.toFixed(1), String(flow.records)]);
     verdicts.push(`${mark(flow.ok && flow.ms <= PIPELINE_TARGET_MS)} ${name}: <= ${PIPELINE_TARGET_MS} ms idle (${flow.ms.toFixed(1)} ms)`);
   }
   const output = [
     `Pipeline workspace (issue 27): ${PIPELINE_DEALS.toLocaleString('en')} deals and ${PIPELINE_TASKS.toLocaleString('en')} tasks ` +
       `(${(PIPELINE_TASKS / MY_TASK_SHARE).toLocaleString('en')} the bench user's, half of them open), seeded in ${seconds.toFixed(1)} s; ` +
-      `the slowest of ${CELL_IDLE_REQUESTS} requests on the idle server`,
-    ...table(['read', 'ms', 'records'], rows),
+      `the slowest of ${CELL_IDLE_REQUESTS} requests on the idle server after ${PIPELINE_WARMUP_REQUESTS} warm-up requests`,
+    ...table(['read', 'ms', 'cold first ms', 'records'], rows),
     '',
   ];
   return { output, verdicts, errors };
