@@ -15,13 +15,25 @@ export const ArchivedQuery = Type.Optional(Ref(ArchivedFilterSchema, { descripti
  * What a timeline entry records. Other record types add their kinds here (and write rows of them into
  * `crm_activities`, a text column: no migration needed).
  */
-export const ACTIVITY_KINDS = ['created', 'updated', 'assigned', 'archived', 'restored'] as const;
+export const ACTIVITY_KINDS = [
+  'created',
+  'updated',
+  'assigned',
+  'archived',
+  'restored',
+  'deal_attached',
+  'deal_detached',
+  'task_attached',
+  'task_detached',
+] as const;
 
 export const ActivityKindSchema = StringEnum(ACTIVITY_KINDS, {
   $id: 'ActivityKind',
   description:
     '`created`; `updated` (`fields` names the changed fields, never their values); `assigned` (`subject_id`: the new ' +
-    'assignee, null when unassigned); `archived`; `restored`.',
+    'assignee, null when unassigned); `archived`; `restored`; `deal_attached` / `task_attached` (a deal or task was ' +
+    'created for this company or contact, or moved to it; `subject_id`: the deal or task) and `deal_detached` / ' +
+    '`task_detached` (it was moved away from it, or its contact cleared).',
 });
 
 export const ActivityActorTypeSchema = StringEnum(['user', 'api_key'], {
@@ -34,7 +46,10 @@ export const ActivitySchema = Type.Object(
     id: Uuid(),
     kind: Ref(ActivityKindSchema),
     fields: Type.Array(Type.String(), { description: 'The names of the fields an `updated` entry changed; empty otherwise.' }),
-    subject_id: Nullable(Uuid(), { description: 'The other record the entry is about (the assignee of `assigned`), or null.' }),
+    subject_id: Nullable(Uuid(), {
+      description:
+        'The other record the entry is about (the assignee of `assigned`, the deal or task of `*_attached` and `*_detached`), or null.',
+    }),
     actor_type: Ref(ActivityActorTypeSchema),
     actor_id: Nullable(Uuid(), { description: "The user's or API key's id." }),
     actor_name: Nullable(Type.String(), { description: 'Their username or key name at the time.' }),

@@ -91,14 +91,18 @@ export interface RecordCollection<S extends RecordSchemas, Filters> {
 /** A record in API shape: every collection's has an `id` and an ISO `created_at` (the keyset position). */
 type ApiRecord<S extends RecordSchemas> = Static<S['record']> & { id: string; created_at: string };
 
+/** Who makes a CRM change, as its timeline entries keep it: the signed-in user, else the workspace API key. */
+export function actorOf(request: FastifyRequest): CrmScope['actor'] {
+  const { currentUser, apiKey } = request;
+  return currentUser
+    ? { type: 'user', id: currentUser.id, name: currentUser.username }
+    : { type: 'api_key', id: apiKey?.id ?? null, name: apiKey?.name ?? null };
+}
+
 /** The CRM scope (tenant-bound client, writer and organization id) of a route in the tenant context. */
 export function scopeOf(request: FastifyRequest): CrmScope {
   const tenant = requireTenant(request);
-  const { currentUser, apiKey } = request;
-  const actor: CrmScope['actor'] = currentUser
-    ? { type: 'user', id: currentUser.id, name: currentUser.username }
-    : { type: 'api_key', id: apiKey?.id ?? null, name: apiKey?.name ?? null };
-  return { db: tenant.db, organizationId: tenant.organization.id, writes: tenant.writes, actor };
+  return { db: tenant.db, organizationId: tenant.organization.id, writes: tenant.writes, actor: actorOf(request) };
 }
 
 export function registerRecordRoutes<S extends RecordSchemas, Filters>(
@@ -322,9 +326,10 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         operationId: `list${names.one}Activity`,
         summary: `The timeline of a ${one}, newest first (VIEW_CRM).`,
         description:
-          'Entries `created`, `updated` (the names of the changed fields, never their values), `assigned`, `archived` and ' +
-          '`restored`, each with its actor and time, written in the same transaction as the change. Pages follow the ' +
-          '`Link: rel="next"` header.',
+          'Entries `created`, `updated` (the names of the changed fields, never their values), `assigned`, `archived`, ' +
+          '`restored`, and the deals and tasks attached to the record or moved away from it (`deal_attached`, ' +
+          '`deal_detached`, `task_attached`, `task_detached`), each with its actor and time, written in the same ' +
+          'transaction as the change. Pages follow the `Link: rel="next"` header.',
         params: schemas.params,
         querystring: ActivityQuerySchema,
         response: responses({ 200: pageResponse(Ref(ActivitySchema), 'Timeline entries, newest first.') }, 401, 403, 404),

@@ -6,6 +6,7 @@ import { NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/h
 import { pageOf, pageResponse, positionOfApiRow } from '../../lib/pagination.js';
 import { paginate } from '../../http/pagination.js';
 import { requireTenant } from '../../http/request.js';
+import { actorOf } from '../crm/record-routes.js';
 import { DealBodySchemas, DealListQuerySchema, DealMoveSchema, DealParamsSchema, DealPipelineStageSchema, DealSchema } from './schemas.js';
 import { Type } from '@sinclair/typebox';
 
@@ -57,7 +58,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       reply.code(201);
-      return deals.create(requireTenant(request), request.body);
+      return deals.create(requireTenant(request), actorOf(request), request.body);
     },
   );
 
@@ -106,7 +107,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       config: write,
     },
-    async (request) => deals.update(requireTenant(request), request.params.deal_id, request.body),
+    async (request) => deals.update(requireTenant(request), actorOf(request), request.params.deal_id, request.body),
   );
 
   app.delete(

@@ -1,14 +1,17 @@
 // Deals of one organization: list with filters, create, read, update, delete, archive and restore, kanban moves
 // (see board.ts) and the pipeline summary. Money is PostgreSQL numeric end to end: the API's decimal strings go in
 // as they are, net/tax/gross are generated columns, sums are numeric sums, and answers print them as strings.
+import { randomUUID } from 'node:crypto';
 import type { Prisma } from '../../generated/prisma/client.js';
 import type { Tenant } from '../../db/tenant.js';
 import type { TenantTx } from '../../db/tenant-scope.js';
+import type { ActivityActor } from '../../db/tenant-writes.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import { afterPosition, newestFirst, type PageRequest } from '../../lib/pagination.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
 import { dispatchEvent } from '../automations/dispatch.js';
 import { archivedCondition } from '../crm/archive-schemas.js';
+import { moved, recordAttachments, UNATTACHED } from '../crm/attachments.js';
 import { checkReferences, writeReferencing as write } from '../crm/references.js';
 import { lockStages, renumberStage } from './board.js';
 import {
@@ -143,19 +146,23 @@ export async function get(tenant: Tenant, id: string): Promise<DealDto> {
   return toDealDto(deal);
 }
 
-/** A new deal goes last in its stage (default `lead`). */
-export async function create(tenant: Tenant, body: DealCreate): Promise<DealDto> {
+/** A new deal goes last in its stage (default `lead`); its company's (and contact's) timeline gets `deal_attached`. */
+export async function create(tenant: Tenant, actor: ActivityActor, body: DealCreate): Promise<DealDto> {
   const stage = body.stage ?? 'lead';
   if (stage === 'lost' && !body.lost_reason) throw lostReasonRequired();
   const organizationId = tenant.organization.id;
   const columns = columnsOf(body);
+  const id = randomUUID();
   const deal = await write(tenant, async (tx) => {
     await checkReferences(tx, body);
     await lockStages(tx, organizationId, [stage]);
     const position = await renumberStage(tx, organizationId, stage, null, null);
+    const after = { companyId: body.company_id, contactId: body.contact_id ?? null };
+    await recordAttachments(tx, { organizationId, actor, type: 'deal', id, before: UNATTACHED, after });
     return tx.deal.create({
       data: {
         ...(columns as Prisma.DealUncheckedCreateInput),
+        id,
         organizationId,
         currency: body.currency ?? DEFAULT_CURRENCY,
         stage,
@@ -166,13 +173,17 @@ export async function create(tenant: Tenant, body: DealCreate): Promise<DealDto>
   return toDealDto(deal);
 }
 
-/** Partial; a changed stage puts the deal last in the new one and dispatches `deal.stage_changed`. */
-export async function update(tenant: Tenant, id: string, body: DealUpdate): Promise<DealDto> {
+/**
+ * Partial; a changed stage puts the deal last in the new one and dispatches `deal.stage_changed`; a changed company or
+ * contact adds `deal_detached` and `deal_attached` to the timelines it leaves and joins.
+ */
+export async function update(tenant: Tenant, actor: ActivityActor, id: string, body: DealUpdate): Promise<DealDto> {
   const organizationId = tenant.organization.id;
   const columns = columnsOf(body);
   const deal = await write(tenant, async (tx) => {
     await checkReferences(tx, body);
     const current = await lockDeal(tx, organizationId, id, body.stage);
+    await recordAttachments(tx, { organizationId, actor, type: 'deal', id: current.id, ...moved(current, body) });
     const stage = body.stage ?? current.stage;
     const lostReason = body.lost_reason === undefined ? current.lostReason : body.lost_reason;
     if (stage === 'lost' && !lostReason) throw lostReasonRequired();

@@ -150,7 +150,7 @@ export async function seedDemo(db: Db, pool: pg.Pool): Promise<DemoResult> {
     for (const [index, title, stage, value, lostReason] of DEALS) {
       const company = companies[index];
       if (!company) continue;
-      await deals.create(tenant, {
+      await deals.create(tenant, scope.actor, {
         title,
         company_id: company.id,
         stage,
@@ -168,7 +168,7 @@ export async function seedDemo(db: Db, pool: pg.Pool): Promise<DemoResult> {
     for (const [index, title, kind, priority, status, dueDays] of TASKS) {
       const company = companies[index];
       if (!company) continue;
-      await tasks.create(tenant, user.id, {
+      await tasks.create(tenant, scope.actor, {
         title,
         company_id: company.id,
         kind,

@@ -1,21 +1,18 @@
 // Routes of tasks: list (assignee or `me`, effective status, due before, company, deal; newest first or soonest due),
 // create, read, update, delete. Reads need VIEW_CRM, writes MANAGE_CRM; workspace API keys may call them.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
 import { NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
 import { pageOf, pageResponse } from '../../lib/pagination.js';
 import { paginate } from '../../http/pagination.js';
 import { requireTenant } from '../../http/request.js';
 import { TaskBodySchemas, TaskListQuerySchema, TaskParamsSchema, TaskSchema } from './schemas.js';
-import { positionOf, type Actor } from './service.js';
+import { actorOf } from '../crm/record-routes.js';
+import { positionOf } from './service.js';
 
 const documented = { tags: ['tasks'] };
 const read = { access: 'VIEW_CRM', apiKeys: true } as const;
 const write = { access: 'MANAGE_CRM', apiKeys: true } as const;
 const one = responses({ 200: Ref(TaskSchema) }, 401, 403, 404);
-
-/** The signed-in user, or null for a workspace API key. */
-const actorOf = (request: FastifyRequest): Actor => request.currentUser?.id ?? null;
 
 export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const tasks = app.services.tasks;

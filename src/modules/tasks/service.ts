@@ -1,21 +1,24 @@
 // Tasks of one organization: list with filters (assignee or `me`, effective status, due before, company, deal; newest
 // first or soonest due), create, read, update, delete. Completing a task stamps who and when and queues
 // `task.completed` in the same transaction; leaving `completed` clears the stamp.
+import { randomUUID } from 'node:crypto';
 import type { Prisma } from '../../generated/prisma/client.js';
 import type { Tenant } from '../../db/tenant.js';
 import type { TenantTx } from '../../db/tenant-scope.js';
+import type { ActivityActor } from '../../db/tenant-writes.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import { newestFirst, type PagePosition, type PageRequest } from '../../lib/pagination.js';
 import { afterPosition } from '../../lib/pagination.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
 import { dispatchEvent } from '../automations/dispatch.js';
+import { moved, recordAttachments, UNATTACHED } from '../crm/attachments.js';
 import { checkReferences, writeReferencing } from '../crm/references.js';
 import type { TaskCreate, TaskDto, TaskEffectiveStatus, TaskListQuery, TaskUpdate } from './schemas.js';
 
 type TaskRow = Prisma.TaskGetPayload<object>;
 
-/** Who acts: the signed-in user, or null for a workspace API key (which is no user). */
-export type Actor = string | null;
+/** The user who acts, or null for a workspace API key (which is no user). */
+const userOf = (actor: ActivityActor): string | null => (actor.type === 'user' ? actor.id : null);
 
 export function effectiveStatus(task: Pick<TaskRow, 'workflowStatus' | 'dueAt'>, now: Date): TaskEffectiveStatus {
   if (task.workflowStatus === 'completed') return 'completed';
@@ -80,12 +83,13 @@ function statusesCondition(statuses: TaskEffectiveStatus[], now: Date): Prisma.T
   return { OR: statuses.map((status) => statusCondition(status, now)) };
 }
 
-export async function list(tenant: Tenant, actor: Actor, query: TaskListQuery, page: PageRequest): Promise<TaskDto[]> {
+export async function list(tenant: Tenant, actor: ActivityActor, query: TaskListQuery, page: PageRequest): Promise<TaskDto[]> {
   let assignedTo = query.assigned_to;
   if (assignedTo === 'me') {
-    if (actor === null)
+    const user = userOf(actor);
+    if (user === null)
       throw validationFailed({ assigned_to: ['`me` needs a signed-in user; an API key is none.'] }, 'Query parameters are invalid.');
-    assignedTo = actor;
+    assignedTo = user;
   }
   const now = new Date();
   const statuses = [...new Set(query.effective_status ?? [])];
@@ -133,9 +137,9 @@ function columnsOf(body: TaskUpdate): Prisma.TaskUncheckedUpdateInput {
 }
 
 /** The stamp of a status change: set on becoming completed, cleared on leaving it, untouched otherwise. */
-function completion(before: TaskRow['workflowStatus'] | null, after: TaskRow['workflowStatus'] | undefined, actor: Actor) {
+function completion(before: TaskRow['workflowStatus'] | null, after: TaskRow['workflowStatus'] | undefined, actor: ActivityActor) {
   if (after === undefined || (after === 'completed') === (before === 'completed')) return {};
-  return after === 'completed' ? { completedAt: new Date(), completedBy: actor } : { completedAt: null, completedBy: null };
+  return after === 'completed' ? { completedAt: new Date(), completedBy: userOf(actor) } : { completedAt: null, completedBy: null };
 }
 
 /** Queues `task.completed` when the task just became completed. */
@@ -145,14 +149,20 @@ async function dispatchCompletion(tx: TenantTx, tenant: Tenant, before: TaskRow[
   }
 }
 
-export async function create(tenant: Tenant, actor: Actor, body: TaskCreate): Promise<TaskDto> {
+/** The task's company (and contact) get `task_attached` on their timelines. */
+export async function create(tenant: Tenant, actor: ActivityActor, body: TaskCreate): Promise<TaskDto> {
   const columns = columnsOf(body);
+  const organizationId = tenant.organization.id;
+  const id = randomUUID();
   const task = await writeReferencing(tenant, async (tx) => {
     await checkReferences(tx, body);
+    const after = { companyId: body.company_id, contactId: body.contact_id ?? null };
+    await recordAttachments(tx, { organizationId, actor, type: 'task', id, before: UNATTACHED, after });
     const made = await tx.task.create({
       data: {
         ...(columns as Prisma.TaskUncheckedCreateInput),
-        organizationId: tenant.organization.id,
+        id,
+        organizationId,
         ...completion(null, body.workflow_status, actor),
       },
     });
@@ -162,8 +172,11 @@ export async function create(tenant: Tenant, actor: Actor, body: TaskCreate): Pr
   return toTaskDto(task);
 }
 
-/** Partial; the task's row is locked first, so two concurrent completions stamp and dispatch once. */
-export async function update(tenant: Tenant, actor: Actor, id: string, body: TaskUpdate): Promise<TaskDto> {
+/**
+ * Partial; the task's row is locked first, so two concurrent completions stamp and dispatch once. A changed company or
+ * contact adds `task_detached` and `task_attached` to the timelines it leaves and joins.
+ */
+export async function update(tenant: Tenant, actor: ActivityActor, id: string, body: TaskUpdate): Promise<TaskDto> {
   const columns = columnsOf(body);
   const task = await writeReferencing(tenant, async (tx) => {
     if (!isUuid(id)) throw taskNotFound();
@@ -171,6 +184,7 @@ export async function update(tenant: Tenant, actor: Actor, id: string, body: Tas
     const current = await tx.task.findFirst({ where: { id } });
     if (!current) throw taskNotFound();
     await checkReferences(tx, body);
+    await recordAttachments(tx, { organizationId: tenant.organization.id, actor, type: 'task', id, ...moved(current, body) });
     const changed = await tx.task.update({
       where: { id },
       data: { ...columns, ...completion(current.workflowStatus, body.workflow_status, actor) },
