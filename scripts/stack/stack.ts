@@ -4,6 +4,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -39,6 +41,8 @@ export interface Stack {
   replica: Replica;
   bouncer: PgBouncer;
   instances: Instance[];
+  /** Resolves once HAProxy sends requests to the instance again (its checks passed `rise` times). */
+  waitUntilServing(name: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -94,10 +98,12 @@ export function serviceInstance(name: string, port: number, env: NodeJS.ProcessE
   };
 }
 
-function haproxyConfig(frontPort: number, instances: Array<{ name: string; port: number }>): string {
+function haproxyConfig(frontPort: number, instances: Array<{ name: string; port: number }>, statsSocket: string): string {
   return [
     'global',
     '  maxconn 4096',
+    // What HAProxy thinks of each server, for `waitUntilServing` (read-only level).
+    `  stats socket ${statsSocket} mode 600 level user`,
     'defaults',
     '  mode http',
     '  timeout connect 2s',
@@ -121,6 +127,9 @@ function haproxyConfig(frontPort: number, instances: Array<{ name: string; port:
     '  option httpchk GET /readyz',
     '  http-check expect status 200',
     '  default-server inter 500ms fall 1 rise 2',
+    // A loaded machine may answer a check late: only a wrong answer (a draining instance's 503), not a slow one,
+    // takes a server out at once.
+    '  timeout check 2s',
     ...instances.map(({ name, port }) => `  server ${name} 127.0.0.1:${port} check`),
     '',
   ].join('\n');
@@ -224,7 +233,11 @@ export async function startStack(options: {
 
     const frontPort = options.port ?? (await freePort());
     const config = path.join(dir, 'haproxy.cfg');
-    await writeFile(config, haproxyConfig(frontPort, instances));
+    // In the system's temporary folder: a Unix socket's path must stay short (108 bytes), whatever `dir` is.
+    const statsSocket = path.join(tmpdir(), `crm-stack-haproxy-${frontPort}.sock`);
+    await rm(statsSocket, { force: true });
+    cleanups.push(() => rm(statsSocket, { force: true }));
+    await writeFile(config, haproxyConfig(frontPort, instances, statsSocket));
     const haproxy = spawnLogged(HAPROXY_BIN, ['-db', '-f', config], process.env);
     cleanups.push(() => stopChild(haproxy.child, 'SIGUSR1'));
     await Promise.race([
@@ -232,13 +245,39 @@ export async function startStack(options: {
       once(haproxy.child, 'exit').then(() => Promise.reject(new Error(`haproxy exited:\n${haproxy.output()}`))),
     ]);
     const origin = `http://127.0.0.1:${frontPort}`;
-    // Both servers up in HAProxy's eyes (rise 2 × 500 ms).
-    await sleep(1_500);
-    return { origin, setupToken: env.SERVICE_SETUP_TOKEN as string, env, primary, replica, bouncer, instances, stop };
+    const waitUntilServing = (name: string) => waitForServer(statsSocket, name);
+    for (const instance of instances) await waitUntilServing(instance.name);
+    return { origin, setupToken: env.SERVICE_SETUP_TOKEN as string, env, primary, replica, bouncer, instances, waitUntilServing, stop };
   } catch (error) {
     await stop();
     throw error;
   }
+}
+
+/** One command to HAProxy's stats socket, and its whole answer. */
+function haproxyCommand(socket: string, command: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let answer = '';
+    const connection = createConnection(socket, () => connection.end(`${command}\n`));
+    connection.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+    connection.on('end', () => resolve(answer));
+    connection.on('error', reject);
+  });
+}
+
+/** Polls `show stat` until the server `name` of the backend is UP (a loaded machine may take seconds), at most 60 s. */
+async function waitForServer(socket: string, name: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  let last = '';
+  while (Date.now() < deadline) {
+    const rows = (await haproxyCommand(socket, 'show stat').catch(() => '')).split('\n');
+    // CSV: pxname, svname, …, status (the 18th field).
+    const row = rows.map((line) => line.split(',')).find((fields) => fields[0] === 'instances' && fields[1] === name);
+    last = row?.[17] ?? 'unknown';
+    if (last === 'UP') return;
+    await sleep(100);
+  }
+  throw new Error(`HAProxy did not take ${name} into service within 60 s (status ${last})`);
 }
 
 async function dropOldSlots(primaryUrl: string): Promise<void> {

@@ -79,8 +79,9 @@ t.test('a rolling restart of both instances drops no request', async (t) => {
     t.equal(await instance.stop(), 0, `${instance.name} drained and exited 0`);
     t.ok(traffic.served() > before, `the other instance served while ${instance.name} drained`);
     await instance.start();
-    // HAProxy takes it back after two passing checks (500 ms apart).
-    await sleep(1_500);
+    // HAProxy takes it back after two passing checks (500 ms apart, later on a loaded machine): only then may the
+    // other one stop.
+    await stack.waitUntilServing(instance.name);
   }
   await sleep(500);
   await traffic.stop();
