@@ -664,6 +664,14 @@ ${pager('/admin/outbox/', { status: current }, pageNumber(request), hasNext)}`,
   const named = (name: string | null | undefined, id: string | null, gone: boolean) =>
     html`${name ? html`<strong>${name}</strong> ` : ''}<code>${id ?? ''}</code>${gone ? ' (deleted)' : ''}`;
 
+  /** A user with their current name, a workspace API key by its name and prefix (never its secret), else the kind. */
+  const actorCell = (r: Awaited<ReturnType<typeof listAudit>>['rows'][number]) =>
+    r.actorType === 'user'
+      ? named(r.actorName ?? r.actorUsername, r.actorUserId, r.actorName === null)
+      : r.actorType === 'api_key'
+        ? html`API key <strong>${r.actorApiKeyName ?? ''}</strong> <code>${r.actorApiKeyPrefix ?? ''}…</code>`
+        : r.actorType;
+
   app.get('/audit/', async (request, reply) => {
     const actor = query(request, 'actor').slice(0, 150);
     const action = (AUDIT_ACTIONS as readonly string[]).includes(query(request, 'action')) ? query(request, 'action') : '';
@@ -679,7 +687,7 @@ ${select('action', 'Action', action, [['', 'any'], ...AUDIT_ACTIONS.map((a): [st
 <button type="submit">Filter</button></form>
 ${dataTable(['Time', 'Actor', 'Action', 'Target', 'Workspace', 'Client IP'], rows, (r) => [
   r.createdAt,
-  r.actorType === 'user' ? named(r.actorName ?? r.actorUsername, r.actorUserId, r.actorName === null) : r.actorType,
+  actorCell(r),
   r.action,
   html`${r.targetType} ${r.targetId ? named(r.targetName, r.targetId, r.targetName === null) : ''}`,
   r.organizationId ? named(r.workspaceName, r.organizationId, r.workspaceName === null) : '',

@@ -13,10 +13,26 @@ export function requireUser(request: FastifyRequest): CurrentUser {
   return request.currentUser;
 }
 
+/** The workspace API key of a tenant request that did not authenticate as a user. */
+export function requireApiKey(request: FastifyRequest): NonNullable<FastifyRequest['apiKey']> {
+  if (!request.apiKey) throw unauthorized();
+  return request.apiKey;
+}
+
 /** The audit context of a signed-in request: the user as actor, and the client address the app sees. */
 export function userAudit(request: FastifyRequest): AuditContext {
   const user = requireUser(request);
   return { actor: { type: 'user', userId: user.id, username: user.username }, ip: request.ip };
+}
+
+/**
+ * The audit context of a tenant request a workspace API key may make: the key as actor when it authenticated with
+ * one (never the user who created the key), the signed-in user otherwise.
+ */
+export function requestAudit(request: FastifyRequest): AuditContext {
+  if (!request.apiKey) return userAudit(request);
+  const key = request.apiKey;
+  return { actor: { type: 'api_key', apiKeyId: key.id, name: key.name, prefix: key.prefix }, ip: request.ip };
 }
 
 /** The client a sign-in or refresh comes from, as the session list shows it (the address through the trusted proxies). */

@@ -5,7 +5,7 @@ import type { FastifyRequest } from 'fastify';
 import { NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
 import { pageOf, pageResponse } from '../../lib/pagination.js';
 import { paginate } from '../../http/pagination.js';
-import { requireTenant } from '../../http/request.js';
+import { requireApiKey, requireTenant } from '../../http/request.js';
 import { TaskBodySchemas, TaskListQuerySchema, TaskParamsSchema, TaskSchema } from './schemas.js';
 import { positionOf, type Actor } from './service.js';
 
@@ -14,8 +14,9 @@ const read = { access: 'VIEW_CRM', apiKeys: true } as const;
 const write = { access: 'MANAGE_CRM', apiKeys: true } as const;
 const one = responses({ 200: Ref(TaskSchema) }, 401, 403, 404);
 
-/** The signed-in user, or null for a workspace API key. */
-const actorOf = (request: FastifyRequest): Actor => request.currentUser?.id ?? null;
+/** The signed-in user, or the workspace API key the request authenticated with. */
+const actorOf = (request: FastifyRequest): Actor =>
+  request.currentUser ? { userId: request.currentUser.id, apiKeyId: null } : { userId: null, apiKeyId: requireApiKey(request).id };
 
 export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const tasks = app.services.tasks;
@@ -83,7 +84,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Change some fields of a task (MANAGE_CRM).',
         description:
           'Partial: absent fields stay unchanged. `workflow_status: completed` sets `completed_at` and `completed_by` ' +
-          '(null through an API key) and dispatches `task.completed`; another status clears them.',
+          '(through an API key: `completed_by_api_key_id`, the key) and dispatches `task.completed`; another status clears them.',
         params: TaskParamsSchema,
         body: Ref(TaskBodySchemas.update),
         response: one,

@@ -14,8 +14,8 @@ import type { TaskCreate, TaskDto, TaskEffectiveStatus, TaskListQuery, TaskUpdat
 
 type TaskRow = Prisma.TaskGetPayload<object>;
 
-/** Who acts: the signed-in user, or null for a workspace API key (which is no user). */
-export type Actor = string | null;
+/** Who acts: the signed-in user, or a workspace API key (which is no user, and never stands for the one who made it). */
+export type Actor = { userId: string; apiKeyId: null } | { userId: null; apiKeyId: string };
 
 export function effectiveStatus(task: Pick<TaskRow, 'workflowStatus' | 'dueAt'>, now: Date): TaskEffectiveStatus {
   if (task.workflowStatus === 'completed') return 'completed';
@@ -39,6 +39,7 @@ export function toTaskDto(task: TaskRow, now = new Date()): TaskDto {
     notes: task.notes,
     completed_at: task.completedAt?.toISOString() ?? null,
     completed_by: task.completedBy,
+    completed_by_api_key_id: task.completedByApiKeyId,
     created_at: task.createdAt.toISOString(),
     updated_at: task.updatedAt.toISOString(),
   };
@@ -83,9 +84,9 @@ function statusesCondition(statuses: TaskEffectiveStatus[], now: Date): Prisma.T
 export async function list(tenant: Tenant, actor: Actor, query: TaskListQuery, page: PageRequest): Promise<TaskDto[]> {
   let assignedTo = query.assigned_to;
   if (assignedTo === 'me') {
-    if (actor === null)
+    if (actor.userId === null)
       throw validationFailed({ assigned_to: ['`me` needs a signed-in user; an API key is none.'] }, 'Query parameters are invalid.');
-    assignedTo = actor;
+    assignedTo = actor.userId;
   }
   const now = new Date();
   const statuses = [...new Set(query.effective_status ?? [])];
@@ -135,7 +136,9 @@ function columnsOf(body: TaskUpdate): Prisma.TaskUncheckedUpdateInput {
 /** The stamp of a status change: set on becoming completed, cleared on leaving it, untouched otherwise. */
 function completion(before: TaskRow['workflowStatus'] | null, after: TaskRow['workflowStatus'] | undefined, actor: Actor) {
   if (after === undefined || (after === 'completed') === (before === 'completed')) return {};
-  return after === 'completed' ? { completedAt: new Date(), completedBy: actor } : { completedAt: null, completedBy: null };
+  return after === 'completed'
+    ? { completedAt: new Date(), completedBy: actor.userId, completedByApiKeyId: actor.apiKeyId }
+    : { completedAt: null, completedBy: null, completedByApiKeyId: null };
 }
 
 /** Queues `task.completed` when the task just became completed. */
