@@ -1,6 +1,6 @@
 // What a route handler reads off an authenticated request: the user, the tenant, and the audit context of the action.
 import type { FastifyRequest } from 'fastify';
-import type { CurrentUser } from '../lib/current-user.js';
+import type { Actor, CurrentUser } from '../lib/current-user.js';
 import { unauthorized } from '../lib/problem.js';
 import type { AuditContext } from '../modules/audit/audit-log.js';
 import type { SessionClient } from '../db/token-store.js';
@@ -13,10 +13,11 @@ export function requireUser(request: FastifyRequest): CurrentUser {
   return request.currentUser;
 }
 
-/** The workspace API key of a tenant request that did not authenticate as a user. */
-export function requireApiKey(request: FastifyRequest): NonNullable<FastifyRequest['apiKey']> {
+/** Who acts in a tenant request: the signed-in user, or the workspace API key it authenticated with. */
+export function requestActor(request: FastifyRequest): Actor {
+  if (request.currentUser) return { userId: request.currentUser.id, apiKeyId: null };
   if (!request.apiKey) throw unauthorized();
-  return request.apiKey;
+  return { userId: null, apiKeyId: request.apiKey.id };
 }
 
 /** The audit context of a signed-in request: the user as actor, and the client address the app sees. */

@@ -41,6 +41,8 @@ export const AUDIT_ACTIONS = [
   'api_key.revoked',
   'automation.created',
   'automation.secret_rotated',
+  'import.started',
+  'crm.exported',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

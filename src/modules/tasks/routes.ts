@@ -1,22 +1,17 @@
 // Routes of tasks: list (assignee or `me`, effective status, due before, company, deal; newest first or soonest due),
 // create, read, update, delete. Reads need VIEW_CRM, writes MANAGE_CRM; workspace API keys may call them.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
 import { NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
 import { pageOf, pageResponse } from '../../lib/pagination.js';
 import { paginate } from '../../http/pagination.js';
-import { requireApiKey, requireTenant } from '../../http/request.js';
+import { requestActor, requireTenant } from '../../http/request.js';
 import { TaskBodySchemas, TaskListQuerySchema, TaskParamsSchema, TaskSchema } from './schemas.js';
-import { positionOf, type Actor } from './service.js';
+import { positionOf } from './service.js';
 
 const documented = { tags: ['tasks'] };
 const read = { access: 'VIEW_CRM', apiKeys: true } as const;
 const write = { access: 'MANAGE_CRM', apiKeys: true } as const;
 const one = responses({ 200: Ref(TaskSchema) }, 401, 403, 404);
-
-/** The signed-in user, or the workspace API key the request authenticated with. */
-const actorOf = (request: FastifyRequest): Actor =>
-  request.currentUser ? { userId: request.currentUser.id, apiKeyId: null } : { userId: null, apiKeyId: requireApiKey(request).id };
 
 export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const tasks = app.services.tasks;
@@ -39,7 +34,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const page = pageOf(request.query);
-      const rows = await tasks.list(requireTenant(request), actorOf(request), request.query, page);
+      const rows = await tasks.list(requireTenant(request), requestActor(request), request.query, page);
       return paginate(request, reply, rows, page.limit, positionOf(request.query.sort));
     },
   );
@@ -62,7 +57,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       reply.code(201);
-      return tasks.create(requireTenant(request), actorOf(request), request.body);
+      return tasks.create(requireTenant(request), requestActor(request), request.body);
     },
   );
 
@@ -91,7 +86,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       config: write,
     },
-    async (request) => tasks.update(requireTenant(request), actorOf(request), request.params.task_id, request.body),
+    async (request) => tasks.update(requireTenant(request), requestActor(request), request.params.task_id, request.body),
   );
 
   app.delete(

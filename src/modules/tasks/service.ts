@@ -3,6 +3,7 @@
 // `task.completed` in the same transaction; leaving `completed` clears the stamp.
 import type { Prisma } from '../../generated/prisma/client.js';
 import type { Tenant } from '../../db/tenant.js';
+import type { Actor } from '../../lib/current-user.js';
 import type { TenantTx } from '../../db/tenant-scope.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import { newestFirst, type PagePosition, type PageRequest } from '../../lib/pagination.js';
@@ -13,9 +14,6 @@ import { checkReferences, writeReferencing } from '../crm/references.js';
 import type { TaskCreate, TaskDto, TaskEffectiveStatus, TaskListQuery, TaskUpdate } from './schemas.js';
 
 type TaskRow = Prisma.TaskGetPayload<object>;
-
-/** Who acts: the signed-in user, or a workspace API key (which is no user, and never stands for the one who made it). */
-export type Actor = { userId: string; apiKeyId: null } | { userId: null; apiKeyId: string };
 
 export function effectiveStatus(task: Pick<TaskRow, 'workflowStatus' | 'dueAt'>, now: Date): TaskEffectiveStatus {
   if (task.workflowStatus === 'completed') return 'completed';
