@@ -18,13 +18,15 @@ try {
   await applyMigrations(url);
   const database = openDatabase(url, 2, () => {});
   try {
-    const result = await seedDemo(database.db);
-    const { user, workspace, companies, contacts } = result.created;
+    const result = await seedDemo(database.db, database.pool);
+    const { user, workspace, companies, contacts, deals, tasks } = result.created;
     const made = [
       user && 'the demo user',
       workspace && 'the workspace',
       companies && `${companies} companies`,
       contacts && `${contacts} contacts`,
+      deals && `${deals} deals`,
+      tasks && `${tasks} tasks`,
     ].filter(Boolean);
     console.log(made.length > 0 ? `created ${made.join(', ')}` : 'the demo data is already there: nothing created');
     console.log(`demo workspace "${DEMO.workspaceSlug}" (organization_id ${result.organizationId})`);

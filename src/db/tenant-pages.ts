@@ -4,7 +4,7 @@
 // from the `pageTable` definitions of the services, never from a request; request values are only parameters.
 import { availableParallelism } from 'node:os';
 import pg from 'pg';
-import type { ListOrder, ListPageRequest, ListPosition, SortKeyType } from '../lib/pagination.js';
+import { NEWEST_FIRST, type ListOrder, type ListPageRequest, type ListPosition, type SortKeyType } from '../lib/pagination.js';
 import { Slots } from '../lib/slots.js';
 
 const IDENTIFIER = /^[a-z][a-z0-9_]*$/;
@@ -371,14 +371,15 @@ async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
   // part, far, costs less than visiting them all; it is complete when it fills the page or reaches the end.
   // A term without a letter (digits, punctuation: a phone number) is made of grams most rows share, whatever the
   // planner counts for the term itself, so the index reads long posting lists for it.
+  // The estimate needs no transaction of its own: the plan settings change how rows are found, not how many.
   const [plan] = NO_LETTER.test(filter.search ?? '')
     ? []
-    : await indexed<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(estimate);
+    : (await searchScans.run(() => pool.query<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(estimate))).rows;
   const candidates = plan?.['QUERY PLAN'][0]?.Plan['Plan Rows'] ?? Number.POSITIVE_INFINITY;
   if (candidates > SEARCH_INDEX_CANDIDATES && (await ordered(SEARCH_FAR_ROWS))) return found;
   return [...found, ...(await indexed<Row>(page))];
 
-  /** Runs an indexed part in its own read-only transaction with the plan INDEXED_PLAN sets. */
+  /** Runs the indexed part in its own read-only transaction with the plan INDEXED_PLAN sets. */
   function indexed<Result extends pg.QueryResultRow>(query: pg.QueryConfig): Promise<Result[]> {
     return searchScans.run(async () => {
       const client = await pool.connect();
@@ -401,9 +402,6 @@ function withoutMarker<Row>(row: Row & ScanRow): Row {
   const { scan_hit: _hit, ...rest } = row;
   return rest as unknown as Row;
 }
-
-/** The order a sync's conditions are built for: none of its parts depends on it (it never has a list cursor). */
-const NEWEST_FIRST: ListOrder = { sort: 'created_at', descending: true };
 
 /** Where an incremental sync continues: the writing transaction (xid8 as text) and id of the last change handed out. */
 export interface SyncPosition {
@@ -436,6 +434,7 @@ function changesQuery<Filter extends string>(organizationId: string, spec: PageT
   const { values, where, parameter } = conditionsOf(
     organizationId,
     spec,
+    // A sync has no list cursor: none of the conditions built here depends on the order.
     { equals: filter.equals, limit: filter.limit, order: NEWEST_FIRST },
     undefined,
   );

@@ -53,8 +53,9 @@ export const listOrderOf = (sort: string): ListOrder =>
 /** The `sort` parameter of a list order. */
 const sortParameter = (order: ListOrder) => `${order.descending ? '-' : ''}${order.sort}`;
 
-/** The CRM lists' default order, whose cursors keep the `[created_at, id]` form every list had before sorts. */
-const isNewestFirst = (order: ListOrder) => order.sort === 'created_at' && order.descending;
+/** The CRM lists' default order (no `sort`): newest first. Its cursors keep the `[created_at, id]` form every list had before sorts. */
+export const NEWEST_FIRST: ListOrder = Object.freeze({ sort: 'created_at', descending: true });
+const isNewestFirst = (order: ListOrder) => order.sort === NEWEST_FIRST.sort && order.descending === NEWEST_FIRST.descending;
 
 /** Where a sorted list continues: the sort key values of the last record handed out (as API text) and its id. */
 export interface ListPosition {

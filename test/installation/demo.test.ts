@@ -37,7 +37,7 @@ t.test('refused in production, creating nothing', async (t) => {
 
 t.test('creates the demo workspace once, usable through the API', async (t) => {
   const first = await demo({});
-  t.match(first.stdout, /created the demo user, the workspace, 12 companies, 24 contacts/);
+  t.match(first.stdout, /created the demo user, the workspace, 12 companies, 24 contacts, 9 deals, 8 tasks/);
   t.match(first.stdout, new RegExp(`"username": "${DEMO.username}", "password": "${DEMO.password}"`));
   const second = await demo({});
   t.match(second.stdout, /already there: nothing created/);
@@ -65,6 +65,27 @@ t.test('creates the demo workspace once, usable through the API', async (t) => {
   t.equal(companies[0].name, 'Vandelay Industries', 'newest first, in a fixed order');
   const contacts = (await app.inject({ method: 'GET', url: `/api/v1/organizations/${workspace.id}/contacts/?limit=200`, headers })).json();
   t.equal(contacts.length, 24);
+  t.match(companies[0].customer_code, /^CUS-\d{5}$/, 'created through the service: customer codes');
+  t.equal(new Set(companies.map((c: { customer_code: string }) => c.customer_code)).size, 12);
+  const deals = (await app.inject({ method: 'GET', url: `/api/v1/organizations/${workspace.id}/deals/?limit=200`, headers })).json();
+  t.equal(deals.length, 9);
+  const pipeline = (await app.inject({ method: 'GET', url: `/api/v1/organizations/${workspace.id}/deals/pipeline/`, headers })).json();
+  t.equal(
+    pipeline.reduce((sum: number, stage: { count: number }) => sum + stage.count, 0),
+    9,
+    'every deal is in the pipeline summary',
+  );
+  const myTasks = (
+    await app.inject({ method: 'GET', url: `/api/v1/organizations/${workspace.id}/tasks/?assigned_to=me&limit=200`, headers })
+  ).json();
+  t.equal(myTasks.length, 8, "the demo user's tasks");
+  const activity = (
+    await app.inject({ method: 'GET', url: `/api/v1/organizations/${workspace.id}/companies/${companies[0].id}/activity/`, headers })
+  ).json();
+  t.ok(
+    activity.some((entry: { kind: string; actor: { name: string } | null }) => entry.kind === 'created'),
+    'the timeline holds the creation',
+  );
   t.equal(await app.db.user.count(), 1, 'one user after two runs');
   t.equal(await app.db.organization.count(), 1);
 });

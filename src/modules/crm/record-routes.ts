@@ -12,6 +12,7 @@ import {
   encodeListCursor,
   encodeSyncCursor,
   listOrderOf,
+  NEWEST_FIRST,
   pageOf,
   pageResponse,
   type ListPageRequest,
@@ -24,9 +25,6 @@ import { requestAudit, requireTenant } from '../../http/request.js';
 import { recordAudit } from '../audit/audit-log.js';
 import { csvExport } from './record-export.js';
 import { etagOf, noneMatchHits, versionsIn } from '../../lib/etag.js';
-
-/** The order of a list without `sort`: newest first. */
-const DEFAULT_SORT = '-created_at';
 
 const ETAG_HEADER = { ETag: Type.String({ description: "The record's version, for If-None-Match and If-Match." }) };
 const IF_MATCH_HEADERS = Type.Object({
@@ -132,7 +130,7 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
       const query = request.query as Static<S['listQuery']> & { limit?: number; cursor?: string; sort?: string; updated_since?: string };
       const limit = query.limit ?? DEFAULT_LIMIT;
       if (query.updated_since !== undefined) return syncPage(request, reply, query, limit);
-      const order = listOrderOf(query.sort ?? DEFAULT_SORT);
+      const order = query.sort ? listOrderOf(query.sort) : NEWEST_FIRST;
       const types = (collection.table.sorts[order.sort] ?? []).map((key) => key.type);
       const rows = await service.list(requireTenant(request).pages, collection.filters(query), {
         order,
@@ -218,7 +216,7 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         organizationId: tenant.organization.id,
       });
       const { pages } = tenant;
-      const order = listOrderOf(query.sort ?? DEFAULT_SORT);
+      const order = query.sort ? listOrderOf(query.sort) : NEWEST_FIRST;
       const stream = csvExport(
         collection.exportFields,
         (after, limit) => service.list(pages, filters, { order, after, limit }),

@@ -1,7 +1,13 @@
-// The demo workspace of `make demo`: a fixed user, workspace and CRM records, created once (a second run adds nothing).
+// The demo workspace of `make demo`: a fixed user, workspace, CRM records, deals and tasks, created once (a second run adds nothing).
+import type pg from 'pg';
 import type { Db } from '../../db/client.js';
-import { scopeToOrganization } from '../../db/tenant-scope.js';
+import { bindOrganization } from '../../db/tenant.js';
 import { hashPassword } from '../../lib/passwords.js';
+import { companyService } from '../companies/service.js';
+import { contactService } from '../contacts/service.js';
+import type { CrmScope } from '../crm/record-service.js';
+import * as deals from '../deals/service.js';
+import * as tasks from '../tasks/service.js';
 
 export const DEMO = {
   username: 'demo',
@@ -36,16 +42,46 @@ const PEOPLE = [
   ['Barbara', 'Liskov', 'VP Product'],
 ] as const;
 
+/** Deals of the demo pipeline: company (by index in COMPANIES), title, stage, value, and a lost reason where lost. */
+const DEALS = [
+  [0, 'Initech support renewal', 'negotiation', '12000.00'],
+  [1, 'Globex pilot', 'qualified', '4500.00'],
+  [2, 'Umbrella lab licences', 'lead', '30000.00'],
+  [3, 'Stark Industries rollout', 'won', '82000.00'],
+  [4, 'Wayne Enterprises security audit', 'proposal', '15500.00'],
+  [5, 'Acme Rockets onboarding', 'lead', '2500.00'],
+  [8, 'Tyrell Corporation expansion', 'proposal', '41000.00'],
+  [9, 'Zürich Versicherungen integration', 'lost', '9900.00', 'Chose a local vendor'],
+  [11, 'Vandelay Industries import module', 'won', '7300.00'],
+] as const;
+
+/** Tasks: company index, title, kind, priority, status, due (days after DEMO_START). */
+const TASKS = [
+  [0, 'Send the renewal quote', 'email', 'high', 'todo', 3],
+  [1, 'Pilot kick-off call', 'call', 'normal', 'in_progress', 1],
+  [2, 'Qualify the licence count', 'call', 'normal', 'todo', 5],
+  [3, 'Rollout retrospective', 'meeting', 'low', 'completed', -2],
+  [4, 'Audit proposal review', 'meeting', 'urgent', 'waiting', 2],
+  [8, 'Expansion pricing', 'task', 'high', 'todo', 7],
+  [9, 'Ask for feedback on the lost deal', 'email', 'low', 'todo', 10],
+  [11, 'Invoice the import module', 'task', 'normal', 'completed', -1],
+] as const;
+
+/** When the demo's history starts: records are dated from here, a minute apart, so lists are stable and readable. */
+const DEMO_START = Date.UTC(2026, 0, 5, 9, 0, 0);
+const minute = (n: number) => new Date(DEMO_START + n * 60_000);
+
 export interface DemoResult {
-  created: { user: boolean; workspace: boolean; companies: number; contacts: number };
+  created: { user: boolean; workspace: boolean; companies: number; contacts: number; deals: number; tasks: number };
   organizationId: string;
 }
 
 /**
- * Creates what is missing of the demo scenery; every part is looked up by its fixed name first, so a second run
- * creates nothing. The user and the workspace are installation rows; the CRM records go through the tenant scope.
+ * Creates what is missing of the demo scenery; every part is looked up first, so a second run creates nothing. The
+ * user and the workspace are installation rows; the CRM records go through the API's own services (customer codes,
+ * owners, timelines, stage order), acting as the demo user, and are then dated a minute apart.
  */
-export async function seedDemo(db: Db): Promise<DemoResult> {
+export async function seedDemo(db: Db, pool: pg.Pool): Promise<DemoResult> {
   const existingUser = await db.user.findUnique({ where: { username: DEMO.username }, select: { id: true } });
   const user =
     existingUser ??
@@ -58,7 +94,7 @@ export async function seedDemo(db: Db): Promise<DemoResult> {
       },
       select: { id: true },
     }));
-  const existingWorkspace = await db.organization.findUnique({ where: { slug: DEMO.workspaceSlug }, select: { id: true } });
+  const existingWorkspace = await db.organization.findUnique({ where: { slug: DEMO.workspaceSlug } });
   const workspace =
     existingWorkspace ??
     (await db.organization.create({
@@ -68,45 +104,85 @@ export async function seedDemo(db: Db): Promise<DemoResult> {
         createdById: user.id,
         memberships: { create: { userId: user.id, role: 'owner' } },
       },
-      select: { id: true },
     }));
-  const tenant = scopeToOrganization(db, workspace.id);
-  let companies = 0;
-  let contacts = 0;
-  if ((await tenant.company.count()) === 0) {
-    // Oldest first, a minute apart, so the list (newest first) is stable and readable.
-    const start = Date.UTC(2026, 0, 5, 9, 0, 0);
-    const rows = COMPANIES.map(([name, stage, domain], i) => ({
-      name,
-      lifecycleStage: stage,
-      website: `https://${domain}`,
-      email: `hello@${domain}`,
-      phoneNumber: `+1 555 01${String(i).padStart(2, '0')}`,
-      createdAt: new Date(start + i * 60_000),
-      organizationId: workspace.id,
-    }));
-    companies = (await tenant.company.createMany({ data: rows })).count;
-  }
-  if ((await tenant.contact.count()) === 0) {
-    const all = await tenant.company.findMany({ orderBy: { createdAt: 'asc' }, select: { id: true, website: true } });
-    const rows = all.flatMap((company, i) =>
-      [0, 1].map((k) => {
-        const [firstName, lastName, jobTitle] = PEOPLE[(i * 2 + k) % PEOPLE.length] ?? PEOPLE[0];
-        const domain = (company.website ?? 'https://example.com').replace('https://', '');
-        return {
-          companyId: company.id,
-          firstName,
-          lastName,
-          jobTitle,
-          email: `${firstName.toLowerCase()}.${lastName.toLowerCase()}@${domain}`,
-          organizationId: workspace.id,
-        };
-      }),
-    );
-    contacts = (await tenant.contact.createMany({ data: rows })).count;
-  }
-  return {
-    created: { user: existingUser === null, workspace: existingWorkspace === null, companies, contacts },
+  const tenant = bindOrganization(db, pool, workspace, 'owner');
+  const scope: CrmScope = {
+    db: tenant.db,
     organizationId: workspace.id,
+    writes: tenant.writes,
+    actor: { type: 'user', id: user.id, name: DEMO.username },
   };
+  const created = { user: existingUser === null, workspace: existingWorkspace === null, companies: 0, contacts: 0, deals: 0, tasks: 0 };
+  if ((await tenant.db.company.count()) === 0) {
+    for (const [i, [name, stage, domain]] of COMPANIES.entries()) {
+      const company = await companyService.create(scope, {
+        name,
+        lifecycle_stage: stage,
+        website: `https://${domain}`,
+        email: `hello@${domain}`,
+        phone_number: `+1 555 01${String(i).padStart(2, '0')}`,
+        ...(stage === 'customer' ? { assigned_to: user.id } : {}),
+      });
+      await tenant.db.company.update({ where: { id: company.id }, data: { createdAt: minute(i) } });
+      created.companies += 1;
+    }
+  }
+  // Oldest first, as created.
+  const companies = await tenant.db.company.findMany({ orderBy: { createdAt: 'asc' }, select: { id: true, website: true } });
+  if ((await tenant.db.contact.count()) === 0) {
+    for (const [i, company] of companies.entries()) {
+      for (const k of [0, 1]) {
+        const [first_name, last_name, job_title] = PEOPLE[(i * 2 + k) % PEOPLE.length] ?? PEOPLE[0];
+        const domain = (company.website ?? 'https://example.com').replace('https://', '');
+        const contact = await contactService.create(scope, {
+          company_id: company.id,
+          first_name,
+          last_name,
+          job_title,
+          email: `${first_name.toLowerCase()}.${last_name.toLowerCase()}@${domain}`,
+        });
+        await tenant.db.contact.update({ where: { id: contact.id }, data: { createdAt: minute(60 + i * 2 + k) } });
+        created.contacts += 1;
+      }
+    }
+  }
+  if ((await tenant.db.deal.count()) === 0) {
+    for (const [index, title, stage, value, lostReason] of DEALS) {
+      const company = companies[index];
+      if (!company) continue;
+      await deals.create(tenant, {
+        title,
+        company_id: company.id,
+        stage,
+        value,
+        currency: 'EUR',
+        tax_rate: '19.00',
+        probability: stage === 'won' ? 100 : stage === 'lost' ? 0 : 50,
+        assigned_to: user.id,
+        ...(lostReason ? { lost_reason: lostReason } : {}),
+      });
+      created.deals += 1;
+    }
+  }
+  if ((await tenant.db.task.count()) === 0) {
+    for (const [index, title, kind, priority, status, dueDays] of TASKS) {
+      const company = companies[index];
+      if (!company) continue;
+      await tasks.create(
+        tenant,
+        { userId: user.id, apiKeyId: null },
+        {
+          title,
+          company_id: company.id,
+          kind,
+          priority,
+          workflow_status: status,
+          due_at: new Date(Date.now() + dueDays * 86_400_000).toISOString(),
+          assigned_to: user.id,
+        },
+      );
+      created.tasks += 1;
+    }
+  }
+  return { created, organizationId: workspace.id };
 }

@@ -11,6 +11,7 @@ import { isUuid } from '../../lib/http-schemas.js';
 import {
   afterPosition,
   newestFirst,
+  NEWEST_FIRST,
   type ListPageRequest,
   type ListPosition,
   type PageRequest,
@@ -132,8 +133,6 @@ export interface ExportReaders {
 }
 
 const EXPORT_BATCH = 200;
-/** The export's order of CRM records: by creation, newest first (the lists' default). */
-const NEWEST_FIRST_CRM = { sort: 'created_at', descending: true };
 
 export function createInstallationService(deps: { db: Db; pool: pg.Pool; config: Config; crm: ExportReaders }) {
   const { db, pool, config, crm } = deps;
@@ -402,7 +401,7 @@ export function createInstallationService(deps: { db: Db; pool: pg.Pool; config:
         ] as const) {
           let after: ListPosition | undefined;
           for (;;) {
-            const rows = await reader.list(tenant.pages, {}, { order: NEWEST_FIRST_CRM, after, limit: EXPORT_BATCH });
+            const rows = await reader.list(tenant.pages, {}, { order: NEWEST_FIRST, after, limit: EXPORT_BATCH });
             for (const record of rows.slice(0, EXPORT_BATCH)) yield line(type, { workspace_id, ...record });
             const last = rows[EXPORT_BATCH - 1];
             if (rows.length <= EXPORT_BATCH || !last) break;
