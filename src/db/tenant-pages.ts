@@ -258,8 +258,9 @@ const TRIGRAM_TERM = /[\p{L}\p{N}]{3}/u;
 
 /**
  * The indexed part of a search: every match after `after` in list order, from a GIN index (pg_trgm for a term with
- * three word characters in a row; else crm_short_grams, whose 1- and 2-character substrings of the term a match must
- * all hold), sorted, `wanted` of them. Its cost follows the number of candidates the index yields, not the rows.
+ * three word characters in a row; else crm_short_grams, asked for the term's 2-character substrings, or its one
+ * character: see crm_short_gram_query), sorted, `wanted` of them. Its cost follows the number of candidates the index
+ * yields, not the rows.
  */
 function indexedQuery<Filter extends string>(
   organizationId: string,
@@ -277,17 +278,25 @@ function indexedQuery<Filter extends string>(
   const source = `(SELECT * FROM ${spec.table} WHERE ${[...where, candidatesOf(search, term), matches(term)].join(' AND ')})`;
   return {
     // The planner's count of the candidates the GIN index yields in all workspaces (from the statistics of the
-    // column, or of the crm_short_grams expression, whose most common elements PostgreSQL keeps).
-    estimate: { text: `EXPLAIN (FORMAT JSON) SELECT 1 FROM ${spec.table} WHERE ${candidatesOf(search, '$1::text')}`, values: [search] },
+    // column, or of the crm_short_grams expression, whose most common elements PostgreSQL keeps). Asked with all the
+    // term's grams: its single characters are among those common elements, where a rare pair is not, and would be
+    // counted by a default guess.
+    estimate: {
+      text: `EXPLAIN (FORMAT JSON) SELECT 1 FROM ${spec.table} WHERE ${candidatesOf(search, '$1::text', 'crm_short_grams')}`,
+      values: [search],
+    },
     page: { text: pageFrom(spec, filter.order, source, parameter(wanted, 'int')), values, types: pageTypes },
   };
 }
 
-/** The condition a GIN index serves for a term (the parameter `term`): a superset of the matches, never fewer. */
-const candidatesOf = (search: string, term: string) =>
+/**
+ * The condition a GIN index serves for a term (the parameter `term`): a superset of the matches, never fewer. A term
+ * without a trigram asks crm_short_grams for `grams` of the term: the pairs (crm_short_gram_query) to find them.
+ */
+const candidatesOf = (search: string, term: string, grams = 'crm_short_gram_query') =>
   TRIGRAM_TERM.test(search)
     ? `search_text LIKE '%' || replace(replace(replace(lower(${term}), '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'`
-    : `crm_short_grams(search_text) @> crm_short_grams(lower(${term}))`;
+    : `crm_short_grams(search_text) @> ${grams}(lower(${term}))`;
 
 /**
  * The plan of the indexed part, set for its transaction only: the candidates from the GIN index (a bitmap), never an
