@@ -1,7 +1,8 @@
 // A workspace API key is the actor of what it does: in the audit log (installation API and console page), task completion and imports, never the user who created it; never its secret.
 import t from 'tap';
 import { bearer, buildTestApp, json } from '../helpers/app.js';
-import { ADMIN, setupInstallation } from '../helpers/fixtures.js';
+import { setupInstallation } from '../helpers/fixtures.js';
+import { consoleSession } from '../helpers/console.js';
 
 const { app } = await buildTestApp(t, { AUTOMATION_WEBHOOK_ALLOW_PRIVATE: 'true' });
 const { admin: owner, organizationId } = await setupInstallation(app);
@@ -119,18 +120,12 @@ t.test('a task completed with a key records the key in completed_by_api_key_id, 
 });
 
 t.test('the console audit page shows the key by name and prefix, escaped, never the secret', async (t) => {
-  const login = await app.inject({
-    method: 'POST',
-    url: '/admin/login/',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({ username: ADMIN.username, password: ADMIN.password }).toString(),
-  });
-  const cookie = `crm_admin_session=${login.cookies.find((c) => c.name === 'crm_admin_session')!.value}`;
-  const page = await app.inject({ method: 'GET', url: '/admin/audit/?action=automation.secret_rotated', headers: { cookie } });
+  const { get } = await consoleSession(app);
+  const page = await get('/admin/audit/?action=automation.secret_rotated');
   t.equal(page.statusCode, 200);
   t.match(page.body, `API key <strong>Billing &lt;sync&gt;</strong> <code>${key.prefix}…</code>`);
   t.notOk(page.body.includes(key.key), 'never the secret');
   t.notOk(page.body.includes('Billing <sync>'), 'escaped');
-  const filtered = await app.inject({ method: 'GET', url: '/admin/audit/?actor=billing', headers: { cookie } });
+  const filtered = await get('/admin/audit/?actor=billing');
   t.match(filtered.body, 'automation.created');
 });

@@ -2,21 +2,12 @@
 import t from 'tap';
 import { bearer, buildTestApp, json } from '../helpers/app.js';
 import { ADMIN, setupInstallation } from '../helpers/fixtures.js';
+import { consoleSession, FORM } from '../helpers/console.js';
 
 const { app } = await buildTestApp(t);
 const { admin: owner, organizationId } = await setupInstallation(app);
-const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const other = await app.db.organization.create({ data: { name: 'Other', slug: 'other' } });
-
-const login = await app.inject({
-  method: 'POST',
-  url: '/admin/login/',
-  headers: FORM,
-  payload: new URLSearchParams({ username: ADMIN.username, password: ADMIN.password }).toString(),
-});
-const cookie = `crm_admin_session=${login.cookies.find((c) => c.name === 'crm_admin_session')!.value}`;
-const get = (url: string) => app.inject({ method: 'GET', url, headers: { cookie } });
-const csrf = /name="_csrf" value="([^"]+)"/.exec((await get('/admin/')).body)![1]!;
+const { cookie, get, csrf } = await consoleSession(app);
 const post = (url: string, token: string | null, headers: Record<string, string> = {}) =>
   app.inject({ method: 'POST', url, headers: { ...FORM, cookie, ...headers }, payload: token === null ? '' : `_csrf=${token}` });
 
