@@ -208,8 +208,9 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
       const query = request.query as Static<S['listQuery']> & { sort?: string };
       const filters = collection.filters(query);
       const tenant = requireTenant(request);
-      // A whole collection leaving the service is recorded, with who took it (a user or a key).
-      await recordAudit(tenant.db, {
+      // A whole collection leaving the service is recorded, with who took it (a user or a key). On the primary: a GET's
+      // tenant handles may read a replica, which takes no writes.
+      await recordAudit(app.db, {
         ...requestAudit(request),
         action: 'crm.exported',
         target: { type: tag, id: null },
