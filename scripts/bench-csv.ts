@@ -15,7 +15,7 @@ import { applyMigrations } from '../src/db/migrate.js';
 import { hashPassword } from '../src/lib/passwords.js';
 import { projectRoot } from '../src/lib/project-root.js';
 import { freePort } from '../test/helpers/net.js';
-import { wrk } from './wrk.js';
+import { wrk, type WrkResult } from './wrk.js';
 
 const EXPORT_ROWS = Number(process.env.BENCH_EXPORT_ROWS ?? 1_000_000);
 const IMPORT_ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 100_000);
@@ -101,6 +101,9 @@ async function startServer(databaseUrl: string, dataDir: string): Promise<{ proc
       LOG_LEVEL: 'warn',
       DATA_DIR: dataDir,
       WEB_CONCURRENCY: '1',
+      // The list is hammered by wrk: the workspace's request budget (issue 31) would answer 429s, fast, instead.
+      RATE_LIMIT_WORKSPACE_PER_MINUTE: '1000000000',
+      ...(process.env.BENCH_CPU_PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_CPU_PROF}` } : {}),
     },
   });
   const origin = `http://127.0.0.1:${port}`;
@@ -169,28 +172,49 @@ async function importFile(dir: string): Promise<string> {
 }
 
 async function benchImport(origin: string, headers: Record<string, string>, target: string, listUrl: string, file: string) {
-  const idle = await wrk({ url: listUrl, method: 'GET', connections: LIST_CONNECTIONS, seconds: LIST_SECONDS, headers });
+  const list = () => wrk({ url: listUrl, method: 'GET', connections: LIST_CONNECTIONS, seconds: LIST_SECONDS, headers });
+  const idle = await list();
   const form = new FormData();
   form.set('kind', 'companies');
   form.set('file', await openAsBlob(file, { type: 'text/csv' }), 'import.csv');
+  // The list is measured in windows of LIST_SECONDS one after the other from the upload until the import has ended.
+  let importing = true;
+  const windows: WrkResult[] = [];
+  const listed = (async () => {
+    while (importing) windows.push(await list());
+  })();
   const started = performance.now();
-  const listed = wrk({ url: listUrl, method: 'GET', connections: LIST_CONNECTIONS, seconds: LIST_SECONDS, headers });
-  const res = await fetch(`${origin}/api/v1/organizations/${target}/imports/`, { method: 'POST', headers, body: form });
-  if (res.status !== 202) throw new Error(`import answered ${res.status}: ${await res.text()}`);
-  const accepted = (performance.now() - started) / 1000;
-  const { id } = (await res.json()) as { id: string };
   let status: Record<string, unknown> = {};
-  for (;;) {
-    status = (await (await fetch(`${origin}/api/v1/organizations/${target}/imports/${id}/`, { headers })).json()) as Record<
-      string,
-      unknown
-    >;
-    if (status.status !== 'queued' && status.status !== 'running') break;
-    await sleep(200);
+  let accepted = 0;
+  try {
+    const res = await fetch(`${origin}/api/v1/organizations/${target}/imports/`, { method: 'POST', headers, body: form });
+    if (res.status !== 202) throw new Error(`import answered ${res.status}: ${await res.text()}`);
+    accepted = (performance.now() - started) / 1000;
+    const { id } = (await res.json()) as { id: string };
+    for (;;) {
+      status = (await (await fetch(`${origin}/api/v1/organizations/${target}/imports/${id}/`, { headers })).json()) as Record<
+        string,
+        unknown
+      >;
+      if (status.status !== 'queued' && status.status !== 'running') break;
+      await sleep(200);
+    }
+  } finally {
+    importing = false;
   }
   const seconds = (performance.now() - started) / 1000;
-  const busy = await listed;
-  return { seconds, accepted, status, idleP99: idle.p99_us / 1000, busyP99: busy.p99_us / 1000, busyErrors: busy.errors + busy.non2xx };
+  await listed;
+  const p99s = windows.map((window) => window.p99_us / 1000).sort((x, y) => x - y);
+  return {
+    seconds,
+    accepted,
+    status,
+    idleP99: idle.p99_us / 1000,
+    busyP99: p99s.at(-1) ?? 0,
+    medianP99: p99s[Math.floor(p99s.length / 2)] ?? 0,
+    windows: windows.length,
+    busyErrors: windows.reduce((sum, window) => sum + window.errors + window.non2xx, 0),
+  };
 }
 
 const mark = (met: boolean) => (met ? 'met' : 'MISSED');
@@ -229,7 +253,7 @@ try {
       `| export ${exported.rows.toLocaleString('en')} companies (${(exported.bytes / 1e6).toFixed(0)} MB of CSV) | ${exported.seconds.toFixed(1)} s | ≤ ${EXPORT_TARGET_S} s | ${mark(exported.seconds <= EXPORT_TARGET_S && exported.rows === EXPORT_ROWS)} |`,
       `| server RSS growth during that export (${exported.before.toFixed(0)} → peak ${exported.peak.toFixed(0)} MB, sampled every 100 ms) | ${exported.growth.toFixed(1)} MB | < ${EXPORT_RSS_TARGET_MB} MB | ${mark(exported.growth < EXPORT_RSS_TARGET_MB)} |`,
       `| import ${IMPORT_ROWS.toLocaleString('en')} companies, upload to \`succeeded\` (202 after ${imported.accepted.toFixed(1)} s; ${JSON.stringify(imported.status.created)} created) | ${imported.seconds.toFixed(1)} s | ≤ ${IMPORT_TARGET_S} s | ${mark(imported.seconds <= IMPORT_TARGET_S && importOk)} |`,
-      `| list p99 (wrk -c${LIST_CONNECTIONS} ${LIST_SECONDS} s, 1M-row workspace) during the import vs idle | ${imported.busyP99.toFixed(1)} ms vs ${imported.idleP99.toFixed(1)} ms (${(imported.busyP99 / imported.idleP99).toFixed(2)}×, ${imported.busyErrors} errors) | ≤ 2× | ${mark(imported.busyP99 <= 2 * imported.idleP99 && imported.busyErrors === 0)} |`,
+      `| list p99 (wrk -c${LIST_CONNECTIONS}, ${EXPORT_ROWS.toLocaleString('en')}-row workspace), worst of ${imported.windows} windows of ${LIST_SECONDS} s from upload to end of the import (median window ${imported.medianP99.toFixed(1)} ms) vs idle | ${imported.busyP99.toFixed(1)} ms vs ${imported.idleP99.toFixed(1)} ms (${(imported.busyP99 / imported.idleP99).toFixed(2)}×, ${imported.busyErrors} errors) | ≤ 2× | ${mark(imported.busyP99 <= 2 * imported.idleP99 && imported.busyErrors === 0)} |`,
     ].join('\n'),
   );
 } finally {

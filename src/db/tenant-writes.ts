@@ -193,14 +193,29 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
      * Inserts many records in one statement and queues no event (an import's rows): each value object holds the
      * table's API columns, typed by the table's own row type (`jsonb_populate_recordset`). Answers how many went in.
      */
-    async insertMany(spec: PageTable<unknown, string>, columns: readonly string[], rows: ColumnValues[]): Promise<number> {
+    async insertMany(
+      spec: PageTable<unknown, string>,
+      columns: readonly string[],
+      rows: ColumnValues[],
+      numbering?: Numbering,
+    ): Promise<number> {
       if (rows.length === 0) return 0;
-      const set = columns.filter((column) => column !== 'id' && spec.columns.includes(column));
+      const set = columns.filter((column) => column !== 'id' && spec.columns.includes(column) && column !== numbering?.column);
+      const parameters: unknown[] = [organizationId, JSON.stringify(rows)];
+      // One number per row, in the rows' order: a volatile call in the subquery's list runs once per row (PostgreSQL
+      // does not merge such a subquery into the outer one), as the single insert's does.
+      const numbered = numbering
+        ? {
+            column: `, ${numbering.column}`,
+            value: `, $${parameters.push(numbering.prefix)} || lpad(r.n::text, greatest(5, length(r.n::text)), '0')`,
+            next: `, ${numbering.next}($1::uuid) AS n`,
+          }
+        : { column: '', value: '', next: '' };
       const text =
-        `INSERT INTO ${spec.table} (id, organization_id, ${set.join(', ')}, created_at, updated_at) ` +
-        `SELECT gen_random_uuid(), $1, ${set.map((c) => `r.${c}`).join(', ')}, now(), now() ` +
-        `FROM jsonb_populate_recordset(NULL::${spec.table}, $2::jsonb) r`;
-      return (await pool.query(text, [organizationId, JSON.stringify(rows)])).rowCount ?? 0;
+        `INSERT INTO ${spec.table} (id, organization_id, ${set.join(', ')}${numbered.column}, created_at, updated_at) ` +
+        `SELECT gen_random_uuid(), $1, ${set.map((c) => `r.${c}`).join(', ')}${numbered.value}, now(), now() ` +
+        `FROM (SELECT *${numbered.next} FROM jsonb_populate_recordset(NULL::${spec.table}, $2::jsonb)) r`;
+      return (await pool.query(text, parameters)).rowCount ?? 0;
     },
     /**
      * Sets `columns` of many records (each value object names its `id`) in one statement, no event; a null in a

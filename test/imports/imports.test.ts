@@ -73,6 +73,21 @@ t.test('a file with BOM and semicolons: queued, then succeeded, formula prefixes
     ['=SUM(A1)', 'lead'],
     ['Acme', 'customer'],
   ]);
+  const codes = (await app.db.company.findMany({ where: { organizationId: a.id }, orderBy: { customerCode: 'asc' } })).map((c) => [
+    c.customerCode,
+    c.name,
+  ]);
+  t.same(
+    codes,
+    [
+      ['CUS-00001', 'Acme'],
+      ['CUS-00002', '=SUM(A1)'],
+    ],
+    'imported companies get customer codes in file order, as creates do',
+  );
+  const next = json(await a.call(memberA, 'POST', 'companies/', { name: 'After the import' }));
+  t.equal(next.customer_code, 'CUS-00003', 'the next create continues the sequence');
+  await app.db.company.delete({ where: { id: next.id } });
   const errors = await a.call(viewerA, 'GET', `imports/${queued.id}/errors/`);
   t.equal(errors.statusCode, 200);
   t.match(errors.headers['content-type'], /^text\/csv/);

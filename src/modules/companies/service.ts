@@ -4,6 +4,7 @@
 import countries from 'i18n-iso-countries';
 import type { Prisma } from '../../generated/prisma/client.js';
 import { pageTable } from '../../db/tenant-pages.js';
+import type { Numbering } from '../../db/tenant-writes.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
 import { assigneeName, assigneeNameSql, assigneeSelect } from '../crm/assignee.js';
 import { recordService } from '../crm/record-service.js';
@@ -87,6 +88,9 @@ export const companyPage = pageTable<CompanyDto, 'lifecycle_stage'>(
   assigneeNameSql('companies'),
 );
 
+/** Every company gets the next customer code of its workspace, whether created through the API or imported. */
+export const COMPANY_NUMBERING: Numbering = { column: 'customer_code', next: 'next_customer_number', prefix: 'CUS-' };
+
 /** The unique indexes of the migration crm_profiles_archive_activity, by the field they keep unique. */
 const DUPLICATE_INDEXES: Record<string, string> = {
   companies_organization_id_tax_id_unique: 'tax_id',
@@ -112,15 +116,13 @@ export const companyService = recordService({
     return field ? validationFailed({ [field]: [`Another company of this workspace has this ${field}.`] }) : undefined;
   },
   prepare: checkedCountry,
-  numbering: { column: 'customer_code', next: 'next_customer_number', prefix: 'CUS-' },
+  numbering: COMPANY_NUMBERING,
   timeline: 'company_id',
   table: companyPage,
-  list: (pages, filters: { search?: string; lifecycleStage?: CompanyDto['lifecycle_stage']; archived?: ArchivedFilter }, page) =>
-    pages.read(companyPage, {
-      equals: { lifecycle_stage: filters.lifecycleStage },
-      search: filters.search,
-      archived: filters.archived ?? 'active',
-      ...page,
-    }),
+  listFilter: (filters: { search?: string; lifecycleStage?: CompanyDto['lifecycle_stage']; archived?: ArchivedFilter }) => ({
+    equals: { lifecycle_stage: filters.lifecycleStage },
+    search: filters.search,
+    archived: filters.archived ?? 'active',
+  }),
   find: (db, id) => db.company.findUnique({ select: companyBody, where: { id } }),
 });

@@ -80,12 +80,10 @@ export const contactService = recordService({
   invalidReference: () => validationFailed({ company_id: ['No such company in this organization.'] }),
   timeline: 'contact_id',
   table: contactPage,
-  list: (pages, filters: { search?: string; companyId?: string; archived?: ArchivedFilter }, page) =>
-    pages.read(contactPage, {
-      equals: { company_id: filters.companyId },
-      search: filters.search,
-      archived: filters.archived ?? 'active',
-      ...page,
-    }),
+  listFilter: (filters: { search?: string; companyId?: string; archived?: ArchivedFilter }) => ({
+    equals: { company_id: filters.companyId },
+    search: filters.search,
+    archived: filters.archived ?? 'active',
+  }),
   find: (db, id) => db.contact.findUnique({ select: contactBody, where: { id } }),
 });

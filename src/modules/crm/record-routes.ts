@@ -1,5 +1,6 @@
 // Registers the five endpoints every CRM record collection has (list, create, read, update, delete) in the tenant
 // context, reads needing VIEW_CRM and writes MANAGE_CRM.
+import type { Readable } from 'node:stream';
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantDb } from '../../db/tenant-scope.js';
@@ -15,6 +16,7 @@ import {
   NEWEST_FIRST,
   pageOf,
   pageResponse,
+  type ListOrder,
   type ListPageRequest,
 } from '../../lib/pagination.js';
 import { linkNext, sendPage } from '../../http/pagination.js';
@@ -23,7 +25,6 @@ import { ActivityQuerySchema, ActivitySchema } from './activity-schemas.js';
 import { activityPage } from './activity-service.js';
 import { requestAudit, requireTenant } from '../../http/request.js';
 import { recordAudit } from '../audit/audit-log.js';
-import { csvExport } from './record-export.js';
 import { etagOf, noneMatchHits, versionsIn } from '../../lib/etag.js';
 
 const ETAG_HEADER = { ETag: Type.String({ description: "The record's version, for If-None-Match and If-Match." }) };
@@ -56,6 +57,7 @@ export interface RecordSchemas {
 /** What the routes call (a `recordService`); the service owns the behaviour. */
 export interface RecordService<S extends RecordSchemas, Filters> {
   list(pages: TenantPages, filters: Filters, page: ListPageRequest): Promise<ApiRecord<S>[]>;
+  csv(pages: TenantPages, filters: Filters, order: ListOrder, fields: readonly string[]): Promise<Readable>;
   get(db: TenantDb, id: string): Promise<Static<S['record']>>;
   create(scope: CrmScope, body: Static<S['create']>): Promise<Static<S['record']>>;
   update(scope: CrmScope, id: string, body: Static<S['update']>, expected?: '*' | Date[]): Promise<Static<S['record']>>;
@@ -216,13 +218,8 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         target: { type: tag, id: null },
         organizationId: tenant.organization.id,
       });
-      const { pages } = tenant;
       const order = query.sort ? listOrderOf(query.sort) : NEWEST_FIRST;
-      const stream = csvExport(
-        collection.exportFields,
-        (after, limit) => service.list(pages, filters, { order, after, limit }),
-        (row) => positionIn(collection.table, order, row),
-      );
+      const stream = await service.csv(tenant.pages, filters, order, collection.exportFields);
       return reply.type('text/csv; charset=utf-8').header('Content-Disposition', `attachment; filename="${tag}.csv"`).send(stream);
     },
   );

@@ -2,10 +2,11 @@
 // ids, writes in one statement with their automation event, database errors mapped to the API's answers. Each
 // record type supplies its queries.
 import type { TenantDb } from '../../db/tenant-scope.js';
-import type { PageTable, TenantPages } from '../../db/tenant-pages.js';
+import type { Readable } from 'node:stream';
+import type { ExportFilter, PageTable, TenantPages } from '../../db/tenant-pages.js';
 import type { ActivityActor, ColumnValues, Numbering, TenantWrites } from '../../db/tenant-writes.js';
 import { isUuid } from '../../lib/http-schemas.js';
-import type { ListPageRequest } from '../../lib/pagination.js';
+import type { ListOrder, ListPageRequest } from '../../lib/pagination.js';
 import { preconditionFailed, validationFailed, type ProblemError } from '../../lib/problem.js';
 
 /** The organization a CRM service works in, its tenant-scoped client and its tenant-bound writer, and who acts. */
@@ -39,8 +40,8 @@ export interface RecordQueries<Row, Dto extends Record<string, unknown>, Filters
   timeline: 'company_id' | 'contact_id';
   /** The table and API fields the list reads and the writes set and return (a body's field is its column). */
   table: PageTable<Dto, string>;
-  /** `page.limit + 1` records in the page's order (already in API shape) when more follow, else the rest. */
-  list(pages: TenantPages, filters: Filters, page: ListPageRequest): Promise<Dto[]>;
+  /** The list's conditions of the request's filters (the list and the export share them). */
+  listFilter(filters: Filters): Omit<ExportFilter<string>, 'order'>;
   find(db: TenantDb, id: string): Promise<Row | null>;
 }
 
@@ -92,7 +93,12 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
   }
 
   return {
-    list: queries.list,
+    /** `page.limit + 1` records in the page's order (already in API shape) when more follow, else the rest. */
+    list: (pages: TenantPages, filters: Filters, page: ListPageRequest): Promise<Dto[]> =>
+      pages.read(queries.table, { ...queries.listFilter(filters), ...page }),
+    /** Every record of the list's filters, in `order`, as a CSV stream of `fields`. */
+    csv: (pages: TenantPages, filters: Filters, order: ListOrder, fields: readonly string[]): Promise<Readable> =>
+      pages.csv(queries.table, fields, { ...queries.listFilter(filters), order }),
     get,
     /** The record and its `created` event's runs commit together. */
     create: async (scope: CrmScope, body: Create): Promise<Dto> =>

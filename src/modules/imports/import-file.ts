@@ -7,10 +7,11 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { badRequest, ProblemError } from '../../lib/problem.js';
 import { COMPANY_SCHEMAS, CompanyBodySchemas } from '../companies/schemas.js';
-import { companyPage } from '../companies/service.js';
+import { COMPANY_NUMBERING, companyPage } from '../companies/service.js';
 import { CONTACT_SCHEMAS, ContactBodySchemas } from '../contacts/schemas.js';
 import { contactPage } from '../contacts/service.js';
 import type { PageTable } from '../../db/tenant-pages.js';
+import type { Numbering } from '../../db/tenant-writes.js';
 
 /** The largest file accepted (also stated in the README). */
 export const IMPORT_FILE_LIMIT = 50 * 1024 * 1024;
@@ -33,6 +34,8 @@ export interface ImportKindSpec {
   defaults: Record<string, unknown>;
   /** Upsert keys in order of precedence. */
   keys: readonly string[];
+  /** The server-assigned number each created record gets (a company's customer code). */
+  numbering?: Numbering;
 }
 
 /** The named schemas the create bodies refer to (e.g. `LifecycleStage`), for checking rows against them. */
@@ -58,6 +61,7 @@ export const IMPORT_KIND_SPECS: Record<'companies' | 'contacts', ImportKindSpec>
     required: notNullable(CompanyBodySchemas.create),
     defaults: { lifecycle_stage: 'lead' },
     keys: ['website', 'email'],
+    numbering: COMPANY_NUMBERING,
   },
   contacts: {
     body: ContactBodySchemas.create,

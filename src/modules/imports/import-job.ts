@@ -230,6 +230,7 @@ async function writeBatch(sql: Queryable, job: ImportJob, batch: PreparedRow[]) 
     kind.table,
     [...new Set([...columns, ...Object.keys(kind.defaults)])],
     valid.filter((row) => !row.target).map((row) => ({ ...kind.defaults, ...row.body })),
+    kind.numbering,
   );
   const updated = await writes.updateMany(
     kind.table,
