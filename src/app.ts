@@ -16,6 +16,7 @@ import readReplicaPlugin from './plugins/read-replica.js';
 import authPlugin from './plugins/auth.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
 import openapiPlugin from './plugins/openapi.js';
+import { webhooksDocument } from './modules/automations/webhook-events.js';
 import metricsPlugin from './plugins/metrics.js';
 import idempotencyPlugin from './plugins/idempotency.js';
 import tenancyPlugin from './plugins/tenancy.js';
@@ -140,7 +141,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(idempotencyPlugin);
   await app.register(authPlugin);
   await app.register(rateLimitPlugin);
-  await app.register(openapiPlugin);
+  await app.register(openapiPlugin, { webhooks: webhooksDocument() });
   await app.register(tenancyPlugin);
   if (options.backgroundWorkers !== false) startJobWorkers(app);
 

@@ -192,7 +192,14 @@ export async function retryEmail(db: Db, id: string, audit: AuditContext): Promi
 export async function listAudit(db: Db, filter: { actor: string; action: string; page: number }) {
   const rows = await db.auditLog.findMany({
     where: {
-      ...(filter.actor ? { actorUsername: { contains: filter.actor, mode: 'insensitive' as const } } : {}),
+      ...(filter.actor
+        ? {
+            OR: [
+              { actorUsername: { contains: filter.actor, mode: 'insensitive' as const } },
+              { actorApiKeyName: { contains: filter.actor, mode: 'insensitive' as const } },
+            ],
+          }
+        : {}),
       ...(filter.action ? { action: filter.action } : {}),
     },
     orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],

@@ -441,10 +441,18 @@ ${pager('/admin/organizations/', { search, status }, pageNumber(request), hasNex
     );
   });
 
+  const keyState = (k: { revoked_at: string | null; expires_at: string | null }) =>
+    k.revoked_at !== null
+      ? `revoked ${k.revoked_at}`
+      : k.expires_at !== null && Date.parse(k.expires_at) <= Date.now()
+        ? 'expired'
+        : 'active';
+
   app.get('/organizations/:id/', async (request, reply) => {
     const o = await workspaceDetail(app.db, idParam(request));
     if (!o) throw new ConsoleHttpError(404, 'Not found', 'No such workspace.');
     const shared = await sharedCompanyIdentities(app.db, o.id);
+    const keys = await app.services.apiKeys.listForConsole(app.db, o.id);
     const csrf = csrfOf(request);
     return page(
       reply,
@@ -492,6 +500,22 @@ ${
 ${shared.map((g) => html`<tr><td>${g.field}</td><td>${String(g.companies)}</td><td>${g.codes.map((c) => c ?? '(none)').join(', ')}</td></tr>`)}
 </tbody></table>`
 }
+<h2>API keys</h2>
+${
+  keys.length === 0
+    ? html`<p>None.</p>`
+    : dataTable(['Name', 'Prefix', 'Capabilities', 'Created by', 'Created', 'Last used', 'Expires', 'State', 'Action'], keys, (k) => [
+        k.name,
+        html`<code>${k.prefix}…</code>`,
+        k.capabilities.join(', '),
+        k.created_by_username ?? (k.created_by ? 'deleted user' : ''),
+        k.created_at,
+        k.last_used_at ?? 'never',
+        k.expires_at ?? 'never',
+        keyState(k),
+        k.revoked_at === null ? actionButton(`/admin/organizations/${o.id}/api-keys/${k.id}/revoke/`, 'Revoke', csrf) : '',
+      ])
+}
 <h2>Imports (latest 20)</h2>
 <table><thead><tr><th scope="col">Started</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col">Rows</th><th scope="col">Processed</th><th scope="col">Created</th><th scope="col">Updated</th><th scope="col">Failed</th></tr></thead><tbody>
 ${o.imports.map(
@@ -501,6 +525,16 @@ ${o.imports.map(
 </tbody></table>`,
       ),
     );
+  });
+
+  /** Revokes through the API's own service (audited with the staff user), acting with an owner's reach over the workspace. */
+  app.post('/organizations/:id/api-keys/:key_id/revoke/', async (request, reply) => {
+    const organization = await app.db.organization.findUnique({ where: { id: idParam(request) } });
+    if (!organization) throw new ConsoleHttpError(404, 'Not found', 'No such workspace.');
+    const { key_id: keyId } = request.params as { key_id: string };
+    await app.services.apiKeys.revoke(bindOrganization(app.db, app.pg, organization, 'owner'), keyId, audit(request));
+    const done = 'API key revoked: it is refused from its next request.';
+    return reply.redirect(`/admin/organizations/${organization.id}/?done=${encodeURIComponent(done)}`, 303);
   });
 
   /** The console user as the provisioning services' actor: the API's rules (superuser or the creator) still apply. */
@@ -664,6 +698,14 @@ ${pager('/admin/outbox/', { status: current }, pageNumber(request), hasNext)}`,
   const named = (name: string | null | undefined, id: string | null, gone: boolean) =>
     html`${name ? html`<strong>${name}</strong> ` : ''}<code>${id ?? ''}</code>${gone ? ' (deleted)' : ''}`;
 
+  /** A user with their current name, a workspace API key by its name and prefix (never its secret), else the kind. */
+  const actorCell = (r: Awaited<ReturnType<typeof listAudit>>['rows'][number]) =>
+    r.actorType === 'user'
+      ? named(r.actorName ?? r.actorUsername, r.actorUserId, r.actorName === null)
+      : r.actorType === 'api_key'
+        ? html`API key <strong>${r.actorApiKeyName ?? ''}</strong> <code>${r.actorApiKeyPrefix ?? ''}…</code>`
+        : r.actorType;
+
   app.get('/audit/', async (request, reply) => {
     const actor = query(request, 'actor').slice(0, 150);
     const action = (AUDIT_ACTIONS as readonly string[]).includes(query(request, 'action')) ? query(request, 'action') : '';
@@ -679,7 +721,7 @@ ${select('action', 'Action', action, [['', 'any'], ...AUDIT_ACTIONS.map((a): [st
 <button type="submit">Filter</button></form>
 ${dataTable(['Time', 'Actor', 'Action', 'Target', 'Workspace', 'Client IP'], rows, (r) => [
   r.createdAt,
-  r.actorType === 'user' ? named(r.actorName ?? r.actorUsername, r.actorUserId, r.actorName === null) : r.actorType,
+  actorCell(r),
   r.action,
   html`${r.targetType} ${r.targetId ? named(r.targetName, r.targetId, r.targetName === null) : ''}`,
   r.organizationId ? named(r.workspaceName, r.organizationId, r.workspaceName === null) : '',

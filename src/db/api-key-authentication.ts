@@ -7,11 +7,13 @@ import type { Queryable } from './client.js';
 export interface ApiKeyIdentity {
   id: string;
   name: string;
+  /** The key's display prefix (never the secret), for the audit log. */
+  prefix: string;
   capabilities: Capability[];
   organization: Organization;
 }
 
-type KeyRow = Organization & { keyId: string; keyName: string; capabilities: Capability[]; stale: boolean };
+type KeyRow = Organization & { keyId: string; keyName: string; keyPrefix: string; capabilities: Capability[]; stale: boolean };
 
 /** A key that is unknown, revoked, expired or of a workspace that is no longer active is one answer: 401. */
 export const invalidApiKey = () => unauthorized('api_key_not_valid', 'The API key is unknown, revoked or expired.');
@@ -19,7 +21,7 @@ export const invalidApiKey = () => unauthorized('api_key_not_valid', 'The API ke
 export async function authenticateApiKey(pool: Queryable, keyHash: Buffer): Promise<ApiKeyIdentity> {
   const { rows } = await pool.query<KeyRow>({
     name: 'authenticate-api-key',
-    text: `SELECT k.id AS "keyId", k.name AS "keyName", k.capabilities,
+    text: `SELECT k.id AS "keyId", k.name AS "keyName", k.prefix AS "keyPrefix", k.capabilities,
              k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute' AS stale,
              o.id, o.name, o.slug, o.is_personal AS "isPersonal", o.personal_user_id AS "personalUserId", o.status,
              o.created_by_id AS "createdById", o.owner_email AS "ownerEmail", o.require_two_factor AS "requireTwoFactor",
@@ -33,6 +35,6 @@ export async function authenticateApiKey(pool: Queryable, keyHash: Buffer): Prom
   // last_used_at is for people deciding which keys to revoke: minute precision spares a write per request.
   if (row.stale)
     await pool.query({ name: 'touch-api-key', text: 'UPDATE api_keys SET last_used_at = now() WHERE id = $1', values: [row.keyId] });
-  const { keyId, keyName, capabilities, stale: _stale, ...organization } = row;
-  return { id: keyId, name: keyName, capabilities, organization };
+  const { keyId, keyName, keyPrefix, capabilities, stale: _stale, ...organization } = row;
+  return { id: keyId, name: keyName, prefix: keyPrefix, capabilities, organization };
 }

@@ -6,6 +6,7 @@ import { ACCOUNT_SCHEMAS } from '../modules/account/schemas.js';
 import { API_KEY_SCHEMAS } from '../modules/api-keys/schemas.js';
 import { AUTH_SCHEMAS } from '../modules/auth/schemas.js';
 import { AUTOMATION_SCHEMAS } from '../modules/automations/schemas.js';
+import { WEBHOOK_SCHEMAS } from '../modules/automations/webhook-events.js';
 import { COMPANY_SCHEMAS } from '../modules/companies/schemas.js';
 import { CONTACT_SCHEMAS } from '../modules/contacts/schemas.js';
 import { CRM_ACTIVITY_SCHEMAS } from '../modules/crm/activity-schemas.js';
@@ -56,4 +57,5 @@ export const COMPONENT_SCHEMAS: readonly TSchema[] = [
   ...AUTOMATION_SCHEMAS,
   ...IMPORT_SCHEMAS,
   ...API_KEY_SCHEMAS,
+  ...WEBHOOK_SCHEMAS,
 ];

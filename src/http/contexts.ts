@@ -3,6 +3,8 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, FastifySchema
 import { assertInstallationAdmin } from '../lib/current-user.js';
 import { BUDGET_HEADERS, problemResponse } from '../lib/http-schemas.js';
 import { requireUser } from './request.js';
+import { bearerCredential } from '../plugins/auth.js';
+import { hashApiKey, looksLikeApiKey } from '../lib/api-key-format.js';
 
 /**
  * `public`: anyone; `user`: a valid access token; `installation`: an installation administrator's access token;
@@ -106,12 +108,10 @@ export function tenantContext(routes: FastifyPluginAsync[]): FastifyPluginAsync 
       // rather than a context hook reading the route's options on every request.
       if (access !== 'member') appendOnRequest(route, scope.capabilityCheck(access));
     });
-    scope.addHook('onRequest', scope.resolveTenant);
     // After authentication: only a workspace's members and keys can spend its budget.
     const { workspace, apiKey } = scope.config.requestBudgets;
-    scope.addHook(
-      'onRequest',
-      scope.requestBudgets([
+    const budgets = scope.requestBudgets(
+      [
         {
           name: 'workspace',
           max: workspace.max,
@@ -119,10 +119,34 @@ export function tenantContext(routes: FastifyPluginAsync[]): FastifyPluginAsync 
           key: (request) => request.tenant?.organization.id ?? null,
         },
         { name: 'api-key', max: apiKey.max, windowMs: apiKey.timeWindowMs, key: (request) => request.apiKey?.id ?? null },
-      ]),
+      ],
+      { scope: workspaceInPath, caller: (request) => credentialIdentity(scope, request) },
     );
+    // Before authentication, a caller refused here a moment ago is refused again without touching the database.
+    scope.addHook('onRequest', budgets.early);
+    scope.addHook('onRequest', scope.resolveTenant);
+    scope.addHook('onRequest', budgets.charge);
     for (const plugin of routes) await scope.register(plugin);
   };
+}
+
+/** The workspace id in a tenant path, lower-cased as resolveTenant compares it. */
+const workspaceInPath = (request: FastifyRequest): string | null =>
+  (request.params as { organization_id?: string }).organization_id?.toLowerCase() ?? null;
+
+/**
+ * Who sends a request, from its credential alone (no database): a key's SHA-256, or a verified access token's user. Null
+ * when it has none or an invalid one (authentication then answers as usual).
+ */
+function credentialIdentity(app: FastifyInstance, request: FastifyRequest): string | null {
+  const credential = bearerCredential(request);
+  if (!credential) return null;
+  if (looksLikeApiKey(credential)) return `key:${hashApiKey(credential).toString('base64')}`;
+  try {
+    return `user:${app.accessClaims(request).sub}`;
+  } catch {
+    return null;
+  }
 }
 
 /** Every tenant route can answer 429 with the budget headers (merged into a 429 the route declares for a preset of its own). */

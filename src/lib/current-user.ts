@@ -9,6 +9,12 @@ export interface CurrentUser {
   tokenVersion: number;
 }
 
+/**
+ * Who acts on workspace records: the signed-in user, or a workspace API key (which is no user, and never stands for the
+ * user who created it). Recorded on what it makes (an import's creator, a task's completion).
+ */
+export type Actor = { userId: string; apiKeyId: null } | { userId: null; apiKeyId: string };
+
 /** The verified claims of an access token: the user, the session (refresh family) and the user's token version. */
 export interface AccessClaims {
   sub: string;

@@ -48,6 +48,12 @@ interface OpenApiOperation {
 interface OpenApiDocument {
   paths?: Record<string, Record<string, OpenApiOperation>>;
   components?: { schemas?: Record<string, unknown> };
+  webhooks?: Record<string, unknown>;
+}
+
+export interface OpenApiOptions {
+  /** The OpenAPI 3.1 `webhooks` section: the requests the service sends (built by the feature that sends them). */
+  webhooks?: Record<string, unknown>;
 }
 type JsonSchema = { [key: string]: unknown };
 
@@ -84,8 +90,8 @@ function mapDiscriminators(node: unknown, components: Record<string, unknown>): 
   discriminator.mapping = mapping;
 }
 
-export default fp(
-  async (app) => {
+export default fp<OpenApiOptions>(
+  async (app, options) => {
     // @fastify/swagger marks every request body required; routes running defaultEmptyBody accept none at all.
     const optionalBodies = new Set<string>();
     app.addHook('onRoute', (route) => {
@@ -140,6 +146,10 @@ export default fp(
           { name: 'sync', description: "Keeping a copy in step: the lists' `updated_since` and the deletions feed." },
           { name: 'automations', description: 'Automation rules and their runs.' },
           { name: 'imports', description: 'CSV imports of companies and contacts: progress, failed rows, cancel.' },
+          {
+            name: 'webhooks',
+            description: 'What a webhook rule sends (the `webhooks` section): one delivery per event, signed per Standard Webhooks.',
+          },
           { name: 'health', description: 'Liveness and readiness.' },
         ],
       },
@@ -173,6 +183,7 @@ export default fp(
         }
         document.components = { ...document.components, schemas: structuredClone(document.components?.schemas ?? {}) };
         mapDiscriminators(document.components.schemas, document.components.schemas as Record<string, unknown>);
+        if (options.webhooks) document.webhooks = structuredClone(options.webhooks);
         return document;
       },
       refResolver: {

@@ -122,7 +122,7 @@ export default fp(
         : (app.rateLimit(options) as preHandlerAsyncHookHandler);
       presets.set(name, failClosed ? failingClosed(handler) : handler);
     }
-    app.decorate('requestBudgets', (policies: readonly BudgetPolicy[]) => {
+    app.decorate('requestBudgets', (policies: readonly BudgetPolicy[], recall: BudgetRecall) => {
       const limiters = policies.map((policy) => ({
         policy,
         // Fails open (skipOnError): a budget protects the neighbours' latency, not secrets; a Redis outage serves uncounted.
@@ -133,7 +133,35 @@ export default fp(
           skipOnError: true,
         }),
       }));
-      return async (request, reply) => {
+      const refusals = new RefusalMemory();
+      const policyHeader = (applying: readonly BudgetPolicy[]) =>
+        applying.map((p) => `"${p.name}";q=${p.max};w=${Math.round(p.windowMs / 1000)}`).join(', ');
+      const refuse = (exceeded: readonly { name: string; seconds: number }[]) => {
+        const wait = Math.max(1, ...exceeded.map((s) => s.seconds));
+        return tooManyRequests(
+          'request_budget_exceeded',
+          `The ${exceeded.map((s) => s.name).join(' and ')} request budget is used up; retry in ${wait} seconds.`,
+          { 'retry-after': String(wait) },
+        );
+      };
+
+      /**
+       * Before authentication: a caller this process refused in this scope a moment ago is refused again at once, until
+       * the window it exhausted ends, with no database work (a flood's 429s must not cost its neighbours their latency).
+       * Only a caller that already passed authentication here can be in the memory, so a stranger learns nothing.
+       */
+      const early: onRequestAsyncHookHandler = async (request, reply) => {
+        const scope = recall.scope(request);
+        if (scope === null || !refusals.has(scope)) return;
+        const caller = recall.caller(request);
+        const known = caller === null ? undefined : refusals.get(scope, caller);
+        if (!known) return;
+        reply.header('ratelimit-policy', known.policyHeader);
+        reply.header('ratelimit', known.exceeded.map((s) => `"${s.name}";r=0;t=${s.seconds}`).join(', '));
+        throw refuse(known.exceeded);
+      };
+
+      const charge: onRequestAsyncHookHandler = async (request, reply) => {
         const applying = limiters.filter(({ policy }) => policy.key(request) !== null);
         if (applying.length === 0) return;
         // Every budget is charged (in parallel: one round trip to Redis each), so a refused request still counts everywhere.
@@ -143,20 +171,17 @@ export default fp(
             ? { policy, remaining: policy.max, seconds: 0, exceeded: false }
             : { policy, remaining: result.remaining, seconds: result.ttlInSeconds, exceeded: result.isExceeded },
         );
-        reply.header(
-          'ratelimit-policy',
-          applying.map(({ policy: p }) => `"${p.name}";q=${p.max};w=${Math.round(p.windowMs / 1000)}`).join(', '),
-        );
+        const header = policyHeader(applying.map(({ policy }) => policy));
+        reply.header('ratelimit-policy', header);
         reply.header('ratelimit', states.map((s) => `"${s.policy.name}";r=${s.remaining};t=${s.seconds}`).join(', '));
-        const exceeded = states.filter((s) => s.exceeded);
+        const exceeded = states.filter((s) => s.exceeded).map((s) => ({ name: s.policy.name, seconds: s.seconds }));
         if (exceeded.length === 0) return;
-        const wait = Math.max(1, ...exceeded.map((s) => s.seconds));
-        throw tooManyRequests(
-          'request_budget_exceeded',
-          `The ${exceeded.map((s) => s.policy.name).join(' and ')} request budget is used up; retry in ${wait} seconds.`,
-          { 'retry-after': String(wait) },
-        );
+        const scope = recall.scope(request);
+        const caller = recall.caller(request);
+        if (scope !== null && caller !== null) refusals.remember(scope, caller, { policyHeader: header, exceeded });
+        throw refuse(exceeded);
       };
+      return { early, charge };
     });
     app.decorate('rateLimitPreset', (name: RateLimitPresetName) => {
       const preset = presets.get(name);
@@ -166,6 +191,55 @@ export default fp(
   },
   { name: 'rate-limit', dependencies: ['auth'] },
 );
+
+/** How a budget tells, before authentication and without database work, where a request goes and who sends it. */
+export interface BudgetRecall {
+  /** Where the request spends (e.g. the workspace in its path), or null. */
+  scope: (request: FastifyRequest) => string | null;
+  /** Who sends it, from its credential alone (e.g. a verified token's subject, a key's hash), or null. */
+  caller: (request: FastifyRequest) => string | null;
+}
+
+interface Refusal {
+  policyHeader: string;
+  exceeded: { name: string; seconds: number }[];
+}
+
+/**
+ * The budget refusals of this process, per scope and caller, until the exhausted window ends. Bounded: past
+ * MAX_REMEMBERED scopes it starts afresh (forgetting only costs the full check again).
+ */
+class RefusalMemory {
+  static readonly MAX_REMEMBERED = 10_000;
+  private readonly scopes = new Map<string, Map<string, { until: number; refusal: Refusal }>>();
+
+  has(scope: string): boolean {
+    return this.scopes.has(scope);
+  }
+
+  /** The refusal still in force, with the seconds left; an ended one is forgotten. */
+  get(scope: string, caller: string): Refusal | undefined {
+    const callers = this.scopes.get(scope);
+    const entry = callers?.get(caller);
+    if (!callers || !entry) return undefined;
+    const left = Math.ceil((entry.until - Date.now()) / 1000);
+    if (left <= 0) {
+      callers.delete(caller);
+      if (callers.size === 0) this.scopes.delete(scope);
+      return undefined;
+    }
+    return { ...entry.refusal, exceeded: entry.refusal.exceeded.map((s) => ({ name: s.name, seconds: left })) };
+  }
+
+  remember(scope: string, caller: string, refusal: Refusal): void {
+    if (!this.scopes.has(scope) && this.scopes.size >= RefusalMemory.MAX_REMEMBERED) this.scopes.clear();
+    const seconds = Math.min(...refusal.exceeded.map((s) => s.seconds));
+    if (!(seconds > 0)) return;
+    const callers = this.scopes.get(scope) ?? new Map<string, { until: number; refusal: Refusal }>();
+    callers.set(caller, { until: Date.now() + seconds * 1000, refusal });
+    this.scopes.set(scope, callers);
+  }
+}
 
 /** One request budget: `max` requests per `windowMs` per key; a request whose key is null is not counted against it. */
 export interface BudgetPolicy {
@@ -179,10 +253,15 @@ export interface BudgetPolicy {
 declare module 'fastify' {
   interface FastifyInstance {
     /**
-     * An onRequest hook charging each policy that applies and sending the IETF `RateLimit-Policy` and `RateLimit` headers
-     * (draft-ietf-httpapi-ratelimit-headers); over any budget, 429 `request_budget_exceeded` with `Retry-After`.
+     * `charge`: an onRequest hook charging each policy that applies and sending the IETF `RateLimit-Policy` and `RateLimit`
+     * headers (draft-ietf-httpapi-ratelimit-headers); over any budget, 429 `request_budget_exceeded` with `Retry-After`.
+     * `early`: an onRequest hook to run before authentication, refusing at once a caller `charge` refused in the same
+     * scope until that window ends.
      */
-    requestBudgets: (policies: readonly BudgetPolicy[]) => onRequestAsyncHookHandler;
+    requestBudgets: (
+      policies: readonly BudgetPolicy[],
+      recall: BudgetRecall,
+    ) => { early: onRequestAsyncHookHandler; charge: onRequestAsyncHookHandler };
     rateLimitPreset: (name: RateLimitPresetName) => preHandlerAsyncHookHandler;
   }
 }

@@ -55,7 +55,7 @@ export default fp(
       const identity = await authenticateApiKey(app.pg, hashApiKey(key));
       const { organization_id: organizationId } = request.params as { organization_id?: string };
       if (organizationId?.toLowerCase() !== identity.organization.id) throw organizationNotFound();
-      request.apiKey = { id: identity.id, name: identity.name };
+      request.apiKey = { id: identity.id, name: identity.name, prefix: identity.prefix };
       request.tenant = bindApiKeyTenant(app.db, app.pg, identity.organization, identity.capabilities);
     }
 
@@ -87,7 +87,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     tenant: Tenant | null;
     /** The workspace API key a request authenticated with (then `currentUser` is null). */
-    apiKey: { id: string; name: string } | null;
+    apiKey: { id: string; name: string; prefix: string } | null;
   }
   interface FastifyContextConfig {
     /** Tenant routes only: workspace API keys may call this route (the CRM endpoints); 403 api_key_not_allowed otherwise. */

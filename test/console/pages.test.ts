@@ -3,20 +3,11 @@ import t from 'tap';
 import { buildTestApp } from '../helpers/app.js';
 import { ADMIN, createUser, setupInstallation } from '../helpers/fixtures.js';
 import { startMailbox } from '../helpers/mailbox.js';
+import { consoleSession, FORM } from '../helpers/console.js';
 
 const { app } = await buildTestApp(t);
 const { organizationId } = await setupInstallation(app, await startMailbox(t));
-const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
-
-const login = await app.inject({
-  method: 'POST',
-  url: '/admin/login/',
-  headers: FORM,
-  payload: new URLSearchParams({ username: ADMIN.username, password: ADMIN.password }).toString(),
-});
-const cookie = `crm_admin_session=${login.cookies.find((c) => c.name === 'crm_admin_session')!.value}`;
-const get = (url: string) => app.inject({ method: 'GET', url, headers: { cookie } });
-const csrf = /name="_csrf" value="([^"]+)"/.exec((await get('/admin/')).body)![1]!;
+const { cookie, get, csrf } = await consoleSession(app);
 
 t.test('navigation links carry the names of the pages', async (t) => {
   const res = await get('/admin/');

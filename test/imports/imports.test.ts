@@ -8,32 +8,15 @@ import { IMPORT_KIND_SPECS } from '../../src/modules/imports/import-file.js';
 import { COMPANY_REFS_SQL, importTasks, matchSql } from '../../src/modules/imports/import-job.js';
 import { buildTestApp, json } from '../helpers/app.js';
 import { makeDue } from '../helpers/jobs.js';
+import { multipartForm } from '../helpers/multipart.js';
 import { created, crmWorkspaces, type Workspace } from '../tenancy/crm-workspaces.js';
 import type { SignedIn } from '../helpers/fixtures.js';
 
 const { app, databaseUrl } = await buildTestApp(t, {}, { backgroundWorkers: false });
 const { a, b, memberA, viewerA, memberB } = await crmWorkspaces(app);
 
-/** A multipart body with the given fields; `file` is sent as a file part. */
-function form(fields: Record<string, string | Buffer>) {
-  const boundary = '----import-test-boundary';
-  const parts = Object.entries(fields).map(([name, value]) =>
-    Buffer.concat([
-      Buffer.from(
-        `--${boundary}\r\nContent-Disposition: form-data; name="${name}"${name === 'file' ? '; filename="data.csv"\r\nContent-Type: text/csv' : ''}\r\n\r\n`,
-      ),
-      Buffer.isBuffer(value) ? value : Buffer.from(value),
-      Buffer.from('\r\n'),
-    ]),
-  );
-  return {
-    payload: Buffer.concat([...parts, Buffer.from(`--${boundary}--\r\n`)]),
-    contentType: `multipart/form-data; boundary=${boundary}`,
-  };
-}
-
 const upload = (ws: Workspace, user: SignedIn, fields: Record<string, string | Buffer>, headers: Record<string, string> = {}) => {
-  const { payload, contentType } = form(fields);
+  const { payload, contentType } = multipartForm(fields);
   return app.inject({
     method: 'POST',
     url: `/api/v1/organizations/${ws.id}/imports/`,

@@ -3,6 +3,7 @@ import t from 'tap';
 import { buildTestApp, json } from '../helpers/app.js';
 import { createUser, setupInstallation, type SignedIn } from '../helpers/fixtures.js';
 import type { App } from '../../src/app.js';
+import { holdLocks } from '../helpers/locks.js';
 
 const companies = (organizationId: string) => `/api/v1/organizations/${organizationId}/companies/`;
 
@@ -76,4 +77,34 @@ t.test('an API key has its own budget on top of its workspace’s', async (t) =>
   const person = await app.inject({ method: 'GET', url: companies(organizationId), headers: owner.headers });
   t.equal(person.statusCode, 200, 'people of the workspace are still served');
   t.match(person.headers.ratelimit, /^"workspace";r=4;t=\d+$/);
+});
+
+t.test('a caller refused a moment ago is refused again before any database work; others still go through authentication', async (t) => {
+  const { app, databaseUrl } = await buildTestApp(t, { RATE_LIMIT_WORKSPACE_PER_MINUTE: '3', RATE_LIMIT_API_KEY_PER_MINUTE: '1000' });
+  const { admin: owner, organizationId } = await setupInstallation(app);
+  const key = await newKey(app, owner, organizationId); // the first request of the workspace's 3
+  const get = (headers: Record<string, string>) => app.inject({ method: 'GET', url: companies(organizationId), headers });
+  const byKey = { authorization: `Bearer ${key}` };
+  for (let n = 0; n < 2; n += 1) t.equal((await get(owner.headers)).statusCode, 200);
+  t.equal((await get(owner.headers)).statusCode, 429, 'over the budget: authenticated, charged, refused');
+  t.equal((await get(byKey)).statusCode, 429, 'the key shares the workspace budget');
+  // The membership and key lookups would now wait for this lock: the remembered callers are refused without them.
+  const holder = await holdLocks(t, databaseUrl);
+  await holder.query('LOCK TABLE memberships, api_keys IN ACCESS EXCLUSIVE MODE');
+  for (const headers of [owner.headers, byKey]) {
+    const again = await get(headers);
+    t.equal(again.statusCode, 429);
+    t.match(json(again), { code: 'request_budget_exceeded' });
+    const wait = Number(again.headers['retry-after']);
+    t.ok(wait >= 1 && wait <= 60, `Retry-After ${wait}`);
+    t.match(again.headers['ratelimit-policy'], /^"workspace";q=3;w=60/);
+    t.match(again.headers.ratelimit, /^"workspace";r=0;t=\d+$/);
+  }
+  t.equal(await holder.lockWaiters(), 0, 'no request waited for the database');
+  await holder.release();
+  // A stranger is never refused from that memory: without a valid credential it is a 401, as before.
+  t.equal((await get({ authorization: 'Bearer not-a-token' })).statusCode, 401);
+  t.equal((await get({})).statusCode, 401);
+  const stranger = await createUser(app);
+  t.equal((await get(stranger.headers)).statusCode, 404, 'a non-member still learns nothing but 404');
 });

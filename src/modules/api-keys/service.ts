@@ -27,6 +27,9 @@ export function toApiKeyDto(row: ApiKey): ApiKeyDto {
   };
 }
 
+/** A key as the console lists it: the API's fields, the creator's username, and the revocation (the API lists live keys only). */
+export type ConsoleApiKey = ApiKeyDto & { created_by_username: string | null; revoked_at: string | null };
+
 export function createApiKeyService() {
   return {
     async create(tenant: Tenant, input: ApiKeyCreate, audit: AuditContext): Promise<ApiKeyCreatedDto> {
@@ -80,10 +83,21 @@ export function createApiKeyService() {
       });
     },
 
-    /** The live keys of a workspace for the console (never a secret: only the stored prefix exists). */
-    async listForConsole(db: Db, organizationId: string): Promise<ApiKeyDto[]> {
-      const rows = await db.apiKey.findMany({ where: { organizationId, revokedAt: null }, orderBy: { createdAt: 'desc' } });
-      return rows.map(toApiKeyDto);
+    /**
+     * Every key of a workspace for the console, revoked ones included (with when), newest first, with the creator's
+     * current username (never a secret: only the stored prefix exists).
+     */
+    async listForConsole(db: Db, organizationId: string): Promise<ConsoleApiKey[]> {
+      const rows = await db.apiKey.findMany({
+        where: { organizationId },
+        include: { createdBy: { select: { username: true } } },
+        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      });
+      return rows.map((row) => ({
+        ...toApiKeyDto(row),
+        created_by_username: row.createdBy?.username ?? null,
+        revoked_at: row.revokedAt?.toISOString() ?? null,
+      }));
     },
   };
 }

@@ -39,12 +39,23 @@ export const AUDIT_ACTIONS = [
   'installation.data_exported',
   'api_key.created',
   'api_key.revoked',
+  'automation.created',
+  'automation.secret_rotated',
+  'import.started',
+  'crm.exported',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
-/** Who did it: a user (id and username at that moment), the one-time setup, or the service itself. */
-export type AuditActor = { type: 'user'; userId: string; username: string } | { type: 'setup' } | { type: 'system' };
+/**
+ * Who did it: a user (id and username at that moment), a workspace API key (id, name and display prefix at that moment;
+ * never the user who created it), the one-time setup, or the service itself.
+ */
+export type AuditActor =
+  | { type: 'user'; userId: string; username: string }
+  | { type: 'api_key'; apiKeyId: string; name: string; prefix: string }
+  | { type: 'setup' }
+  | { type: 'system' };
 
 export interface AuditEntry {
   actor: AuditActor;
@@ -72,6 +83,9 @@ export async function recordAudit(client: AuditWriter, entry: AuditEntry): Promi
       actorType: actor.type,
       actorUserId: actor.type === 'user' ? actor.userId : null,
       actorUsername: actor.type === 'user' ? actor.username : null,
+      actorApiKeyId: actor.type === 'api_key' ? actor.apiKeyId : null,
+      actorApiKeyName: actor.type === 'api_key' ? actor.name : null,
+      actorApiKeyPrefix: actor.type === 'api_key' ? actor.prefix : null,
       action: entry.action,
       targetType: entry.target.type,
       targetId: entry.target.id ?? null,

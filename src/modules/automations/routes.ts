@@ -4,7 +4,7 @@ import { OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas
 import { defaultEmptyBody } from '../../http/optional-body.js';
 import { PageQuerySchema, pageOf, pageResponse } from '../../lib/pagination.js';
 import { sendPage } from '../../http/pagination.js';
-import { requireTenant } from '../../http/request.js';
+import { requestAudit, requireTenant } from '../../http/request.js';
 import {
   AutomationCreateSchema,
   AutomationParamsSchema,
@@ -77,7 +77,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       reply.code(201);
-      return automations.create(requireTenant(request), request.body);
+      return automations.create(requireTenant(request), request.body, requestAudit(request));
     },
   );
 
@@ -119,7 +119,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       config: { access: 'MANAGE_AUTOMATIONS', apiKeys: true },
     },
-    async (request) => automations.rotateSecret(requireTenant(request), request.params.automation_id),
+    async (request) => automations.rotateSecret(requireTenant(request), request.params.automation_id, requestAudit(request)),
   );
 
   app.get(

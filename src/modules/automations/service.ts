@@ -5,6 +5,7 @@ import { encryptSecret } from '../../lib/crypto.js';
 import { afterPosition, newestFirst, pageOfDtos, type Page, type PageRequest } from '../../lib/pagination.js';
 import { badRequest, conflict, notFound, validationFailed } from '../../lib/problem.js';
 import type { Tenant } from '../../db/tenant.js';
+import { recordAudit, type AuditAction, type AuditContext, type AuditWriter } from '../audit/audit-log.js';
 import { eventNameOf, triggerOf, type EventPayload } from './dispatch.js';
 import { executeAction, type ActionDeps, type ActionSettings, type StoredWebhookConfig } from './run-executor.js';
 import type {
@@ -89,26 +90,35 @@ function storedWebhookConfig(
   return { stored: { url: input.url, secret_encrypted: encryptSecret(secret, key) }, generated };
 }
 
+const recordAutomation = (tx: AuditWriter, tenant: Tenant, audit: AuditContext, action: AuditAction, id: string) =>
+  recordAudit(tx, { ...audit, action, target: { type: 'automation', id }, organizationId: tenant.organization.id });
+
 /** Saves a rule (runs nothing); with `generate_secret`, the generated secret comes back this once. */
 export async function createAutomation(
   tenant: Tenant,
   input: AutomationCreate,
   settings: { encryptionKey: Buffer | null; allowPrivateTargets: boolean },
+  audit: AuditContext,
 ): Promise<{ automation: Automation; generatedSecret: string | null }> {
   const webhook = input.action_type === 'webhook' ? storedWebhookConfig(input.action_config, settings) : null;
   const actionConfig =
     input.action_type === 'send_email'
       ? { to: input.action_config.to, subject: input.action_config.subject, body: input.action_config.body }
       : (webhook?.stored ?? {});
-  const automation = await tenant.db.automation.create({
-    data: {
-      organizationId: tenant.organization.id,
-      name: input.name,
-      trigger: triggerOf(input.trigger),
-      actionType: input.action_type,
-      actionConfig: asJson(actionConfig),
-      isActive: input.is_active ?? true,
-    },
+  // A rule sends workspace data out: who created it (a user or a key) is audited with it.
+  const automation = await tenant.db.$transaction(async (tx) => {
+    const created = await tx.automation.create({
+      data: {
+        organizationId: tenant.organization.id,
+        name: input.name,
+        trigger: triggerOf(input.trigger),
+        actionType: input.action_type,
+        actionConfig: asJson(actionConfig),
+        isActive: input.is_active ?? true,
+      },
+    });
+    await recordAutomation(tx, tenant, audit, 'automation.created', created.id);
+    return created;
   });
   return { automation, generatedSecret: webhook?.generated ?? null };
 }
@@ -117,7 +127,12 @@ export async function createAutomation(
  * Replaces a webhook rule's secret by a generated one; the replaced secret keeps signing beside it for
  * WEBHOOK_SECRET_OVERLAP_MS. A rotation racing another one (or any change of the rule) is a 409, never a lost secret.
  */
-export async function rotateWebhookSecret(tenant: Tenant, id: string, encryptionKey: Buffer | null): Promise<WebhookSecretRotation> {
+export async function rotateWebhookSecret(
+  tenant: Tenant,
+  id: string,
+  encryptionKey: Buffer | null,
+  audit: AuditContext,
+): Promise<WebhookSecretRotation> {
   const automation = await getAutomation(tenant, id);
   if (automation.actionType !== 'webhook') {
     throw badRequest('automation_not_webhook', 'Only webhook rules have a signing secret to rotate.');
@@ -133,11 +148,14 @@ export async function rotateWebhookSecret(tenant: Tenant, id: string, encryption
       ? { previous_secret_encrypted: current.secret_encrypted, previous_secret_expires_at: previousExpiresAt }
       : {}),
   };
-  const { count } = await tenant.db.automation.updateMany({
-    where: { id, updatedAt: automation.updatedAt },
-    data: { actionConfig: asJson(rotated) },
+  await tenant.db.$transaction(async (tx) => {
+    const { count } = await tx.automation.updateMany({
+      where: { id, updatedAt: automation.updatedAt },
+      data: { actionConfig: asJson(rotated) },
+    });
+    if (count === 0) throw conflict('automation_changed', 'The rule changed meanwhile (another rotation?); read it again and retry.');
+    await recordAutomation(tx, tenant, audit, 'automation.secret_rotated', id);
   });
-  if (count === 0) throw conflict('automation_changed', 'The rule changed meanwhile (another rotation?); read it again and retry.');
   return { secret, previous_secret_expires_at: previousExpiresAt };
 }
 
@@ -203,13 +221,13 @@ export function createAutomationService(deps: ActionSettings) {
     list: async (tenant: Tenant, page: PageRequest): Promise<Page<AutomationDto>> =>
       pageOfDtos(await listAutomations(tenant, page), page.limit, (automation) => toAutomationDto(automation, full(tenant))),
     get: async (tenant: Tenant, id: string) => toAutomationDto(await getAutomation(tenant, id), full(tenant)),
-    create: async (tenant: Tenant, input: AutomationCreate) => {
+    create: async (tenant: Tenant, input: AutomationCreate, audit: AuditContext) => {
       const settings = { encryptionKey: deps.encryptionKey, allowPrivateTargets: deps.allowPrivateTargets };
-      const { automation, generatedSecret } = await createAutomation(tenant, input, settings);
+      const { automation, generatedSecret } = await createAutomation(tenant, input, settings, audit);
       const dto = toAutomationDto(automation, true);
       return generatedSecret ? { ...dto, action_config: { ...dto.action_config, secret: generatedSecret } } : dto;
     },
-    rotateSecret: (tenant: Tenant, id: string) => rotateWebhookSecret(tenant, id, deps.encryptionKey),
+    rotateSecret: (tenant: Tenant, id: string, audit: AuditContext) => rotateWebhookSecret(tenant, id, deps.encryptionKey, audit),
     test: async (tenant: Tenant, id: string, input: AutomationTest, log: ActionDeps['log']) => {
       const run = await testAutomation(tenant, id, input, { ...deps, db: tenant.db, log });
       return { status: run.status, run: toRunDto(run) };

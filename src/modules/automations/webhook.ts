@@ -22,8 +22,11 @@ export interface WebhookDelivery {
 
 /**
  * Legacy `X-Webhook-Signature` value: hex HMAC-SHA256 of the raw body with the rule's secret as given. Deprecated:
- * it dates nothing, so a captured delivery replays; sent until 2027-06-01 beside the Standard Webhooks headers.
+ * it dates nothing, so a captured delivery replays; sent until LEGACY_SIGNATURE_UNTIL beside the Standard Webhooks headers.
  */
+/** The announced end of the deprecated `X-Webhook-Signature` (README, OpenAPI `webhooks`). */
+export const LEGACY_SIGNATURE_UNTIL = '2027-06-01';
+
 export const webhookSignature = (body: string, secret: string): string =>
   `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`;
 

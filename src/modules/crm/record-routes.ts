@@ -23,7 +23,8 @@ import { linkNext, sendPage } from '../../http/pagination.js';
 import { validationFailed } from '../../lib/problem.js';
 import { ActivityQuerySchema, ActivitySchema } from './activity-schemas.js';
 import { activityPage } from './activity-service.js';
-import { requireTenant } from '../../http/request.js';
+import { requestAudit, requireTenant } from '../../http/request.js';
+import { recordAudit } from '../audit/audit-log.js';
 import { etagOf, noneMatchHits, versionsIn } from '../../lib/etag.js';
 
 const ETAG_HEADER = { ETag: Type.String({ description: "The record's version, for If-None-Match and If-Match." }) };
@@ -190,7 +191,8 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
           `Streams \`text/csv\` (RFC 4180, CRLF, UTF-8, a header row of the API field names: ${collection.exportFields.map((f) => `\`${f}\``).join(', ')}), ` +
           "as an attachment. Accepts the list's `search` and filters, not its page parameters. A cell starting with `=`, `+`, " +
           "`-` or `@` is prefixed with `'` so that a spreadsheet does not run it as a formula (an import strips it again). " +
-          'Empty cells are null fields.',
+          'Empty cells are null fields. Each export is written to the audit log (`crm.exported`) with its caller, a user or a ' +
+          'workspace API key.',
         params: OrganizationParamsSchema,
         querystring: Type.Omit(schemas.listQuery, ['limit', 'cursor']),
         response: responses(
@@ -211,8 +213,17 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
     async (request: FastifyRequest, reply: FastifyReply) => {
       const query = request.query as Static<S['listQuery']> & { sort?: string };
       const filters = collection.filters(query);
+      const tenant = requireTenant(request);
+      // A whole collection leaving the service is recorded, with who took it (a user or a key). On the primary: a GET's
+      // tenant handles may read a replica, which takes no writes.
+      await recordAudit(app.db, {
+        ...requestAudit(request),
+        action: 'crm.exported',
+        target: { type: tag, id: null },
+        organizationId: tenant.organization.id,
+      });
       const order = query.sort ? listOrderOf(query.sort) : NEWEST_FIRST;
-      const stream = await service.csv(requireTenant(request).pages, filters, order, collection.exportFields);
+      const stream = await service.csv(tenant.pages, filters, order, collection.exportFields);
       return reply.type('text/csv; charset=utf-8').header('Content-Disposition', `attachment; filename="${tag}.csv"`).send(stream);
     },
   );

@@ -14,7 +14,7 @@ import type { FastifyRequest } from 'fastify';
 import { OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
 import { pageOf, pageResponse, positionOfApiRow } from '../../lib/pagination.js';
 import { paginate } from '../../http/pagination.js';
-import { requireTenant } from '../../http/request.js';
+import { requestActor, requestAudit, requireTenant } from '../../http/request.js';
 import { IMPORT_FILE_LIMIT } from './import-file.js';
 import { ImportCreateSchema, ImportListQuerySchema, ImportParamsSchema, ImportSchema, type ImportDto } from './schemas.js';
 
@@ -87,7 +87,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: Ref(ImportCreateSchema),
         response: responses({ 202: ImportRef }, 401, 403, 404, 409, 413),
       },
-      config: { access: 'MANAGE_CRM', idempotent: true },
+      config: { access: 'MANAGE_CRM', apiKeys: true, idempotent: true },
     },
     async (request, reply) => {
       const form = request.body as ImportForm;
@@ -102,6 +102,8 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           kind: form.kind,
           mode: form.mode ?? 'create',
           ...(form.mapping !== undefined ? { mapping: form.mapping } : {}),
+          actor: requestActor(request),
+          audit: requestAudit(request),
         })
         // Stored (or refused): the spooled copy goes before the answer, not some time after it.
         .finally(() => unspool(request));
@@ -121,7 +123,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         querystring: ImportListQuerySchema,
         response: responses({ 200: pageResponse(ImportRef, 'Imports, newest first.') }, 401, 403, 404),
       },
-      config: { access: 'VIEW_CRM' },
+      config: { access: 'VIEW_CRM', apiKeys: true },
     },
     async (request, reply) => {
       const page = pageOf(request.query);
@@ -140,7 +142,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: ImportParamsSchema,
         response: responses({ 200: ImportRef }, 401, 403, 404),
       },
-      config: { access: 'VIEW_CRM' },
+      config: { access: 'VIEW_CRM', apiKeys: true },
     },
     async (request) => imports.get(requireTenant(request).db, request.params.import_id),
   );
@@ -169,7 +171,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           404,
         ),
       },
-      config: { access: 'VIEW_CRM' },
+      config: { access: 'VIEW_CRM', apiKeys: true },
     },
     async (request, reply) => {
       const stream = await imports.errors(requireTenant(request).db, request.params.import_id);
@@ -190,7 +192,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: ImportParamsSchema,
         response: responses({ 200: ImportRef }, 401, 403, 404, 409),
       },
-      config: { access: 'MANAGE_CRM' },
+      config: { access: 'MANAGE_CRM', apiKeys: true },
     },
     async (request) => {
       const tenant = requireTenant(request);

@@ -1,6 +1,6 @@
 // Request and response schemas of the CSV imports (named components, registered in src/http/components.ts).
 import { type Static, Type } from '@sinclair/typebox';
-import { named, NullableTimestamp, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
+import { named, Nullable, NullableTimestamp, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { RecordParamsSchema } from '../crm/record-schemas.js';
 
@@ -35,6 +35,10 @@ export const ImportSchema = Type.Object(
     created: Type.Integer(),
     updated: Type.Integer(),
     failed_rows: Type.Integer({ description: 'Rows listed in the errors CSV.' }),
+    created_by: Nullable(Uuid({ description: 'The user who started it; null when a workspace API key did (or on older imports).' })),
+    created_by_api_key_id: Nullable(
+      Uuid({ description: 'The workspace API key that started it (never the user who created the key); null when a user did.' }),
+    ),
     created_at: Timestamp(),
     finished_at: NullableTimestamp(),
   },
@@ -50,6 +54,8 @@ export type ImportDto = {
   created: number;
   updated: number;
   failed_rows: number;
+  created_by: string | null;
+  created_by_api_key_id: string | null;
   created_at: string;
   finished_at: string | null;
 };

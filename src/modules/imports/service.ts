@@ -21,6 +21,8 @@ import {
   type FileRow,
 } from './import-file.js';
 import type { ImportDto, ImportStatus } from './schemas.js';
+import type { Actor } from '../../lib/current-user.js';
+import { recordAudit, type AuditContext } from '../audit/audit-log.js';
 
 export function toImportDto(row: ImportRow): ImportDto {
   return {
@@ -33,6 +35,8 @@ export function toImportDto(row: ImportRow): ImportDto {
     created: row.created,
     updated: row.updated,
     failed_rows: row.failedRows,
+    created_by: row.createdById,
+    created_by_api_key_id: row.createdByApiKeyId,
     created_at: row.createdAt.toISOString(),
     finished_at: row.finishedAt?.toISOString() ?? null,
   };
@@ -45,6 +49,9 @@ export interface ImportRequest {
   kind: 'companies' | 'contacts';
   mode: 'create' | 'upsert';
   mapping?: string;
+  /** Who starts it (recorded on the import and in the audit log). */
+  actor: Actor;
+  audit: AuditContext;
 }
 
 /** Characters per stored piece of a file: few rows to write, little to hold while reading one. */
@@ -115,8 +122,18 @@ export const importService = {
     const row = await db.$transaction(
       async (tx) => {
         const created = await tx.import.create({
-          data: { organizationId, kind: request.kind, mode: request.mode, fields, delimiter, totalRows },
+          data: {
+            organizationId,
+            kind: request.kind,
+            mode: request.mode,
+            fields,
+            delimiter,
+            totalRows,
+            createdById: request.actor.userId,
+            createdByApiKeyId: request.actor.apiKeyId,
+          },
         });
+        await recordAudit(tx, { ...request.audit, action: 'import.started', target: { type: 'import', id: created.id }, organizationId });
         let seq = 0;
         let piece = '';
         const store = async () => {

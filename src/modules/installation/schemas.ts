@@ -54,9 +54,16 @@ export const AuditEntrySchema = Type.Object(
   {
     id: Uuid(),
     created_at: Timestamp(),
-    actor_type: Type.String({ description: '`user`, `setup` or `system`.' }),
+    actor_type: Type.String({
+      description: '`user`, `api_key` (a workspace API key: never recorded as the user who created it), `setup` or `system`.',
+    }),
     actor_user_id: Nullable(Uuid()),
     actor_username: Nullable(Type.String({ description: 'The username when the entry was written.' })),
+    actor_api_key_id: Nullable(Uuid({ description: 'The workspace API key of an `api_key` actor.' })),
+    actor_api_key_name: Nullable(Type.String({ description: "The key's name when the entry was written." })),
+    actor_api_key_prefix: Nullable(
+      Type.String({ description: "The key's display prefix (its first characters, never the secret), e.g. `crm_live_AbC12dEf`." }),
+    ),
     action: Type.String({ description: 'What happened, e.g. `member.removed` (the console lists every action).' }),
     target_type: Type.String(),
     target_id: Nullable(Type.String()),
@@ -69,7 +76,13 @@ export type AuditEntryDto = Static<typeof AuditEntrySchema>;
 
 export const AuditLogQuerySchema = Type.Object({
   ...PageQuerySchema.properties,
-  actor: Type.Optional(Type.String({ minLength: 1, maxLength: 150, description: 'A user id, or a username (exact, case-insensitive).' })),
+  actor: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 150,
+      description: 'A user id or API key id, or a username (exact, case-insensitive).',
+    }),
+  ),
   action: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'One action, e.g. `admin.signed_in`.' })),
   since: Type.Optional(Timestamp({ description: 'Only entries written at or after this instant.' })),
 });

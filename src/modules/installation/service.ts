@@ -84,7 +84,7 @@ export function kindStatus(
 }
 
 export interface AuditFilter {
-  /** A user id, or a username (exact, case-insensitive). */
+  /** A user id or API key id, or a username (exact, case-insensitive). */
   actor?: string;
   action?: string;
   since?: string;
@@ -98,6 +98,9 @@ const toAuditDto = (row: AuditRow): AuditEntryDto => ({
   actor_type: row.actorType,
   actor_user_id: row.actorUserId,
   actor_username: row.actorUsername,
+  actor_api_key_id: row.actorApiKeyId,
+  actor_api_key_name: row.actorApiKeyName,
+  actor_api_key_prefix: row.actorApiKeyPrefix,
   action: row.action,
   target_type: row.targetType,
   target_id: row.targetId,
@@ -208,7 +211,11 @@ export function createInstallationService(deps: { db: Db; pool: pg.Pool; config:
       const rows = await db.auditLog.findMany({
         where: {
           AND: [
-            actor === undefined ? {} : isUuid(actor) ? { actorUserId: actor } : { actorUsername: { equals: actor, mode: 'insensitive' } },
+            actor === undefined
+              ? {}
+              : isUuid(actor)
+                ? { OR: [{ actorUserId: actor }, { actorApiKeyId: actor }] }
+                : { actorUsername: { equals: actor, mode: 'insensitive' } },
             filter.action === undefined ? {} : { action: filter.action },
             filter.since === undefined ? {} : { createdAt: { gte: new Date(filter.since) } },
             afterPosition(page.after),

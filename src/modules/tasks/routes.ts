@@ -80,7 +80,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Change some fields of a task (MANAGE_CRM).',
         description:
           'Partial: absent fields stay unchanged. `workflow_status: completed` sets `completed_at` and `completed_by` ' +
-          '(null through an API key) and dispatches `task.completed`; another status clears them.',
+          '(through an API key: `completed_by_api_key_id`, the key) and dispatches `task.completed`; another status clears them.',
         params: TaskParamsSchema,
         body: Ref(TaskBodySchemas.update),
         response: one,

@@ -45,6 +45,9 @@ export const TaskSchema = Type.Object(
     notes: Nullable(Type.String()),
     completed_at: NullableTimestamp(),
     completed_by: Nullable(Uuid({ description: 'The user who completed it; null when completed through an API key.' })),
+    completed_by_api_key_id: Nullable(
+      Uuid({ description: 'The workspace API key that completed it (never the user who created the key); null when a user did.' }),
+    ),
     created_at: Timestamp(),
     updated_at: Timestamp(),
   },
@@ -68,6 +71,7 @@ export const TaskSchema = Type.Object(
         notes: null,
         completed_at: null,
         completed_by: null,
+        completed_by_api_key_id: null,
         created_at: '2026-02-20T09:30:00.000Z',
         updated_at: '2026-02-20T09:30:00.000Z',
       },

@@ -19,6 +19,8 @@ type TaskRow = Prisma.TaskGetPayload<object>;
 
 /** The user who acts, or null for a workspace API key (which is no user). */
 const userOf = (actor: ActivityActor): string | null => (actor.type === 'user' ? actor.id : null);
+/** The workspace API key that acts, or null for a user. */
+const apiKeyOf = (actor: ActivityActor): string | null => (actor.type === 'api_key' ? actor.id : null);
 
 export function effectiveStatus(task: Pick<TaskRow, 'workflowStatus' | 'dueAt'>, now: Date): TaskEffectiveStatus {
   if (task.workflowStatus === 'completed') return 'completed';
@@ -42,6 +44,7 @@ export function toTaskDto(task: TaskRow, now = new Date()): TaskDto {
     notes: task.notes,
     completed_at: task.completedAt?.toISOString() ?? null,
     completed_by: task.completedBy,
+    completed_by_api_key_id: task.completedByApiKeyId,
     created_at: task.createdAt.toISOString(),
     updated_at: task.updatedAt.toISOString(),
   };
@@ -139,7 +142,9 @@ function columnsOf(body: TaskUpdate): Prisma.TaskUncheckedUpdateInput {
 /** The stamp of a status change: set on becoming completed, cleared on leaving it, untouched otherwise. */
 function completion(before: TaskRow['workflowStatus'] | null, after: TaskRow['workflowStatus'] | undefined, actor: ActivityActor) {
   if (after === undefined || (after === 'completed') === (before === 'completed')) return {};
-  return after === 'completed' ? { completedAt: new Date(), completedBy: userOf(actor) } : { completedAt: null, completedBy: null };
+  return after === 'completed'
+    ? { completedAt: new Date(), completedBy: userOf(actor), completedByApiKeyId: apiKeyOf(actor) }
+    : { completedAt: null, completedBy: null, completedByApiKeyId: null };
 }
 
 /** Queues `task.completed` when the task just became completed. */
