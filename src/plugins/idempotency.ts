@@ -14,7 +14,7 @@ const ABANDONED_MINUTES = 5;
 
 const KEY_DESCRIPTION =
   'Makes the request safe to retry: 1–255 visible ASCII characters, chosen by the client (e.g. a UUID), scoped to ' +
-  'the signed-in user and kept 24 hours. A retry with the same key and the same request (path and body) gets the ' +
+  'the signed-in user (or the workspace API key) and kept 24 hours. A retry with the same key and the same request (path and body) gets the ' +
   'first answer again, with `Idempotent-Replayed: true`, and creates nothing. The same key with another request ' +
   'answers 422; a retry while the first request is still being handled answers 409. Only successful answers are ' +
   'kept: after a 4xx or 5xx the key is free and the retry runs again.';
@@ -27,9 +27,27 @@ const reused = () =>
     detail: 'This Idempotency-Key was used for a different request. Use a new key for a new request.',
   });
 
+/**
+ * Where a caller's keys live: a user's in `idempotency_keys`, a workspace API key's in `api_key_idempotency_keys` (a
+ * key is no user). Table and column names are these constants, never request input.
+ */
+const KEY_SPACES = {
+  user: { table: 'idempotency_keys', owner: 'user_id' },
+  apiKey: { table: 'api_key_idempotency_keys', owner: 'api_key_id' },
+} as const;
+type KeySpace = (typeof KEY_SPACES)[keyof typeof KEY_SPACES];
+
 interface Claim {
-  userId: string;
+  space: KeySpace;
+  ownerId: string;
   key: string;
+}
+
+/** The key space and owner of an authenticated caller, if any. */
+function callerOf(request: FastifyRequest): { space: KeySpace; ownerId: string } | undefined {
+  if (request.currentUser) return { space: KEY_SPACES.user, ownerId: request.currentUser.id };
+  if (request.apiKey) return { space: KEY_SPACES.apiKey, ownerId: request.apiKey.id };
+  return undefined;
 }
 
 declare module 'fastify' {
@@ -49,26 +67,28 @@ export default fp(
     /** Runs after the route's own preHandlers, so the caller is authenticated and the tenant resolved. */
     const claim: preHandlerAsyncHookHandler = async (request: FastifyRequest, reply: FastifyReply) => {
       const key = request.headers[HEADER];
-      const user = request.currentUser;
-      if (typeof key !== 'string' || !user) return;
+      const caller = callerOf(request);
+      if (typeof key !== 'string' || !caller) return;
+      const { table, owner } = caller.space;
       const requestHash = createHash('sha256')
         .update(JSON.stringify([request.method, request.routeOptions.url, request.params, request.body ?? null]))
         .digest('hex');
       // An expired or abandoned entry of this key is gone before the claim; others are purged now and then.
       await pool.query(
-        `DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2
+        `DELETE FROM ${table} WHERE ${owner} = $1 AND key = $2
            AND (created_at < now() - make_interval(hours => $3)
                 OR (response_status IS NULL AND created_at < now() - make_interval(mins => $4)))`,
-        [user.id, key, KEEP_HOURS, ABANDONED_MINUTES],
+        [caller.ownerId, key, KEEP_HOURS, ABANDONED_MINUTES],
       );
       if (Math.random() < 0.01)
-        await pool.query(`DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => $1)`, [KEEP_HOURS]);
-      const inserted = await pool.query(
-        `INSERT INTO idempotency_keys (user_id, key, request_hash) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-        [user.id, key, requestHash],
-      );
+        await pool.query(`DELETE FROM ${table} WHERE created_at < now() - make_interval(hours => $1)`, [KEEP_HOURS]);
+      const inserted = await pool.query(`INSERT INTO ${table} (${owner}, key, request_hash) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [
+        caller.ownerId,
+        key,
+        requestHash,
+      ]);
       if (inserted.rowCount === 1) {
-        request.idempotencyClaim = { userId: user.id, key };
+        request.idempotencyClaim = { ...caller, key };
         return;
       }
       const { rows } = await pool.query<{
@@ -76,10 +96,10 @@ export default fp(
         response_status: number | null;
         response_content_type: string | null;
         response_body: string | null;
-      }>(
-        `SELECT request_hash, response_status, response_content_type, response_body FROM idempotency_keys WHERE user_id = $1 AND key = $2`,
-        [user.id, key],
-      );
+      }>(`SELECT request_hash, response_status, response_content_type, response_body FROM ${table} WHERE ${owner} = $1 AND key = $2`, [
+        caller.ownerId,
+        key,
+      ]);
       const first = rows[0];
       // Gone between the two statements (its first request failed): the client retries and claims it then.
       if (!first || first.response_status === null) {
@@ -96,14 +116,15 @@ export default fp(
       const claimed = request.idempotencyClaim;
       if (!claimed) return payload;
       request.idempotencyClaim = undefined;
+      const { table, owner } = claimed.space;
       if (reply.statusCode >= 200 && reply.statusCode < 300 && (typeof payload === 'string' || payload === null || payload === undefined)) {
         await pool.query(
-          `UPDATE idempotency_keys SET response_status = $3, response_content_type = $4, response_body = $5
-           WHERE user_id = $1 AND key = $2`,
-          [claimed.userId, claimed.key, reply.statusCode, String(reply.getHeader('content-type') ?? '') || null, payload ?? null],
+          `UPDATE ${table} SET response_status = $3, response_content_type = $4, response_body = $5
+           WHERE ${owner} = $1 AND key = $2`,
+          [claimed.ownerId, claimed.key, reply.statusCode, String(reply.getHeader('content-type') ?? '') || null, payload ?? null],
         );
       } else {
-        await pool.query(`DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2`, [claimed.userId, claimed.key]);
+        await pool.query(`DELETE FROM ${table} WHERE ${owner} = $1 AND key = $2`, [claimed.ownerId, claimed.key]);
       }
       return payload;
     };

@@ -101,6 +101,42 @@ t.test('keys are per user: the same key of another user is unrelated, and never 
   t.not(json(theirs).id, json(mine).id, 'a record of its own');
 });
 
+t.test('a workspace API key has a key space of its own: its retries replay, never a user’s or another key’s answer', async (t) => {
+  const createKey = async (name: string) => {
+    const res = await app.inject({
+      method: 'POST',
+      url: `${org}/api-keys/`,
+      headers: admin.headers,
+      payload: { name, capabilities: ['VIEW_CRM', 'MANAGE_CRM'] },
+    });
+    t.equal(res.statusCode, 201);
+    return { id: json(res).id as string, headers: { authorization: `Bearer ${json(res).key as string}` } };
+  };
+  const [billing, sync] = [await createKey('Billing'), await createKey('Sync')];
+  const key = newKey();
+  const before = await count('companies');
+  const first = await post(`${org}/companies/`, { name: 'Keyed Ltd' }, key, billing.headers);
+  t.equal(first.statusCode, 201);
+  const retry = await post(`${org}/companies/`, { name: 'Keyed Ltd' }, key, billing.headers);
+  t.equal(retry.statusCode, 201);
+  t.equal(retry.headers['idempotent-replayed'], 'true', 'the retry of a key replays');
+  t.same(json(retry), json(first));
+  t.equal(await count('companies'), before + 1, 'one record for two requests');
+  const changed = await post(`${org}/companies/`, { name: 'Other Ltd' }, key, billing.headers);
+  t.equal(changed.statusCode, 422, 'the same Idempotency-Key for another request of the key');
+  const otherKey = await post(`${org}/companies/`, { name: 'Keyed Ltd' }, key, sync.headers);
+  t.equal(otherKey.headers['idempotent-replayed'], undefined, 'another API key: unrelated');
+  t.not(json(otherKey).id, json(first).id);
+  const person = await post(`${org}/companies/`, { name: 'Keyed Ltd' }, key);
+  t.equal(person.headers['idempotent-replayed'], undefined, 'a user with the same Idempotency-Key: unrelated');
+  t.not(json(person).id, json(first).id);
+  t.equal(await count('api_key_idempotency_keys'), 2, 'one entry per key');
+  const revoked = await app.inject({ method: 'DELETE', url: `${org}/api-keys/${billing.id}/`, headers: admin.headers });
+  t.equal(revoked.statusCode, 204);
+  const replayAfterRevoke = await post(`${org}/companies/`, { name: 'Keyed Ltd' }, key, billing.headers);
+  t.equal(replayAfterRevoke.statusCode, 401, 'a revoked key gets no replay either');
+});
+
 t.test('without the header nothing changes; a malformed key → 400', async (t) => {
   const before = await count('companies');
   t.equal((await post(`${org}/companies/`, { name: 'No key' }, undefined)).statusCode, 201);
