@@ -320,3 +320,22 @@ t.test("the data export: installation records and my workspaces' CRM data, witho
   t.equal(await app.db.auditLog.count({ where: { action: 'installation.data_exported', actorUserId: admin.id } }), 1);
   t.notOk(logs.some((line) => line.includes('webhook-secret-value-123')));
 });
+
+t.test("the audit log names another workspace but not its records; my workspace's records by id", async (t) => {
+  const outsider = await createUser(app, { username: 'olga' });
+  const personal = await app.inject({ method: 'POST', url: '/api/v1/organizations/personal/', headers: outsider.headers, payload: {} });
+  const theirs = json(personal).id as string;
+  const rule = { name: 'Hook', trigger: 'company.created', action_type: 'webhook', action_config: { url: 'https://example.com/h' } };
+  const create = (org: string, headers: Record<string, string>) =>
+    app.inject({ method: 'POST', url: `/api/v1/organizations/${org}/automations/`, headers, payload: rule });
+  const foreign = json(await create(theirs, outsider.headers)).id as string;
+  const mine = json(await create(organizationId, admin.headers)).id as string;
+  const entries = json(await get(`${BASE}/audit-log/?action=automation.created`)) as Array<Record<string, string | null>>;
+  const foreignEntry = entries.find((entry) => entry.organization_id === theirs);
+  t.equal(foreignEntry?.target_type, 'automation', 'the action in the other workspace is listed');
+  t.equal(foreignEntry?.target_id, null, "but not the other workspace's record id");
+  t.equal(entries.find((entry) => entry.organization_id === organizationId)?.target_id, mine, 'my workspace: the id');
+  const exported = (await get(`${BASE}/data-export/`)).body;
+  t.notOk(exported.includes(foreign), "nor does the data export name the other workspace's record");
+  t.ok(exported.includes(mine));
+});

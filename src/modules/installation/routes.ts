@@ -65,7 +65,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const page = pageOf(request.query);
       const { actor, action, since } = request.query;
-      const rows = await installation.auditLog({ actor, action, since }, page);
+      const rows = await installation.auditLog(requireUser(request), { actor, action, since }, page);
       return paginate(request, reply, rows, page.limit, positionOfApiRow);
     },
   );

@@ -66,7 +66,13 @@ export const AuditEntrySchema = Type.Object(
     ),
     action: Type.String({ description: 'What happened, e.g. `member.removed` (the console lists every action).' }),
     target_type: Type.String(),
-    target_id: Nullable(Type.String()),
+    target_id: Nullable(
+      Type.String({
+        description:
+          "What the action was done to. A workspace's CRM record (target_type `automation` or `import`) is named only " +
+          'to members of that workspace; otherwise null (installation answers name workspaces, never their records).',
+      }),
+    ),
     organization_id: Nullable(Uuid()),
     client_ip: Nullable(Type.String()),
   },

@@ -92,7 +92,14 @@ export interface AuditFilter {
 
 type AuditRow = Awaited<ReturnType<Db['auditLog']['findMany']>>[number];
 
-const toAuditDto = (row: AuditRow): AuditEntryDto => ({
+/**
+ * Audit targets that are a workspace's CRM records (an automation rule, an import): the installation-wide answers
+ * name the workspace but never its records, so their id is given only for workspaces the caller is a member of.
+ */
+const WORKSPACE_RECORD_TARGETS = new Set(['automation', 'import']);
+
+/** An audit row as installation staff see it; `memberOf`: the workspaces of the reader. */
+const toAuditDto = (row: AuditRow, memberOf: ReadonlySet<string>): AuditEntryDto => ({
   id: row.id,
   created_at: row.createdAt.toISOString(),
   actor_type: row.actorType,
@@ -103,7 +110,10 @@ const toAuditDto = (row: AuditRow): AuditEntryDto => ({
   actor_api_key_prefix: row.actorApiKeyPrefix,
   action: row.action,
   target_type: row.targetType,
-  target_id: row.targetId,
+  target_id:
+    WORKSPACE_RECORD_TARGETS.has(row.targetType) && !(row.organizationId !== null && memberOf.has(row.organizationId))
+      ? null
+      : row.targetId,
   organization_id: row.organizationId,
   client_ip: row.clientIp,
 });
@@ -136,6 +146,10 @@ const EXPORT_BATCH = 200;
 
 export function createInstallationService(deps: { db: Db; pool: pg.Pool; config: Config; crm: ExportReaders }) {
   const { db, pool, config, crm } = deps;
+
+  /** The workspaces a user is a member of: the ones whose records installation answers may name to them. */
+  const workspacesOf = async (userId: string): Promise<ReadonlySet<string>> =>
+    new Set((await db.membership.findMany({ where: { userId }, select: { organizationId: true } })).map((m) => m.organizationId));
 
   async function readinessFacts(request: Pick<ReadinessFacts, 'servedOverHttps' | 'forwardedButUntrusted'>): Promise<ReadinessFacts> {
     const [smtp, state, pending] = await Promise.all([
@@ -206,7 +220,7 @@ export function createInstallationService(deps: { db: Db; pool: pg.Pool; config:
     },
 
     /** Newest first, `limit + 1` rows for the pager. */
-    async auditLog(filter: AuditFilter, page: PageRequest): Promise<AuditEntryDto[]> {
+    async auditLog(reader: { id: string }, filter: AuditFilter, page: PageRequest): Promise<AuditEntryDto[]> {
       const actor = filter.actor;
       const rows = await db.auditLog.findMany({
         where: {
@@ -224,7 +238,8 @@ export function createInstallationService(deps: { db: Db; pool: pg.Pool; config:
         orderBy: newestFirst,
         take: page.limit + 1,
       });
-      return rows.map(toAuditDto);
+      const memberOf = await workspacesOf(reader.id);
+      return rows.map((row) => toAuditDto(row, memberOf));
     },
 
     backupStatus,
@@ -375,7 +390,8 @@ export function createInstallationService(deps: { db: Db; pool: pg.Pool; config:
           expires_at: i.expiresAt.toISOString(),
         });
       }
-      for await (const row of batches((page) => db.auditLog.findMany(page))) yield line('audit_entry', toAuditDto(row));
+      const memberOf = await workspacesOf(user.id);
+      for await (const row of batches((page) => db.auditLog.findMany(page))) yield line('audit_entry', toAuditDto(row, memberOf));
       for await (const event of batches((page) => db.backupEvent.findMany(page))) {
         yield line('backup_event', {
           id: event.id,
