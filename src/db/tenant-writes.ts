@@ -107,6 +107,28 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
     );
   };
 
+  /** The names of `columns` whose value the UPDATE changed, from its row before and after (RETURNING old/new). */
+  const changedFields = (columns: readonly string[]) =>
+    `array_remove(ARRAY[${columns.map((c) => `CASE WHEN old.${c} IS DISTINCT FROM new.${c} THEN '${c}' END`).join(', ') || 'NULL'}]::text[], NULL)`;
+  /**
+   * The entries of the CTE `changed` (its `changed_fields`, and `assigned_to` when `assigned`): `updated` with the names
+   * of the changed fields but `assigned_to`, and `assigned` (the new assignee as subject) when that changed.
+   */
+  const changeEntries = (parameters: unknown[], activity: ActivityEntry, assigned: boolean) =>
+    activityInsert(parameters, activity, 'changed', {
+      join:
+        ` CROSS JOIN LATERAL (VALUES ('updated', array_remove(changed.changed_fields, 'assigned_to'), NULL::uuid)` +
+        `${assigned ? ", ('assigned', ARRAY['assigned_to'], changed.assigned_to)" : ''}) AS entry(kind, fields, subject)`,
+      kind: 'entry.kind',
+      fields: 'entry.fields',
+      subject: 'entry.subject',
+      condition:
+        "(entry.kind = 'updated' AND cardinality(entry.fields) > 0) OR (entry.kind = 'assigned' AND 'assigned_to' = ANY(changed.changed_fields))",
+    });
+  /** The `created` entry of each row of the CTE `record`. */
+  const createdEntries = (parameters: unknown[], activity: ActivityEntry) =>
+    activityInsert(parameters, activity, 'record', { kind: `'created'`, fields: "'{}'", subject: 'NULL::uuid', condition: 'true' });
+
   return {
     /** Inserts the record and queues its event; answers it in API shape. */
     async insert<Row extends pg.QueryResultRow>(
@@ -133,9 +155,7 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
           ]
         : [];
       const row = ['gen_random_uuid()', '$1', ...set.map((s) => s.parameter), ...code, 'now()', 'now()'];
-      const entry = activity
-        ? activityInsert(parameters, activity, 'record', { kind: `'created'`, fields: "'{}'", subject: 'NULL::uuid', condition: 'true' })
-        : '';
+      const entry = activity ? createdEntries(parameters, activity) : '';
       const text =
         `WITH record AS (INSERT INTO ${spec.table} (${columns.join(', ')}) VALUES (${row.join(', ')}) RETURNING ${spec.selectList})` +
         entry +
@@ -167,10 +187,7 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
         const text = `WITH record AS (${update} RETURNING ${spec.selectList})${eventParameters(parameters, event)}`;
         return (await pool.query<Row>(statement(text, parameters))).rows[0];
       }
-      // The names (never the values) of the fields whose value changed, from the row before and after (RETURNING old/new).
-      const changes = written.map(({ column }) => `CASE WHEN old.${column} IS DISTINCT FROM new.${column} THEN '${column}' END`);
       const output = [...spec.columns, ...spec.computed, 'created_at', 'updated_at'].join(', ');
-      const assigned = written.some((s) => s.column === 'assigned_to');
       const entries = activity.kind
         ? activityInsert(parameters, activity, 'changed', {
             kind: `$${parameters.push(activity.kind)}`,
@@ -178,18 +195,13 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
             subject: 'NULL::uuid',
             condition: 'cardinality(changed.changed_fields) > 0',
           })
-        : activityInsert(parameters, activity, 'changed', {
-            join:
-              ` CROSS JOIN LATERAL (VALUES ('updated', array_remove(changed.changed_fields, 'assigned_to'), NULL::uuid)` +
-              `${assigned ? ", ('assigned', ARRAY['assigned_to'], changed.assigned_to)" : ''}) AS entry(kind, fields, subject)`,
-            kind: 'entry.kind',
-            fields: 'entry.fields',
-            subject: 'entry.subject',
-            condition:
-              "(entry.kind = 'updated' AND cardinality(entry.fields) > 0) OR (entry.kind = 'assigned' AND 'assigned_to' = ANY(changed.changed_fields))",
-          });
+        : changeEntries(
+            parameters,
+            activity,
+            written.some((s) => s.column === 'assigned_to'),
+          );
       const text =
-        `WITH changed AS (${update} RETURNING ${spec.selectList}, array_remove(ARRAY[${changes.join(', ') || 'NULL'}]::text[], NULL) AS changed_fields), ` +
+        `WITH changed AS (${update} RETURNING ${spec.selectList}, ${changedFields(written.map((s) => s.column))} AS changed_fields), ` +
         `record AS (SELECT ${output} FROM changed)${entries}${eventParameters(parameters, event)}`;
       return (await pool.query<Row>(statement(text, parameters))).rows[0];
     },
@@ -213,14 +225,16 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
     },
     /**
      * Inserts many records in one statement and queues no event (an import's rows): each value object holds the
-     * table's API columns, typed by the table's own row type (`jsonb_populate_recordset`). Answers how many went in.
+     * table's API columns, typed by the table's own row type (`jsonb_populate_recordset`); with `activity`, each record's
+     * `created` entry in the same statement. Answers how many went in.
      */
     async insertMany(
       spec: PageTable<unknown, string>,
       columns: readonly string[],
       rows: ColumnValues[],
-      numbering?: Numbering,
+      options: { activity?: ActivityEntry; numbering?: Numbering } = {},
     ): Promise<number> {
+      const { activity, numbering } = options;
       if (rows.length === 0) return 0;
       const set = columns.filter((column) => column !== 'id' && spec.columns.includes(column) && column !== numbering?.column);
       const parameters: unknown[] = [organizationId, JSON.stringify(rows)];
@@ -233,30 +247,40 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
             next: `, ${numbering.next}($1::uuid) AS n`,
           }
         : { column: '', value: '', next: '' };
-      const text =
+      const insert =
         `INSERT INTO ${spec.table} (id, organization_id, ${set.join(', ')}${numbered.column}, created_at, updated_at) ` +
         `SELECT gen_random_uuid(), $1, ${set.map((c) => `r.${c}`).join(', ')}${numbered.value}, now(), now() ` +
         `FROM (SELECT *${numbered.next} FROM jsonb_populate_recordset(NULL::${spec.table}, $2::jsonb)) r`;
-      return (await pool.query(text, parameters)).rowCount ?? 0;
+      if (!activity) return (await pool.query(insert, parameters)).rowCount ?? 0;
+      const text = `WITH record AS (${insert} RETURNING id)${createdEntries(parameters, activity)} SELECT count(*)::int AS count FROM record`;
+      return (await pool.query<{ count: number }>(text, parameters)).rows[0]?.count ?? 0;
     },
     /**
      * Sets `columns` of many records (each value object names its `id`) in one statement, no event; a null in a
-     * `keep` column leaves that column unchanged. Answers how many records of the organization changed.
+     * `keep` column leaves that column unchanged; with `activity`, each record's `updated` (and `assigned`) entries as a
+     * single update writes them. Answers how many records of the organization were written.
      */
     async updateMany(
       spec: PageTable<unknown, string>,
       columns: readonly string[],
       keep: readonly string[],
       rows: ColumnValues[],
+      activity?: ActivityEntry,
     ): Promise<number> {
       if (rows.length === 0) return 0;
-      const set = columns
-        .filter((column) => column !== 'id' && spec.columns.includes(column))
-        .map((c) => (keep.includes(c) ? `${c} = COALESCE(r.${c}, t.${c})` : `${c} = r.${c}`));
-      const text =
-        `UPDATE ${spec.table} t SET ${[...set, 'updated_at = now()'].join(', ')} ` +
+      const written = columns.filter((column) => column !== 'id' && spec.columns.includes(column));
+      const set = written.map((c) => (keep.includes(c) ? `${c} = COALESCE(r.${c}, t.${c})` : `${c} = r.${c}`));
+      const parameters: unknown[] = [organizationId, JSON.stringify(rows)];
+      // Strictly later than before, as a single update makes it: updated_at is the record's version (its ETag).
+      const update =
+        `UPDATE ${spec.table} t SET ${[...set, "updated_at = greatest(now(), t.updated_at + interval '1 millisecond')"].join(', ')} ` +
         `FROM jsonb_populate_recordset(NULL::${spec.table}, $2::jsonb) r WHERE t.organization_id = $1 AND t.id = r.id`;
-      return (await pool.query(text, [organizationId, JSON.stringify(rows)])).rowCount ?? 0;
+      if (!activity) return (await pool.query(update, parameters)).rowCount ?? 0;
+      const assigned = written.includes('assigned_to');
+      const text =
+        `WITH changed AS (${update} RETURNING t.id${assigned ? ', t.assigned_to' : ''}, ${changedFields(written)} AS changed_fields)` +
+        `${changeEntries(parameters, activity, assigned)} SELECT count(*)::int AS count FROM changed`;
+      return (await pool.query<{ count: number }>(text, parameters)).rows[0]?.count ?? 0;
     },
   };
 }

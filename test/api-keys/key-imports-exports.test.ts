@@ -39,6 +39,9 @@ t.test('a MANAGE_CRM key imports; the import names the key as its creator, never
   t.ok(json<Array<{ id: string }>>(listed).some((i) => i.id === queued.id));
   const errors = await app.inject({ method: 'GET', url: crm(`imports/${queued.id}/errors/`), headers: bearer(reader.key) });
   t.equal(errors.statusCode, 200);
+  const company = await app.db.company.findFirstOrThrow({ where: { organizationId, name: 'Keyed Import Ltd' } });
+  const timeline = await app.inject({ method: 'GET', url: crm(`companies/${company.id}/activity/`), headers: bearer(reader.key) });
+  t.match(json(timeline), [{ kind: 'created', actor_type: 'api_key', actor_id: writer.id, actor_name: 'Sync' }], 'the key made it');
   const audit = await app.db.auditLog.findFirstOrThrow({ where: { action: 'import.started', targetId: queued.id } });
   t.match(audit, { actorType: 'api_key', actorApiKeyId: writer.id, actorUserId: null, organizationId });
   // A person's import still names the person.

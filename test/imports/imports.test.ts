@@ -133,6 +133,47 @@ t.test('upsert: website, else email; several matches fail the row; repeated keys
   t.match(errors, /3,Twin\?,https:\/\/twin.example,,website: Matches several companies./);
 });
 
+t.test('imported records get timeline entries in the batch: created, then updated (field names) and assigned by upsert', async (t) => {
+  const made = json(
+    await upload(a, memberA, { kind: 'companies', file: 'name,website,notes\nTimed Import,https://timed.example,private words\n' }),
+  );
+  await runJobs();
+  t.match(await importOf(made.id), { status: 'succeeded', created: 1 });
+  const [company] = await app.db.company.findMany({ where: { organizationId: a.id, website: 'https://timed.example' } });
+  const timeline = async () => json<Array<Record<string, unknown>>>(await a.call(viewerA, 'GET', `companies/${company!.id}/activity/`));
+  t.match(await timeline(), [{ kind: 'created', fields: [], actor_type: 'user', actor_id: memberA.id, actor_name: memberA.username }]);
+
+  const file = `name,website,city,assigned_to\nTimed Import,https://timed.example,Lyon,${viewerA.id}\n`;
+  const upserted = json(await upload(a, memberA, { kind: 'companies', file, mode: 'upsert' }));
+  await runJobs();
+  t.match(await importOf(upserted.id), { status: 'succeeded', updated: 1 });
+  const entries = await timeline();
+  // One statement writes both entries at one time, so their order between them is the id's; created stays the oldest.
+  t.same(entries.map((e) => e.kind).sort(), ['assigned', 'created', 'updated']);
+  t.equal(entries.at(-1)?.kind, 'created');
+  t.same(entries.find((e) => e.kind === 'updated')?.fields, ['city'], 'only the changed field: the same name is no change');
+  t.equal(entries.find((e) => e.kind === 'assigned')?.subject_id, viewerA.id);
+  t.notOk(JSON.stringify(entries).includes('Lyon'), 'names, never values');
+
+  // Unchanged on a second upsert: no entry, as an update that changes nothing adds none.
+  const again = json(await upload(a, memberA, { kind: 'companies', file, mode: 'upsert' }));
+  await runJobs();
+  t.match(await importOf(again.id), { status: 'succeeded', updated: 1 });
+  t.equal((await timeline()).length, 3);
+
+  const contacts = json(
+    await upload(a, memberA, {
+      kind: 'contacts',
+      file: `first_name,last_name,email,company_id\nTia,Timed,tia@timed.example,${company!.id}\n`,
+    }),
+  );
+  await runJobs();
+  t.match(await importOf(contacts.id), { status: 'succeeded', created: 1 });
+  const contact = await app.db.contact.findFirstOrThrow({ where: { organizationId: a.id, email: 'tia@timed.example' } });
+  t.match(json(await a.call(viewerA, 'GET', `contacts/${contact.id}/activity/`)), [{ kind: 'created', actor_id: memberA.id }]);
+  await app.db.contact.delete({ where: { id: contact.id } }); // the next test counts the workspace's contacts
+});
+
 t.test('contacts name their company by company_id, website or exact name', async (t) => {
   const acme = (await app.db.company.findFirst({ where: { organizationId: a.id, name: 'Acme Renamed' } }))!;
   const other = await created(b.call(memberB, 'POST', 'companies/', { name: 'Foreign' }));

@@ -36,6 +36,8 @@ export interface ImportKindSpec {
   keys: readonly string[];
   /** The server-assigned number each created record gets (a company's customer code). */
   numbering?: Numbering;
+  /** The column of `crm_activities` a record's timeline entries are on. */
+  timeline: 'company_id' | 'contact_id';
 }
 
 /** The named schemas the create bodies refer to (e.g. `LifecycleStage`), for checking rows against them. */
@@ -62,6 +64,7 @@ export const IMPORT_KIND_SPECS: Record<'companies' | 'contacts', ImportKindSpec>
     defaults: { lifecycle_stage: 'lead' },
     keys: ['website', 'email'],
     numbering: COMPANY_NUMBERING,
+    timeline: 'company_id',
   },
   contacts: {
     body: ContactBodySchemas.create,
@@ -70,6 +73,7 @@ export const IMPORT_KIND_SPECS: Record<'companies' | 'contacts', ImportKindSpec>
     required: notNullable(ContactBodySchemas.create),
     defaults: {},
     keys: ['email'],
+    timeline: 'contact_id',
   },
 };
 

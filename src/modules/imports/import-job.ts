@@ -7,7 +7,7 @@ import type { TaskList } from 'graphile-worker';
 import type pg from 'pg';
 import type { Db } from '../../db/client.js';
 import { scopeToOrganization, type TenantDb } from '../../db/tenant-scope.js';
-import { scopeWrites, type ColumnValues, type Queryable } from '../../db/tenant-writes.js';
+import { scopeWrites, type ActivityActor, type ColumnValues, type Queryable } from '../../db/tenant-writes.js';
 import { isInterruptedAttempt, JOBS, mayRetry, rowIdOf } from '../../jobs/queue.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import { fieldErrors, type AjvIssue } from '../../plugins/errors.js';
@@ -59,6 +59,8 @@ interface ImportJob {
   upsert: boolean;
   fields: ColumnFields;
   batchSize: number;
+  /** Who started the import: the actor of its records' timeline entries. */
+  actor: ActivityActor;
 }
 
 /** The row's body: an empty cell is null, or absent for a field that cannot be null. */
@@ -226,17 +228,20 @@ async function writeBatch(sql: Queryable, job: ImportJob, batch: PreparedRow[]) 
   ];
   const writes = scopeWrites(sql, job.organizationId);
   const valid = batch.filter((row) => !row.error);
+  // Each record's timeline says it was created (or which fields changed) by the import's starter, as the API's writes do.
+  const activity = { column: kind.timeline, actor: job.actor };
   const created = await writes.insertMany(
     kind.table,
     [...new Set([...columns, ...Object.keys(kind.defaults)])],
     valid.filter((row) => !row.target).map((row) => ({ ...kind.defaults, ...row.body })),
-    kind.numbering,
+    { activity, ...(kind.numbering ? { numbering: kind.numbering } : {}) },
   );
   const updated = await writes.updateMany(
     kind.table,
     columns,
     kind.required,
     valid.filter((row) => row.target).map((row) => ({ ...row.body, id: row.target })),
+    activity,
   );
   const failed = batch.filter((row) => row.error).map((row) => ({ line: row.line, cells: row.cells, error: row.error }));
   if (failed.length > 0) {
@@ -318,6 +323,23 @@ async function runImport(pool: pg.Pool, db: TenantDb, job: ImportJob, delimiter:
   }
 }
 
+/**
+ * The import's starter as a timeline actor, named as now (the entry keeps the name): the user, or the workspace API
+ * key; an import queued before imports recorded their starter has neither, and its entries name no one.
+ */
+async function starterOf(
+  db: Db,
+  tenant: TenantDb,
+  row: { createdById: string | null; createdByApiKeyId: string | null },
+): Promise<ActivityActor> {
+  if (row.createdByApiKeyId) {
+    const key = await tenant.apiKey.findFirst({ where: { id: row.createdByApiKeyId }, select: { name: true } });
+    return { type: 'api_key', id: row.createdByApiKeyId, name: key?.name ?? null };
+  }
+  const user = row.createdById ? await db.user.findUnique({ where: { id: row.createdById }, select: { username: true } }) : null;
+  return { type: 'user', id: row.createdById, name: user?.username ?? null };
+}
+
 export interface ImportTaskDeps {
   db: Db;
   pool: pg.Pool;
@@ -346,6 +368,7 @@ export function importTasks(deps: ImportTaskDeps): TaskList {
         return;
       }
       const job: ImportJob = {
+        actor: await starterOf(deps.db, db, row),
         organizationId: owner.organizationId,
         id,
         kind: IMPORT_KIND_SPECS[row.kind],

@@ -81,7 +81,9 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'is stored. Then the file is stored and a job imports it in batches of 1,000 rows, each committed with its ' +
           'progress; follow it with `getImport`. A row that fails (the same field messages as the create endpoint) is ' +
           'listed by `listImportErrors` and the others go in. **No per-row automation runs**: an import dispatches no ' +
-          '`company.created`/`contact.created` events, only one `import.finished` when it ends.',
+          '`company.created`/`contact.created` events, only one `import.finished` when it ends. Each record it creates ' +
+          'or changes gets its timeline entries (`created`; `updated` with the changed field names, `assigned`) in its ' +
+          "batch's transaction, with the import's starter (user or API key) as actor.",
         consumes: ['multipart/form-data'],
         params: OrganizationParamsSchema,
         body: Ref(ImportCreateSchema),
