@@ -174,11 +174,14 @@ t.test('imported records get timeline entries in the batch: created, then update
   await app.db.contact.delete({ where: { id: contact.id } }); // the next test counts the workspace's contacts
 });
 
-t.test('contacts name their company by company_id, website or exact name', async (t) => {
+t.test('contacts name their company by company_id, customer code, website or exact name', async (t) => {
   const acme = (await app.db.company.findFirst({ where: { organizationId: a.id, name: 'Acme Renamed' } }))!;
   const other = await created(b.call(memberB, 'POST', 'companies/', { name: 'Foreign' }));
+  // A company named like Acme's customer code: the code decides first.
+  const decoy = await created(a.call(memberA, 'POST', 'companies/', { name: acme.customerCode }));
   const file = [
     'first_name,last_name,company,company_id',
+    `Hal,Coded,${acme.customerCode},`,
     'Ada,Lovelace,Acme Renamed,',
     'Bob,Builder,https://mail.example,',
     `Cy,Direct,,${acme.id}`,
@@ -189,15 +192,17 @@ t.test('contacts name their company by company_id, website or exact name', async
   ].join('\n');
   const queued = json(await upload(a, memberA, { kind: 'contacts', file }));
   await runJobs();
-  t.match(await importOf(queued.id), { status: 'succeeded', created: 4, failed_rows: 3 });
+  t.match(await importOf(queued.id), { status: 'succeeded', created: 5, failed_rows: 3 });
   const contacts = await app.db.contact.findMany({ where: { organizationId: a.id }, orderBy: { firstName: 'asc' } });
   t.same(
     contacts.map((c) => c.firstName),
-    ['Ada', 'Bob', 'Cy', 'Dee'],
+    ['Ada', 'Bob', 'Cy', 'Dee', 'Hal'],
   );
   t.equal(contacts[0]?.companyId, acme.id);
+  t.equal(contacts[4]?.companyId, acme.id, 'by customer code, before a company of that name');
+  t.not(acme.id, decoy.id);
   const errors = (await a.call(viewerA, 'GET', `imports/${queued.id}/errors/`)).body;
-  t.match(errors, /Nowhere,,company: No company of this workspace has this website or name./);
+  t.match(errors, /Nowhere,,"company: No company of this workspace has this customer code, website or name."/);
   t.match(errors, /company_id: No such company in this organization./);
   t.match(errors, /company: Several companies have this website./);
   t.equal(await app.db.contact.count({ where: { organizationId: b.id } }), 0);
@@ -291,7 +296,11 @@ t.test('upsert keys and company references are index probes, not scans of the wo
   const contacts = await plan(matchSql(IMPORT_KIND_SPECS.contacts), [b.id, keys((i) => `p${i}@plan.example`)]);
   t.match(contacts, /contacts_organization_id_lower_email_idx/);
   t.notMatch(contacts, /Seq Scan/);
-  const refs = await plan(COMPANY_REFS_SQL, [b.id, [...keys((i) => `https://plan${i}.example`), ...keys((i) => `Planned ${i}`)]]);
+  const refs = await plan(COMPANY_REFS_SQL, [
+    b.id,
+    [...keys((i) => `https://plan${i}.example`), ...keys((i) => `Planned ${i}`), ...keys((i) => `CUS-${String(i).padStart(5, '0')}`)],
+  ]);
+  t.match(refs, /companies_organization_id_customer_code_key/);
   t.match(refs, /companies_organization_id_md5_website_idx/);
   t.match(refs, /companies_organization_id_name_id_idx/);
   t.notMatch(refs, /Seq Scan on companies/);

@@ -19,7 +19,7 @@ export const IMPORT_FILE_LIMIT = 50 * 1024 * 1024;
 /** The export's columns that an import reads past: the database sets them. */
 const IGNORED_COLUMNS = new Set(['id', 'created_at', 'updated_at', 'customer_code', 'archived_at']);
 
-/** The contact column naming a company by website or exact name (instead of `company_id`). */
+/** The contact column naming a company by customer code, website or exact name (instead of `company_id`). */
 export const COMPANY_COLUMN = 'company';
 
 /** What one kind of import writes: the create body it validates rows against, its table, and its upsert keys. */

@@ -80,14 +80,27 @@ function prepare(job: ImportJob, row: FileRow): PreparedRow {
   return { ...row, body, ...(companyRef !== undefined ? { companyRef } : {}) };
 }
 
-/** Companies by website (through its md5 index) or exact name, for each `company` value ($2) of a batch. */
-export const COMPANY_REFS_SQL = `SELECT v.ref, array_agg(c.id) FILTER (WHERE c.website = v.ref) AS website,
-    array_agg(c.id) FILTER (WHERE c.name = v.ref) AS name
+/**
+ * Companies by customer code (its unique index), website (its md5 index) or exact name, for each `company` value ($2)
+ * of a batch.
+ */
+export const COMPANY_REFS_SQL = `SELECT v.ref, array_agg(c.id) FILTER (WHERE c.customer_code = v.ref) AS code,
+    array_agg(c.id) FILTER (WHERE c.website = v.ref) AS website, array_agg(c.id) FILTER (WHERE c.name = v.ref) AS name
   FROM unnest($2::text[]) AS v(ref) JOIN companies c
-    ON c.organization_id = $1 AND ((md5(c.website) = md5(v.ref) AND c.website = v.ref) OR c.name = v.ref)
+    ON c.organization_id = $1 AND (c.customer_code = v.ref OR (md5(c.website) = md5(v.ref) AND c.website = v.ref) OR c.name = v.ref)
   GROUP BY v.ref`;
 
-/** Contact rows naming their company: by `company_id` (in this workspace), else `company` by website, then exact name. */
+/** How a `company` value found its companies, in order of precedence: the first that found any decides. */
+const REF_KINDS = [
+  ['code', 'customer code'],
+  ['website', 'website'],
+  ['name', 'name'],
+] as const;
+
+/**
+ * Contact rows naming their company: by `company_id` (in this workspace), else `company` by customer code, then
+ * website, then exact name.
+ */
 async function resolveCompanies(sql: Queryable, organizationId: string, rows: PreparedRow[]): Promise<void> {
   const pending = rows.filter((row) => !row.error);
   const ids = pending.map((row) => row.body.company_id).filter((id): id is string => typeof id === 'string' && isUuid(id));
@@ -97,13 +110,13 @@ async function resolveCompanies(sql: Queryable, organizationId: string, rows: Pr
       await sql.query<{ id: string }>('SELECT id FROM companies WHERE organization_id = $1 AND id = ANY($2::uuid[])', [organizationId, ids])
     ).rows.map((r) => r.id),
   );
-  const matches = new Map<string, { website: string[]; name: string[] }>();
+  const matches = new Map<string, Record<(typeof REF_KINDS)[number][0], string[] | null>>();
   if (refs.length > 0) {
-    const { rows: found } = await sql.query<{ ref: string; website: string[] | null; name: string[] | null }>(COMPANY_REFS_SQL, [
-      organizationId,
-      refs,
-    ]);
-    for (const match of found) matches.set(match.ref, { website: match.website ?? [], name: match.name ?? [] });
+    const { rows: found } = await sql.query<{ ref: string; code: string[] | null; website: string[] | null; name: string[] | null }>(
+      COMPANY_REFS_SQL,
+      [organizationId, refs],
+    );
+    for (const match of found) matches.set(match.ref, match);
   }
   for (const row of pending) {
     const id = row.body.company_id;
@@ -113,10 +126,11 @@ async function resolveCompanies(sql: Queryable, organizationId: string, rows: Pr
     }
     if (!row.companyRef) continue;
     const match = matches.get(row.companyRef);
-    const candidates = match?.website.length ? match.website : (match?.name ?? []);
+    const by = REF_KINDS.find(([kind]) => (match?.[kind]?.length ?? 0) > 0);
+    const candidates = (by && match?.[by[0]]) || [];
     if (candidates.length === 1) row.body.company_id = candidates[0];
-    else if (candidates.length === 0) row.error = `${COMPANY_COLUMN}: No company of this workspace has this website or name.`;
-    else row.error = `${COMPANY_COLUMN}: Several companies have this ${match?.website.length ? 'website' : 'name'}.`;
+    else if (!by) row.error = `${COMPANY_COLUMN}: No company of this workspace has this customer code, website or name.`;
+    else row.error = `${COMPANY_COLUMN}: Several companies have this ${by[1]}.`;
   }
 }
 

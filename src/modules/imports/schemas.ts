@@ -78,7 +78,8 @@ export const ImportCreateSchema = Type.Object(
         description:
           'JSON object: CSV column → API field (null ignores the column). Unmapped columns must be named like a field ' +
           '(`id`, `created_at` and `updated_at`, as the export writes them, are ignored). Contacts also take a `company` ' +
-          'column: the company of the workspace with that website, else with exactly that name.',
+          'column: the company of the workspace with that customer code (`CUS-00042`), else that website, else exactly that ' +
+          'name; none, or several by the first that finds any, fails the row.',
       }),
     ),
     mode: Type.Optional(Ref(ImportModeSchema)),
