@@ -69,7 +69,7 @@ export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure
       db,
       pool,
       config,
-      crm: { companies: companyService, contacts: contactService, automations },
+      crm: { companies: companyService, contacts: contactService, automations, deals: dealService, tasks: taskService },
     }),
   };
 }

@@ -279,6 +279,17 @@ t.test("the data export: installation records and my workspaces' CRM data, witho
       action_config: { url: 'https://hooks.example.test/x', secret: 'webhook-secret-value-123' },
     },
   });
+  // A deal and a task on my company, an archived company of mine; the hidden workspace's deal and task stay out.
+  const crm = (path: string, payload?: object) =>
+    app.inject({ method: 'POST', url: `/api/v1/organizations/${organizationId}/${path}`, headers: admin.headers, payload });
+  const initech = await app.db.company.findFirstOrThrow({ where: { organizationId, name: 'Initech' } });
+  const archived = json(await crm('companies/', { name: 'Archived Ltd' }));
+  t.equal((await crm(`companies/${archived.id}/archive/`)).statusCode, 200);
+  t.equal((await crm('deals/', { title: 'Export deal', company_id: initech.id, value: '10.00' })).statusCode, 201);
+  t.equal((await crm('tasks/', { title: 'Export task', company_id: initech.id })).statusCode, 201);
+  const secret = await app.db.company.findFirstOrThrow({ where: { organizationId: other.id } });
+  await app.db.deal.create({ data: { organizationId: other.id, companyId: secret.id, title: 'Secret deal', position: 0 } });
+  await app.db.task.create({ data: { organizationId: other.id, companyId: secret.id, title: 'Secret task' } });
   const res = await get(`${BASE}/data-export/`);
   t.equal(res.statusCode, 200);
   t.match(res.headers['content-type'], /application\/x-ndjson/);
@@ -306,11 +317,18 @@ t.test("the data export: installation records and my workspaces' CRM data, witho
   t.equal(of('membership').length, 2);
   t.ok(of('audit_entry').length > 3);
   t.same(
-    of('company').map((c) => c.name),
-    ['Initech'],
-    "only the admin's workspaces' CRM data",
+    of('company')
+      .map((c) => c.name)
+      .sort(),
+    ['Archived Ltd', 'Initech'],
+    "only the admin's workspaces' CRM data, archived records included",
   );
-  t.equal(of('company')[0]?.workspace_id, organizationId);
+  t.ok(of('company').every((c) => c.workspace_id === organizationId));
+  t.match(of('deal'), [{ title: 'Export deal', company_id: initech.id, workspace_id: organizationId, value: '10.00' }]);
+  t.equal(of('deal').length, 1, "not the other workspace's deal");
+  t.match(of('task'), [{ title: 'Export task', company_id: initech.id, workspace_id: organizationId, effective_status: 'open' }]);
+  t.equal(of('task').length, 1, "not the other workspace's task");
+  t.notOk(res.body.includes('Secret'), 'nothing of the other workspace');
   t.equal(of('automation').length, 1);
   const settings = of('installation_settings')[0] as { fallback_smtp: Record<string, unknown> };
   t.equal(settings.fallback_smtp.host, '127.0.0.1');

@@ -6,6 +6,7 @@ import type { Config } from '../../config.js';
 import type { Db } from '../../db/client.js';
 import { pendingMigrations } from '../../db/migrate.js';
 import { bindTenant } from '../../db/tenant.js';
+import type { ActivityActor } from '../../db/tenant-writes.js';
 import type { CurrentUser } from '../../lib/current-user.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import {
@@ -139,6 +140,21 @@ export interface ExportReaders {
       tenant: ReturnType<typeof bindTenant>,
       page: PageRequest,
     ): Promise<{ items: Array<{ id: string; created_at: string }>; next: PagePosition | undefined }>;
+  };
+  deals: {
+    list(
+      tenant: ReturnType<typeof bindTenant>,
+      query: { archived: 'all' },
+      page: PageRequest,
+    ): Promise<Array<{ id: string; created_at: string }>>;
+  };
+  tasks: {
+    list(
+      tenant: ReturnType<typeof bindTenant>,
+      actor: ActivityActor,
+      query: Record<string, never>,
+      page: PageRequest,
+    ): Promise<Array<{ id: string; created_at: string }>>;
   };
 }
 
@@ -417,7 +433,8 @@ export function createInstallationService(deps: { db: Db; pool: pg.Pool; config:
         ] as const) {
           let after: ListPosition | undefined;
           for (;;) {
-            const rows = await reader.list(tenant.pages, {}, { order: NEWEST_FIRST, after, limit: EXPORT_BATCH });
+            // Archived records too: the lists' default leaves them out, an export must not.
+            const rows = await reader.list(tenant.pages, { archived: 'all' }, { order: NEWEST_FIRST, after, limit: EXPORT_BATCH });
             for (const record of rows.slice(0, EXPORT_BATCH)) yield line(type, { workspace_id, ...record });
             const last = rows[EXPORT_BATCH - 1];
             if (rows.length <= EXPORT_BATCH || !last) break;
@@ -430,6 +447,21 @@ export function createInstallationService(deps: { db: Db; pool: pg.Pool; config:
           for (const automation of items) yield line('automation', { workspace_id, ...automation });
           if (!next) break;
           after = next;
+        }
+        // Deals (archived ones too) and tasks, in the API's shape; the actor only resolves `assigned_to=me`, unused here.
+        const actor: ActivityActor = { type: 'user', id: user.id, name: user.username };
+        for (const [type, read] of [
+          ['deal', (page: PageRequest) => crm.deals.list(tenant, { archived: 'all' }, page)],
+          ['task', (page: PageRequest) => crm.tasks.list(tenant, actor, {}, page)],
+        ] as const) {
+          let position: PagePosition | undefined;
+          for (;;) {
+            const rows = await read({ after: position, limit: EXPORT_BATCH });
+            for (const record of rows.slice(0, EXPORT_BATCH)) yield line(type, { workspace_id, ...record });
+            const last = rows[EXPORT_BATCH - 1];
+            if (rows.length <= EXPORT_BATCH || !last) break;
+            position = { createdAt: new Date(last.created_at), id: last.id };
+          }
         }
       }
       yield line('end', { complete: true });
