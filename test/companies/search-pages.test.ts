@@ -1,7 +1,7 @@
 // Search and sort pages are complete and exact: for generated records and terms (`%`, `_`, `\`, any case, non-ASCII
 // letters, matches only among the oldest rows, none at all), following `Link: rel="next"` yields exactly the records
 // PostgreSQL's own lower() finds, in the list's order, each once, every page full unless it is the last, while
-// records are created between pages. Enough filler rows make the service take both of its paths (the ordered part
+// records are created and renamed between pages (a renamed record, whose key moved, may show at either place). Enough filler rows make the service take both of its paths (the ordered part
 // and the GIN indexes).
 import fc from 'fast-check';
 import t from 'tap';
@@ -96,10 +96,14 @@ async function reference(term: string, sort: (typeof SORTS)[number]): Promise<st
   return rows.map((row) => row.id);
 }
 
-/** Follows the links, creating a matching record after each page; every page is checked for fullness. */
-async function walk(ws: Workspace, term: string, sort: string, limit: number) {
+/**
+ * Follows the links, creating a matching record and renaming one of `touch` after each of the first pages (a rename
+ * moves it in a name sort and an updated_at sort); answers what it read and which records changed their sort keys.
+ */
+async function walk(ws: Workspace, term: string, sort: string, limit: number, touch: string[] = []) {
   const ids: string[] = [];
   const pageSizes: number[] = [];
+  const changed = new Set<string>();
   let url: string | undefined = `companies/?search=${encodeURIComponent(term)}&sort=${sort}&limit=${limit}`;
   while (url) {
     const res = await ws.call(viewerA, 'GET', url);
@@ -113,69 +117,84 @@ async function walk(ws: Workspace, term: string, sort: string, limit: number) {
     if (url && pageSizes.length <= 3) {
       const createdMeanwhile = await ws.call(memberA, 'POST', 'companies/', { name: `meanwhile ${term} ${ids.length}` });
       if (createdMeanwhile.statusCode !== 201) throw new Error(createdMeanwhile.body);
+      const renamed = touch[pageSizes.length - 1];
+      if (renamed) {
+        // To the front or the back of a name sort, and to the newest updated_at.
+        const name = `${pageSizes.length % 2 ? '0' : '\u00ff'} renamed ${pageSizes.length}`;
+        const res = await ws.call(memberA, 'PATCH', `companies/${renamed}/`, { name });
+        if (res.statusCode !== 200) throw new Error(res.body);
+        changed.add(renamed);
+      }
     }
     if (pageSizes.length > 500) throw new Error('the links never end');
   }
-  return { ids, pageSizes };
+  return { ids, pageSizes, changed };
 }
 
-t.test('generated records and terms: pages equal the reference, in order, full unless last, while records are created', async (t) => {
-  let runs = 0;
-  await fc.assert(
-    fc.asyncProperty(
-      // Emails unique in a workspace (issue 27): a run's records never share one.
-      fc.uniqueArray(companyArbitrary, { minLength: 1, maxLength: 12, selector: (c) => c.email?.toLowerCase() ?? Symbol() }),
-      fc.oneof(text(3), fc.constantFrom('ab%_c', 'zürich', 'ZÜRICH', 'İ', 'ß', '\\', '%', '_', 'qqzzqq', 'ex.example', '555-01')),
-      fc.constantFrom(...SORTS),
-      fc.integer({ min: 1, max: 7 }),
-      async (companies, term, sort, limit) => {
-        runs += 1;
-        // Generated records, placed among the newest or beyond every filler (only an index finds those).
-        const inserted = await app.pg.query<{ id: string }>(
-          `INSERT INTO companies (id, organization_id, name, email, phone_number, created_at, updated_at)
+t.test(
+  'generated records and terms: pages equal the reference, in order, full unless last, while records are created and renamed',
+  async (t) => {
+    let runs = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        // Emails unique in a workspace (issue 27): a run's records never share one.
+        fc.uniqueArray(companyArbitrary, { minLength: 1, maxLength: 12, selector: (c) => c.email?.toLowerCase() ?? Symbol() }),
+        fc.oneof(text(3), fc.constantFrom('ab%_c', 'zürich', 'ZÜRICH', 'İ', 'ß', '\\', '%', '_', 'qqzzqq', 'ex.example', '555-01')),
+        fc.constantFrom(...SORTS),
+        fc.integer({ min: 1, max: 7 }),
+        async (companies, term, sort, limit) => {
+          runs += 1;
+          // Generated records, placed among the newest or beyond every filler (only an index finds those).
+          const inserted = await app.pg.query<{ id: string }>(
+            `INSERT INTO companies (id, organization_id, name, email, phone_number, created_at, updated_at)
            SELECT gen_random_uuid(), $1, c.name, c.email, c.phone_number, c.at, c.at
            FROM jsonb_to_recordset($2::jsonb) AS c(name text, email text, phone_number text, at timestamptz) RETURNING id`,
-          [
-            a.id,
-            JSON.stringify(
-              companies.map((c, i) => ({
-                ...c,
-                at: new Date(Date.now() + (c.oldest ? -86_400_000 * (i + 1) : 86_400_000 * (i + 1))).toISOString(),
-              })),
-            ),
-          ],
-        );
-        try {
-          const expected = await reference(term, sort);
-          const before = new Set(expected);
-          const { ids, pageSizes } = await walk(a, term, sort, limit);
-          t.equal(new Set(ids).size, ids.length, `"${term}" ${sort}: no record twice`);
-          t.ok(
-            pageSizes.slice(0, -1).every((size) => size === limit),
-            `"${term}" ${sort}: every page but the last holds ${limit} (${pageSizes.join(', ')})`,
+            [
+              a.id,
+              JSON.stringify(
+                companies.map((c, i) => ({
+                  ...c,
+                  at: new Date(Date.now() + (c.oldest ? -86_400_000 * (i + 1) : 86_400_000 * (i + 1))).toISOString(),
+                })),
+              ),
+            ],
           );
-          // Records created during the walk may be included where their sort key places them (after the cursor);
-          // every record that existed before it is there exactly once, in the reference's order.
-          const seenBefore = ids.filter((id) => before.has(id));
-          t.same(seenBefore, expected, `"${term}" ${sort}: the reference's ${expected.length} matches, in its order`);
-          const after = await reference(term, sort);
-          const order = new Map(after.map((id, i) => [id, i]));
-          t.ok(
-            ids.every((id, i) => i === 0 || (order.get(id) ?? -1) > (order.get(ids[i - 1]!) ?? -1)),
-            `"${term}" ${sort}: everything handed out, in the list order`,
-          );
-        } finally {
-          await app.pg.query(`DELETE FROM companies WHERE organization_id = $1 AND (id = ANY($2::uuid[]) OR name LIKE 'meanwhile %')`, [
-            a.id,
-            inserted.rows.map((row) => row.id),
-          ]);
-        }
-      },
-    ),
-    { numRuns: 40, seed: 20261125 },
-  );
-  t.ok(runs >= 40, `${runs} generated cases`);
-});
+          try {
+            const expected = await reference(term, sort);
+            // Renamed during the walk: the generated records the term matches (their sort keys move; the rest stay).
+            const touch = inserted.rows.map((row) => row.id).filter((id) => expected.includes(id));
+            const { ids, pageSizes, changed } = await walk(a, term, sort, limit, touch);
+            const kept = ids.filter((id) => !changed.has(id));
+            t.equal(new Set(kept).size, kept.length, `"${term}" ${sort}: no record whose key stayed appears twice`);
+            t.ok(
+              pageSizes.slice(0, -1).every((size) => size === limit),
+              `"${term}" ${sort}: every page but the last holds ${limit} (${pageSizes.join(', ')})`,
+            );
+            // Records created during the walk may be included where their sort key places them (after the cursor), and a
+            // renamed one at its old or its new place; every other record that existed before it is there exactly once,
+            // in the reference's order.
+            const before = new Set(expected.filter((id) => !changed.has(id)));
+            const seenBefore = kept.filter((id) => before.has(id));
+            t.same(seenBefore, [...before], `"${term}" ${sort}: the reference's ${before.size} unchanged matches, in its order`);
+            const after = (await reference(term, sort)).filter((id) => !changed.has(id));
+            const order = new Map(after.map((id, i) => [id, i]));
+            t.ok(
+              kept.every((id, i) => i === 0 || (order.get(id) ?? -1) > (order.get(kept[i - 1]!) ?? -1)),
+              `"${term}" ${sort}: everything else handed out, in the list order`,
+            );
+          } finally {
+            await app.pg.query(`DELETE FROM companies WHERE organization_id = $1 AND (id = ANY($2::uuid[]) OR name LIKE 'meanwhile %')`, [
+              a.id,
+              inserted.rows.map((row) => row.id),
+            ]);
+          }
+        },
+      ),
+      { numRuns: 40, seed: 20261125 },
+    );
+    t.ok(runs >= 40, `${runs} generated cases`);
+  },
+);
 
 t.test('search terms in every layout answer complete pages in one request each', async (t) => {
   // Matches only among the oldest rows, beyond the ordered part: the first page is full, in one request.

@@ -77,6 +77,48 @@ t.test('changes after an instant, each once, then only what changed next', async
   t.same((await poll(a, after.next)).records, [], "another workspace's changes never appear");
 });
 
+t.test("archiving is a change the sync hands out (archived_at set), whatever the lists' default; contacts sync alike", async (t) => {
+  const company = await create('Sync archived');
+  const since = await pollFor(a, `companies/?updated_since=${encodeURIComponent(start)}&limit=50`, 1);
+  t.ok(since.records.some((c) => c.id === company.id));
+  // Catch up first, so the next poll holds only what follows.
+  let next = since.next;
+  for (let page = await poll(a, next, 50); page.records.length > 0; page = await poll(a, next, 50)) next = page.next;
+  t.equal((await a.call(memberA, 'POST', `companies/${company.id}/archive/`)).statusCode, 200);
+  const archived = await pollFor(a, next, 1, 50);
+  t.same(
+    archived.records.map((c) => [c.id, typeof (c as Company & { archived_at: string | null }).archived_at]),
+    [[company.id, 'string']],
+    'the archived record, with archived_at',
+  );
+  const list = json<Company[]>(await a.call(viewerA, 'GET', 'companies/?limit=100'));
+  t.notOk(
+    list.some((c) => c.id === company.id),
+    'while the default list leaves it out',
+  );
+
+  const contactStart = new Date(Date.now() - 1000).toISOString();
+  const contact = json<Company>(
+    await a.call(memberA, 'POST', 'contacts/', { first_name: 'Sia', last_name: 'Sync', company_id: company.id }),
+  );
+  const contacts = await pollFor(a, `contacts/?updated_since=${encodeURIComponent(contactStart)}&limit=3`, 1);
+  t.same(
+    contacts.records.map((c) => c.id),
+    [contact.id],
+    'contacts: the new one',
+  );
+  await a.call(memberA, 'POST', `contacts/${contact.id}/archive/`);
+  await a.call(memberA, 'PATCH', `contacts/${contact.id}/`, { job_title: 'Buyer' });
+  const changed = await pollFor(a, contacts.next, 1);
+  t.same(
+    changed.records.map((c) => c.id),
+    [contact.id],
+    'the archived, then edited contact, once, at its latest change',
+  );
+  t.match(changed.records[0], { job_title: 'Buyer', archived_at: String });
+  t.same((await poll(a, changed.next)).records, [], 'caught up');
+});
+
 t.test('a transaction that began earlier and commits later is not skipped', async (t) => {
   const [held, later] = [await create('Held by a slow transaction'), await create('Changed meanwhile')];
   const caughtUp = await pollFor(a, `companies/?updated_since=${encodeURIComponent(start)}&limit=50`, 6, 50);
