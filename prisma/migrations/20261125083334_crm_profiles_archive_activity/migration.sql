@@ -90,8 +90,9 @@ DECLARE
   workspace record;
 BEGIN
   FOR workspace IN SELECT "organization_id" AS id, count(*) AS companies FROM "companies" GROUP BY "organization_id" LOOP
-    PERFORM setval(format('%I', 'customer_numbers_' || replace(workspace.id::text, '-', '')),
-                   workspace.companies + 0 * "next_customer_number"(workspace.id));
+    -- Creates the sequence first (setval's name is resolved before its other argument would be evaluated).
+    PERFORM "next_customer_number"(workspace.id);
+    PERFORM setval(format('%I', 'customer_numbers_' || replace(workspace.id::text, '-', '')), workspace.companies);
   END LOOP;
 END $$;
 
