@@ -3,7 +3,7 @@ import t from 'tap';
 import pg from 'pg';
 import { createTestDatabase } from '../helpers/database.js';
 import { startMailbox } from '../helpers/mailbox.js';
-import { apiClient, killGroup, startServer, stop, type Started } from '../helpers/server.js';
+import { apiClient, killGroup, startServer, stop, until, type Started } from '../helpers/server.js';
 import { startWebhookTarget } from '../automations/webhook-target.js';
 import { ADMIN } from '../helpers/fixtures.js';
 import { TEST_EMAIL_KEY, TEST_SETUP_TOKEN } from '../helpers/app.js';
@@ -28,16 +28,6 @@ const env = {
   // The jobs of a worker whose process died are released this long after they were locked (default 60).
   JOB_RECOVERY_SECONDS: '3',
 };
-
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 /** The job queue's workers holding jobs: after a SIGKILL, those of the dead process (their locks outlive it). */
 const lockingWorkers = async () =>

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { createTestDatabase } from '../helpers/database.js';
 import { TEST_EMAIL_KEY, TEST_SETUP_TOKEN } from '../helpers/app.js';
 import { ADMIN } from '../helpers/fixtures.js';
-import { apiClient, killGroup, startServer, type Started } from '../helpers/server.js';
+import { apiClient, killGroup, startServer, until as untilEvery, type Started } from '../helpers/server.js';
 
 const ROWS = 10_000;
 const database = await createTestDatabase();
@@ -23,15 +23,8 @@ const env = {
   JOB_RECOVERY_SECONDS: '3',
 };
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+/** Polls every 10 ms: the first committed batch is caught before the next commits. */
+const until = <T>(what: string, probe: () => Promise<T | undefined | false>) => untilEvery(what, probe, 60_000, 10);
 
 let server: Started = await startServer(env);
 t.teardown(() => killGroup(server));
@@ -67,9 +60,13 @@ t.test('SIGKILL between batches: a new process resumes the import after the comm
     ).rows[0]!;
   await until('a first committed batch', async () => (await progress()).processed_rows > 0);
 
-  // Hold the import's row: the job's next batch waits for it (its first statement locks the row), then the process dies.
-  await sql.query('BEGIN');
-  await sql.query('SELECT 1 FROM imports WHERE id = $1 FOR UPDATE', [id]);
+  // Hold the import's row from a connection of its own (a transaction's view of pg_stat_activity would stay as it was
+  // first read): the job's next batch waits for it (its first statement locks the row), then the process dies.
+  const holder = new pg.Client({ connectionString: database.url });
+  await holder.connect();
+  t.teardown(() => holder.end());
+  await holder.query('BEGIN');
+  await holder.query('SELECT 1 FROM imports WHERE id = $1 FOR UPDATE', [id]);
   const committed = (await progress()).processed_rows;
   t.ok(committed > 0 && committed < ROWS, `killed with ${committed} of ${ROWS} rows committed`);
   await until('the job to wait for the row', async () => {
@@ -80,7 +77,7 @@ t.test('SIGKILL between batches: a new process resumes the import after the comm
   });
   killGroup(server);
   await until('the process to be gone', async () => server.child.exitCode !== null || server.child.signalCode !== null);
-  await sql.query('COMMIT');
+  await holder.query('COMMIT');
   const companies = async () =>
     Number((await sql.query('SELECT count(*) FROM companies WHERE organization_id = $1', [organizationId])).rows[0].count);
   t.equal(await companies(), committed, 'only the committed batches are in: the waiting one died with its process');

@@ -82,3 +82,22 @@ export function apiClient(server: { origin: string }) {
     return { status: res.status, body: text ? JSON.parse(text) : undefined };
   };
 }
+
+/**
+ * Polls `probe` every `intervalMs` until it answers something truthy, and answers that; fails naming `what` after
+ * `timeoutMs`. For states another process reaches in its own time (a job finished, a process gone).
+ */
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs = 30_000,
+  intervalMs = 100,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
