@@ -4,12 +4,13 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { etagOf, noneMatchHits, versionsIn, type ExpectedVersions } from '../lib/etag.js';
+import { responses } from '../lib/http-schemas.js';
 
 /** The `ETag` header of an answer carrying the record. */
-export const ETAG_HEADER = { ETag: Type.String({ description: "The record's version, for If-None-Match and If-Match." }) };
+const ETAG_HEADER = { ETag: Type.String({ description: "The record's version, for If-None-Match and If-Match." }) };
 
 /** The request headers of a conditional write (PATCH, DELETE, and other changes of one record). */
-export const IF_MATCH_HEADERS = Type.Object({
+const IF_MATCH_HEADERS = Type.Object({
   'if-match': Type.Optional(
     Type.String({
       description:
@@ -20,7 +21,7 @@ export const IF_MATCH_HEADERS = Type.Object({
 });
 
 /** The request headers of a conditional read of one record. */
-export const IF_NONE_MATCH_HEADERS = Type.Object({
+const IF_NONE_MATCH_HEADERS = Type.Object({
   'if-none-match': Type.Optional(Type.String({ description: 'ETags of versions the client holds; `*` for any.' })),
 });
 
@@ -33,7 +34,19 @@ export const CONDITIONAL_GET_NOTE =
 export const tagged = <T extends object>(schema: T) => ({ ...schema, headers: ETAG_HEADER });
 
 /** The 304 response of a conditional read. */
-export const NOT_MODIFIED = { description: 'The version named in If-None-Match is current.', type: 'null', headers: ETAG_HEADER } as const;
+const NOT_MODIFIED = { description: 'The version named in If-None-Match is current.', type: 'null', headers: ETAG_HEADER } as const;
+
+/** The schema parts of a conditional read of one record (a `Ref` or schema): If-None-Match, the record with its ETag, 304. */
+export const conditionalRead = <T extends object>(record: T) => ({
+  headers: IF_NONE_MATCH_HEADERS,
+  response: { ...responses({ 200: tagged(record) }, 401, 403, 404), 304: NOT_MODIFIED },
+});
+
+/** The schema parts of a conditional write of one record: If-Match, its `success` responses, and 412 besides 401, 403, 404. */
+export const conditionalWrite = <R extends Record<number, unknown>>(success: R) => ({
+  headers: IF_MATCH_HEADERS,
+  response: responses(success, 401, 403, 404, 412),
+});
 
 /** The versions the request's If-Match names (strong comparison), or undefined without one. */
 export function ifMatch(request: FastifyRequest): ExpectedVersions {

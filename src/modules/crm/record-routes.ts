@@ -25,16 +25,7 @@ import { ActivityQuerySchema, ActivitySchema } from './activity-schemas.js';
 import { activityPage } from './activity-service.js';
 import { requestAudit, requireTenant } from '../../http/request.js';
 import { recordAudit } from '../audit/audit-log.js';
-import {
-  CONDITIONAL_GET_NOTE,
-  IF_MATCH_HEADERS,
-  IF_NONE_MATCH_HEADERS,
-  ifMatch,
-  NOT_MODIFIED,
-  sendRecord,
-  tagged,
-  withEtag,
-} from '../../http/etag.js';
+import { CONDITIONAL_GET_NOTE, conditionalRead, conditionalWrite, ifMatch, sendRecord, tagged, withEtag } from '../../http/etag.js';
 import type { CrmScope } from './record-service.js';
 
 export interface RecordSchemas {
@@ -250,8 +241,7 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         summary: `One ${one} (VIEW_CRM).`,
         description: CONDITIONAL_GET_NOTE,
         params: schemas.params,
-        headers: IF_NONE_MATCH_HEADERS,
-        response: { ...responses({ 200: tagged(Ref(schemas.record)) }, 401, 403, 404), 304: NOT_MODIFIED },
+        ...conditionalRead(Ref(schemas.record)),
       },
       config: read,
     },
@@ -270,9 +260,8 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         summary: `Change some fields of a ${one} (MANAGE_CRM).`,
         description: notes.update,
         params: schemas.params,
-        headers: IF_MATCH_HEADERS,
         body: Ref(schemas.update),
-        response: responses({ 200: tagged(Ref(schemas.record)) }, 401, 403, 404, 412),
+        ...conditionalWrite({ 200: tagged(Ref(schemas.record)) }),
       },
       config: write,
     },
@@ -349,8 +338,7 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         summary: `Delete a ${one} (MANAGE_CRM).`,
         description: notes.delete,
         params: schemas.params,
-        headers: IF_MATCH_HEADERS,
-        response: responses({ 204: NoContent }, 401, 403, 404, 412),
+        ...conditionalWrite({ 204: NoContent }),
       },
       config: write,
     },
