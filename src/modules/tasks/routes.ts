@@ -69,7 +69,9 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...documented,
         operationId: 'getTask',
         summary: 'One task (VIEW_CRM).',
-        description: CONDITIONAL_GET_NOTE,
+        description:
+          `${CONDITIONAL_GET_NOTE} \`effective_status\` is worked out at each read, not stored: a task that became overdue ` +
+          'since keeps its version (its ETag), so a client answered 304 works it out from `due_at` itself.',
         params: TaskParamsSchema,
         ...conditionalRead(Ref(TaskSchema)),
       },
