@@ -5,6 +5,7 @@ import { defaultEmptyBody } from '../../http/optional-body.js';
 import { PageQuerySchema, pageOf, pageResponse } from '../../lib/pagination.js';
 import { sendPage } from '../../http/pagination.js';
 import { requestAudit, requireTenant } from '../../http/request.js';
+import { CONDITIONAL_GET_NOTE, conditionalRead, sendRecord } from '../../http/etag.js';
 import {
   AutomationCreateSchema,
   AutomationParamsSchema,
@@ -129,13 +130,17 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...documented,
         operationId: 'getAutomation',
         summary: 'One automation rule.',
-        description: `${READ_NOTE + WEBHOOK_URL_NOTE}404 for a rule of another organization.`,
+        description:
+          `${READ_NOTE + WEBHOOK_URL_NOTE}404 for a rule of another organization. ${CONDITIONAL_GET_NOTE} Rules are not ` +
+          "changed or deleted through the API (no If-Match here); a secret rotation is a new version. The tag is the rule's " +
+          'version whoever reads it: a caller whose role changes should read the rule again without `If-None-Match`, ' +
+          'as the webhook `url` it is shown depends on the role.',
         params: AutomationParamsSchema,
-        response: responses({ 200: Ref(AutomationSchema) }, 401, 403, 404),
+        ...conditionalRead(Ref(AutomationSchema)),
       },
       config: { access: 'VIEW_CRM', apiKeys: true },
     },
-    async (request) => automations.get(requireTenant(request), request.params.automation_id),
+    async (request, reply) => sendRecord(request, reply, await automations.get(requireTenant(request), request.params.automation_id)),
   );
 
   app.get(

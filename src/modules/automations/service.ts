@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Automation, AutomationRun, Prisma } from '../../generated/prisma/client.js';
 import { encryptSecret } from '../../lib/crypto.js';
+import { nextVersion } from '../../lib/etag.js';
 import { afterPosition, newestFirst, pageOfDtos, type Page, type PageRequest } from '../../lib/pagination.js';
 import { badRequest, conflict, notFound, validationFailed } from '../../lib/problem.js';
 import type { Tenant } from '../../db/tenant.js';
@@ -149,9 +150,10 @@ export async function rotateWebhookSecret(
       : {}),
   };
   await tenant.db.$transaction(async (tx) => {
+    // A new version (the rule's ETag) even within the millisecond of the one it replaces: the condition holds it still.
     const { count } = await tx.automation.updateMany({
       where: { id, updatedAt: automation.updatedAt },
-      data: { actionConfig: asJson(rotated) },
+      data: { actionConfig: asJson(rotated), updatedAt: nextVersion(automation.updatedAt) },
     });
     if (count === 0) throw conflict('automation_changed', 'The rule changed meanwhile (another rotation?); read it again and retry.');
     await recordAutomation(tx, tenant, audit, 'automation.secret_rotated', id);

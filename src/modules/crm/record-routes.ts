@@ -25,23 +25,7 @@ import { ActivityQuerySchema, ActivitySchema } from './activity-schemas.js';
 import { activityPage } from './activity-service.js';
 import { requestAudit, requireTenant } from '../../http/request.js';
 import { recordAudit } from '../audit/audit-log.js';
-import { etagOf, noneMatchHits, versionsIn } from '../../lib/etag.js';
-
-const ETAG_HEADER = { ETag: Type.String({ description: "The record's version, for If-None-Match and If-Match." }) };
-const IF_MATCH_HEADERS = Type.Object({
-  'if-match': Type.Optional(
-    Type.String({
-      description:
-        'ETags of the versions this change was made against (`*`: any): 412 `precondition_failed` when the record ' +
-        'changed since. Without it the change applies whatever happened meanwhile.',
-    }),
-  ),
-});
-/** The versions an If-Match names, or undefined without one. */
-const ifMatch = (request: FastifyRequest) => {
-  const header = request.headers['if-match'];
-  return header === undefined ? undefined : versionsIn(header, { strong: true });
-};
+import { CONDITIONAL_GET_NOTE, conditionalRead, conditionalWrite, ifMatch, sendRecord, tagged, withEtag } from '../../http/etag.js';
 import type { CrmScope } from './record-service.js';
 
 export interface RecordSchemas {
@@ -255,25 +239,15 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         ...common,
         operationId: `get${names.one}`,
         summary: `One ${one} (VIEW_CRM).`,
-        description:
-          "Answers an `ETag` (the record's version); with `If-None-Match` naming it, 304 without a body, for clients " +
-          'that keep their own cache (answers are `Cache-Control: no-store` for browsers and proxies).',
+        description: CONDITIONAL_GET_NOTE,
         params: schemas.params,
-        headers: Type.Object({
-          'if-none-match': Type.Optional(Type.String({ description: 'ETags of versions the client holds; `*` for any.' })),
-        }),
-        response: {
-          ...responses({ 200: { ...Ref(schemas.record), headers: ETAG_HEADER } }, 401, 403, 404),
-          304: { description: 'The version named in If-None-Match is current.', type: 'null', headers: ETAG_HEADER },
-        },
+        ...conditionalRead(Ref(schemas.record)),
       },
       config: read,
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
       const record = await service.get(requireTenant(request).db, idOf(request));
-      reply.header('etag', etagOf(record as { updated_at: string }));
-      if (noneMatchHits(request.headers['if-none-match'], record as { updated_at: string })) return reply.code(304).send();
-      return record;
+      return sendRecord(request, reply, record as Static<S['record']> & { updated_at: string });
     },
   );
 
@@ -286,16 +260,14 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         summary: `Change some fields of a ${one} (MANAGE_CRM).`,
         description: notes.update,
         params: schemas.params,
-        headers: IF_MATCH_HEADERS,
         body: Ref(schemas.update),
-        response: responses({ 200: { ...Ref(schemas.record), headers: ETAG_HEADER } }, 401, 403, 404, 412),
+        ...conditionalWrite({ 200: tagged(Ref(schemas.record)) }),
       },
       config: write,
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
       const record = await service.update(scopeOf(request), idOf(request), request.body as Static<S['update']>, ifMatch(request));
-      reply.header('etag', etagOf(record as { updated_at: string }));
-      return record;
+      return withEtag(reply, record as Static<S['record']> & { updated_at: string });
     },
   );
 
@@ -317,14 +289,13 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
                 `${one} changes nothing.`
               : `Clears \`archived_at\`. Adds a \`restored\` timeline entry and dispatches the \`updated\` event. Restoring an active ${one} changes nothing.`,
           params: schemas.params,
-          response: responses({ 200: { ...Ref(schemas.record), headers: ETAG_HEADER } }, 401, 403, 404),
+          response: responses({ 200: tagged(Ref(schemas.record)) }, 401, 403, 404),
         },
         config: write,
       },
       async (request: FastifyRequest, reply: FastifyReply) => {
         const record = await service[action](scopeOf(request), idOf(request));
-        reply.header('etag', etagOf(record as { updated_at: string }));
-        return record;
+        return withEtag(reply, record as Static<S['record']> & { updated_at: string });
       },
     );
   }
@@ -367,8 +338,7 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         summary: `Delete a ${one} (MANAGE_CRM).`,
         description: notes.delete,
         params: schemas.params,
-        headers: IF_MATCH_HEADERS,
-        response: responses({ 204: NoContent }, 401, 403, 404, 412),
+        ...conditionalWrite({ 204: NoContent }),
       },
       config: write,
     },

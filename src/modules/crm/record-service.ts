@@ -7,7 +7,8 @@ import type { ExportFilter, PageTable, TenantPages } from '../../db/tenant-pages
 import type { ActivityActor, ColumnValues, Numbering, TenantWrites } from '../../db/tenant-writes.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import type { ListOrder, ListPageRequest } from '../../lib/pagination.js';
-import { preconditionFailed, validationFailed, type ProblemError } from '../../lib/problem.js';
+import { changedSince, versionMatches } from '../../lib/etag.js';
+import { validationFailed, type ProblemError } from '../../lib/problem.js';
 
 /** The organization a CRM service works in, its tenant-scoped client and its tenant-bound writer, and who acts. */
 export interface CrmScope {
@@ -44,8 +45,6 @@ export interface RecordQueries<Row, Dto extends Record<string, unknown>, Filters
   listFilter(filters: Filters): Omit<ExportFilter<string>, 'order'>;
   find(db: TenantDb, id: string): Promise<Row | null>;
 }
-
-const changedSince = () => preconditionFailed('The record changed since the version named in If-Match.');
 
 export function recordService<Row, Dto extends Record<string, unknown>, Create, Update extends object, Filters>(
   queries: RecordQueries<Row, Dto, Filters>,
@@ -116,7 +115,7 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
       const versions = expected === '*' ? undefined : expected;
       if (Object.keys(body).length === 0) {
         const current = await get(scope.db, id);
-        if (versions && !versions.some((d) => d.getTime() === Date.parse(String(current.updated_at)))) throw changedSince();
+        if (!versionMatches(versions, String(current.updated_at))) throw changedSince();
         return current;
       }
       const values = await prepared(scope, body);

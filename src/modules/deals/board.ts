@@ -25,8 +25,9 @@ export function stageLockKey(organizationId: string, stage: DealStage): bigint {
 
 /**
  * Renumbers the active deals of `stage` other than `except` as 0, 1, 2, … in their current order, leaving place
- * `gapAt` free when given (where `except` goes). Only rows whose position changes are written. Answers how many
- * deals the stage holds besides `except`. Call with the stage's lock held.
+ * `gapAt` free when given (where `except` goes). Only rows whose position changes are written, and they get a new
+ * version (`updated_at`, strictly later: their ETag changes with the `position` they show). Answers how many deals the
+ * stage holds besides `except`. Call with the stage's lock held.
  */
 export async function renumberStage(
   tx: TenantTx,
@@ -42,7 +43,8 @@ export async function renumberStage(
       WHERE organization_id = ${organizationId}::uuid AND stage = ${stage}::deal_stage AND archived_at IS NULL
         AND id IS DISTINCT FROM ${except}::uuid
     ), renumbered AS (
-      UPDATE deals d SET position = o.place + CASE WHEN o.place >= ${gapAt}::int THEN 1 ELSE 0 END
+      UPDATE deals d SET position = o.place + CASE WHEN o.place >= ${gapAt}::int THEN 1 ELSE 0 END,
+        updated_at = greatest(now(), d.updated_at + interval '1 millisecond')
       FROM ordered o
       WHERE d.id = o.id AND d.organization_id = ${organizationId}::uuid
         AND d.position IS DISTINCT FROM o.place + CASE WHEN o.place >= ${gapAt}::int THEN 1 ELSE 0 END

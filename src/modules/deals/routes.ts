@@ -6,6 +6,7 @@ import { NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/h
 import { pageOf, pageResponse, positionOfApiRow } from '../../lib/pagination.js';
 import { paginate } from '../../http/pagination.js';
 import { requireTenant } from '../../http/request.js';
+import { CONDITIONAL_GET_NOTE, conditionalRead, conditionalWrite, ifMatch, sendRecord, tagged, withEtag } from '../../http/etag.js';
 import { actorOf } from '../crm/record-routes.js';
 import { DealBodySchemas, DealListQuerySchema, DealMoveSchema, DealParamsSchema, DealPipelineStageSchema, DealSchema } from './schemas.js';
 import { Type } from '@sinclair/typebox';
@@ -13,7 +14,12 @@ import { Type } from '@sinclair/typebox';
 const documented = { tags: ['deals'] };
 const read = { access: 'VIEW_CRM', apiKeys: true } as const;
 const write = { access: 'MANAGE_CRM', apiKeys: true } as const;
-const one = responses({ 200: Ref(DealSchema) }, 401, 403, 404);
+/** The answer of a write of one deal: the deal with its `ETag`. */
+const one = responses({ 200: tagged(Ref(DealSchema)) }, 401, 403, 404);
+/** What a deal's version covers: every field, its board `position` too. */
+const VERSION_NOTE =
+  "The `ETag` is the deal's version: every change of the deal moves it on, a change of its board `position` by " +
+  "another deal's move, insert, archive or deletion in its stage too. ";
 
 export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const deals = app.services.deals;
@@ -85,10 +91,17 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/deals/:deal_id/',
     {
-      schema: { ...documented, operationId: 'getDeal', summary: 'One deal (VIEW_CRM).', params: DealParamsSchema, response: one },
+      schema: {
+        ...documented,
+        operationId: 'getDeal',
+        summary: 'One deal (VIEW_CRM).',
+        description: VERSION_NOTE + CONDITIONAL_GET_NOTE,
+        params: DealParamsSchema,
+        ...conditionalRead(Ref(DealSchema)),
+      },
       config: read,
     },
-    async (request) => deals.get(requireTenant(request), request.params.deal_id),
+    async (request, reply) => sendRecord(request, reply, await deals.get(requireTenant(request), request.params.deal_id)),
   );
 
   app.patch(
@@ -100,14 +113,16 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Change some fields of a deal (MANAGE_CRM).',
         description:
           'Partial: absent fields stay unchanged. A changed `stage` puts the deal last in its new stage and dispatches ' +
-          '`deal.stage_changed`; `lost_reason` is required while the stage is `lost`.',
+          '`deal.stage_changed`; `lost_reason` is required while the stage is `lost`. With `If-Match`, a deal that ' +
+          'changed since answers 412 and nothing is written (no timeline entry, no event).',
         params: DealParamsSchema,
         body: Ref(DealBodySchemas.update),
-        response: one,
+        ...conditionalWrite({ 200: tagged(Ref(DealSchema)) }),
       },
       config: write,
     },
-    async (request) => deals.update(requireTenant(request), actorOf(request), request.params.deal_id, request.body),
+    async (request, reply) =>
+      withEtag(reply, await deals.update(requireTenant(request), actorOf(request), request.params.deal_id, request.body, ifMatch(request))),
   );
 
   app.delete(
@@ -117,13 +132,14 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...documented,
         operationId: 'deleteDeal',
         summary: 'Delete a deal (MANAGE_CRM); the deals after it in its stage move up.',
+        description: 'With `If-Match`, a deal that changed since answers 412 and stays.',
         params: DealParamsSchema,
-        response: responses({ 204: NoContent }, 401, 403, 404),
+        ...conditionalWrite({ 204: NoContent }),
       },
       config: write,
     },
     async (request, reply) => {
-      await deals.remove(requireTenant(request), request.params.deal_id);
+      await deals.remove(requireTenant(request), request.params.deal_id, ifMatch(request));
       return reply.code(204).send(null);
     },
   );
@@ -139,14 +155,17 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'The deals of the stages involved are renumbered 0, 1, 2, … without gaps; concurrent moves take turns per ' +
           'stage, so the order stays consistent. A position past the end puts the deal last. Moving to `lost` needs a ' +
           '`lost_reason` (unless the deal has one). A change of stage dispatches `deal.stage_changed` (the deal, plus ' +
-          '`previous_stage`). An archived deal cannot move (400).',
+          '`previous_stage`). An archived deal cannot move (400). A move changes the deal (its `stage`, `position`, ' +
+          '`updated_at`: a new `ETag`, answered), so it honours `If-Match` as PATCH does: a deal that changed since ' +
+          '(moved by someone else, or shifted by a move of another deal in its stage) answers 412 and nothing moves.',
         params: DealParamsSchema,
         body: Ref(DealMoveSchema),
-        response: one,
+        ...conditionalWrite({ 200: tagged(Ref(DealSchema)) }),
       },
       config: write,
     },
-    async (request) => deals.move(requireTenant(request), request.params.deal_id, request.body),
+    async (request, reply) =>
+      withEtag(reply, await deals.move(requireTenant(request), request.params.deal_id, request.body, ifMatch(request))),
   );
 
   for (const [action, archived] of [
@@ -167,7 +186,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         },
         config: write,
       },
-      async (request) => deals.setArchived(requireTenant(request), request.params.deal_id, archived),
+      async (request, reply) => withEtag(reply, await deals.setArchived(requireTenant(request), request.params.deal_id, archived)),
     );
   }
 };

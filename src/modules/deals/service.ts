@@ -6,6 +6,7 @@ import type { Prisma } from '../../generated/prisma/client.js';
 import type { Tenant } from '../../db/tenant.js';
 import type { TenantTx } from '../../db/tenant-scope.js';
 import type { ActivityActor } from '../../db/tenant-writes.js';
+import { changedSince, nextVersion, versionMatches, type ExpectedVersions } from '../../lib/etag.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import { afterPosition, newestFirst, type PageRequest } from '../../lib/pagination.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
@@ -82,8 +83,17 @@ function columnsOf(body: DealUpdate): Prisma.DealUncheckedUpdateInput {
   };
 }
 
-/** The deal, its row locked for the transaction, with its stage's lock (and `target`'s) held: 404 when absent. */
-async function lockDeal(tx: TenantTx, organizationId: string, id: string, target?: DealStage): Promise<DealRow> {
+/**
+ * The deal, its row locked for the transaction, with its stage's lock (and `target`'s) held: 404 when absent, 412 when
+ * it is not at a version `expected` (an If-Match) names.
+ */
+async function lockDeal(
+  tx: TenantTx,
+  organizationId: string,
+  id: string,
+  target?: DealStage,
+  expected?: ExpectedVersions,
+): Promise<DealRow> {
   for (;;) {
     const seen = isUuid(id) ? await tx.deal.findFirst({ select: { stage: true }, where: { id } }) : null;
     if (!seen) throw dealNotFound();
@@ -92,9 +102,17 @@ async function lockDeal(tx: TenantTx, organizationId: string, id: string, target
     const deal = await tx.deal.findFirst({ where: { id } });
     if (!deal) throw dealNotFound();
     // A concurrent move changed the stage before the locks were ours: lock the stage it is in now.
-    if (deal.stage === seen.stage) return deal;
+    if (deal.stage !== seen.stage) continue;
+    if (!versionMatches(expected, deal.updatedAt)) throw changedSince();
+    return deal;
   }
 }
+
+/** The changes of the locked `deal` with its next version (its `updated_at`, the ETag). */
+const versioned = (deal: DealRow, changes: Prisma.DealUncheckedUpdateInput): Prisma.DealUncheckedUpdateInput => ({
+  ...changes,
+  updatedAt: nextVersion(deal.updatedAt),
+});
 
 /**
  * Puts the locked `deal` at `position` of `stage` (clamped to the stage's end), closing its place in the stage it
@@ -112,7 +130,7 @@ async function place(
   const others = await renumberStage(tx, organizationId, stage, deal.id, position);
   const moved = await tx.deal.update({
     where: { id: deal.id },
-    data: { ...changes, stage, position: Math.min(position ?? others, others) },
+    data: versioned(deal, { ...changes, stage, position: Math.min(position ?? others, others) }),
   });
   if (moved.stage !== deal.stage) {
     await dispatchEvent(tx, {
@@ -175,31 +193,41 @@ export async function create(tenant: Tenant, actor: ActivityActor, body: DealCre
 
 /**
  * Partial; a changed stage puts the deal last in the new one and dispatches `deal.stage_changed`; a changed company or
- * contact adds `deal_detached` and `deal_attached` to the timelines it leaves and joins.
+ * contact adds `deal_detached` and `deal_attached` to the timelines it leaves and joins. With `expected` (an If-Match),
+ * only a deal still at one of those versions changes: 412 otherwise, with nothing written.
  */
-export async function update(tenant: Tenant, actor: ActivityActor, id: string, body: DealUpdate): Promise<DealDto> {
+export async function update(
+  tenant: Tenant,
+  actor: ActivityActor,
+  id: string,
+  body: DealUpdate,
+  expected?: ExpectedVersions,
+): Promise<DealDto> {
   const organizationId = tenant.organization.id;
   const columns = columnsOf(body);
   const deal = await write(tenant, async (tx) => {
     await checkReferences(tx, body);
-    const current = await lockDeal(tx, organizationId, id, body.stage);
+    const current = await lockDeal(tx, organizationId, id, body.stage, expected);
     await recordAttachments(tx, { organizationId, actor, type: 'deal', id: current.id, ...moved(current, body) });
     const stage = body.stage ?? current.stage;
     const lostReason = body.lost_reason === undefined ? current.lostReason : body.lost_reason;
     if (stage === 'lost' && !lostReason) throw lostReasonRequired();
     if (stage === current.stage || current.archivedAt !== null) {
-      return tx.deal.update({ where: { id: current.id }, data: { ...columns, stage } });
+      return tx.deal.update({ where: { id: current.id }, data: versioned(current, { ...columns, stage }) });
     }
     return place(tx, organizationId, current, stage, null, columns);
   });
   return toDealDto(deal);
 }
 
-/** The kanban move: the deal goes to `position` of `stage`; the places of both stages stay 0, 1, 2, … */
-export async function move(tenant: Tenant, id: string, body: DealMove): Promise<DealDto> {
+/**
+ * The kanban move: the deal goes to `position` of `stage`; the places of both stages stay 0, 1, 2, … With `expected`
+ * (an If-Match), only a deal still at one of those versions moves: 412 otherwise.
+ */
+export async function move(tenant: Tenant, id: string, body: DealMove, expected?: ExpectedVersions): Promise<DealDto> {
   const organizationId = tenant.organization.id;
   const deal = await write(tenant, async (tx) => {
-    const current = await lockDeal(tx, organizationId, id, body.stage);
+    const current = await lockDeal(tx, organizationId, id, body.stage, expected);
     if (current.archivedAt !== null) throw validationFailed({ stage: ['An archived deal is not on the board: restore it first.'] });
     const lostReason = body.lost_reason ?? current.lostReason;
     if (body.stage === 'lost' && !lostReason) throw lostReasonRequired();
@@ -208,10 +236,11 @@ export async function move(tenant: Tenant, id: string, body: DealMove): Promise<
   return toDealDto(deal);
 }
 
-export async function remove(tenant: Tenant, id: string): Promise<void> {
+/** Deletes the deal (with `expected`, an If-Match, only at one of those versions: 412 otherwise); its stage closes the gap. */
+export async function remove(tenant: Tenant, id: string, expected?: ExpectedVersions): Promise<void> {
   const organizationId = tenant.organization.id;
   await write(tenant, async (tx) => {
-    const current = await lockDeal(tx, organizationId, id);
+    const current = await lockDeal(tx, organizationId, id, undefined, expected);
     await tx.deal.delete({ where: { id: current.id } });
     if (current.archivedAt === null) await renumberStage(tx, organizationId, current.stage, null, null);
   });
@@ -224,12 +253,15 @@ export async function setArchived(tenant: Tenant, id: string, archived: boolean)
     const current = await lockDeal(tx, organizationId, id);
     if ((current.archivedAt !== null) === archived) return current;
     if (archived) {
-      const done = await tx.deal.update({ where: { id: current.id }, data: { archivedAt: new Date(), position: null } });
+      const done = await tx.deal.update({
+        where: { id: current.id },
+        data: versioned(current, { archivedAt: new Date(), position: null }),
+      });
       await renumberStage(tx, organizationId, current.stage, null, null);
       return done;
     }
     const position = await renumberStage(tx, organizationId, current.stage, current.id, null);
-    return tx.deal.update({ where: { id: current.id }, data: { archivedAt: null, position } });
+    return tx.deal.update({ where: { id: current.id }, data: versioned(current, { archivedAt: null, position }) });
   });
   return toDealDto(deal);
 }

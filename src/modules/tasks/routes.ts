@@ -5,6 +5,7 @@ import { NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/h
 import { pageOf, pageResponse } from '../../lib/pagination.js';
 import { paginate } from '../../http/pagination.js';
 import { requireTenant } from '../../http/request.js';
+import { CONDITIONAL_GET_NOTE, conditionalRead, conditionalWrite, ifMatch, sendRecord, tagged, withEtag } from '../../http/etag.js';
 import { TaskBodySchemas, TaskListQuerySchema, TaskParamsSchema, TaskSchema } from './schemas.js';
 import { actorOf } from '../crm/record-routes.js';
 import { positionOf } from './service.js';
@@ -12,7 +13,6 @@ import { positionOf } from './service.js';
 const documented = { tags: ['tasks'] };
 const read = { access: 'VIEW_CRM', apiKeys: true } as const;
 const write = { access: 'MANAGE_CRM', apiKeys: true } as const;
-const one = responses({ 200: Ref(TaskSchema) }, 401, 403, 404);
 
 export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const tasks = app.services.tasks;
@@ -65,10 +65,19 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/tasks/:task_id/',
     {
-      schema: { ...documented, operationId: 'getTask', summary: 'One task (VIEW_CRM).', params: TaskParamsSchema, response: one },
+      schema: {
+        ...documented,
+        operationId: 'getTask',
+        summary: 'One task (VIEW_CRM).',
+        description:
+          `${CONDITIONAL_GET_NOTE} \`effective_status\` is worked out at each read, not stored: a task that became overdue ` +
+          'since keeps its version (its ETag), so a client answered 304 works it out from `due_at` itself.',
+        params: TaskParamsSchema,
+        ...conditionalRead(Ref(TaskSchema)),
+      },
       config: read,
     },
-    async (request) => tasks.get(requireTenant(request), request.params.task_id),
+    async (request, reply) => sendRecord(request, reply, await tasks.get(requireTenant(request), request.params.task_id)),
   );
 
   app.patch(
@@ -80,14 +89,16 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Change some fields of a task (MANAGE_CRM).',
         description:
           'Partial: absent fields stay unchanged. `workflow_status: completed` sets `completed_at` and `completed_by` ' +
-          '(through an API key: `completed_by_api_key_id`, the key) and dispatches `task.completed`; another status clears them.',
+          '(through an API key: `completed_by_api_key_id`, the key) and dispatches `task.completed`; another status clears them. ' +
+          'With `If-Match`, a task that changed since answers 412 and nothing is written (no timeline entry, no event).',
         params: TaskParamsSchema,
         body: Ref(TaskBodySchemas.update),
-        response: one,
+        ...conditionalWrite({ 200: tagged(Ref(TaskSchema)) }),
       },
       config: write,
     },
-    async (request) => tasks.update(requireTenant(request), actorOf(request), request.params.task_id, request.body),
+    async (request, reply) =>
+      withEtag(reply, await tasks.update(requireTenant(request), actorOf(request), request.params.task_id, request.body, ifMatch(request))),
   );
 
   app.delete(
@@ -97,13 +108,14 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...documented,
         operationId: 'deleteTask',
         summary: 'Delete a task (MANAGE_CRM).',
+        description: 'With `If-Match`, a task that changed since answers 412 and stays.',
         params: TaskParamsSchema,
-        response: responses({ 204: NoContent }, 401, 403, 404),
+        ...conditionalWrite({ 204: NoContent }),
       },
       config: write,
     },
     async (request, reply) => {
-      await tasks.remove(requireTenant(request), request.params.task_id);
+      await tasks.remove(requireTenant(request), request.params.task_id, ifMatch(request));
       return reply.code(204).send(null);
     },
   );

@@ -6,6 +6,7 @@ import type { Prisma } from '../../generated/prisma/client.js';
 import type { Tenant } from '../../db/tenant.js';
 import type { TenantTx } from '../../db/tenant-scope.js';
 import type { ActivityActor } from '../../db/tenant-writes.js';
+import { changedSince, nextVersion, versionMatches, type ExpectedVersions } from '../../lib/etag.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import { newestFirst, type PagePosition, type PageRequest } from '../../lib/pagination.js';
 import { afterPosition } from '../../lib/pagination.js';
@@ -179,20 +180,28 @@ export async function create(tenant: Tenant, actor: ActivityActor, body: TaskCre
 
 /**
  * Partial; the task's row is locked first, so two concurrent completions stamp and dispatch once. A changed company or
- * contact adds `task_detached` and `task_attached` to the timelines it leaves and joins.
+ * contact adds `task_detached` and `task_attached` to the timelines it leaves and joins. With `expected` (an If-Match),
+ * only a task still at one of those versions changes: 412 otherwise, with nothing written.
  */
-export async function update(tenant: Tenant, actor: ActivityActor, id: string, body: TaskUpdate): Promise<TaskDto> {
+export async function update(
+  tenant: Tenant,
+  actor: ActivityActor,
+  id: string,
+  body: TaskUpdate,
+  expected?: ExpectedVersions,
+): Promise<TaskDto> {
   const columns = columnsOf(body);
   const task = await writeReferencing(tenant, async (tx) => {
     if (!isUuid(id)) throw taskNotFound();
     await tx.$executeRaw`SELECT 1 FROM tasks WHERE organization_id = ${tenant.organization.id}::uuid AND id = ${id}::uuid FOR UPDATE`;
     const current = await tx.task.findFirst({ where: { id } });
     if (!current) throw taskNotFound();
+    if (!versionMatches(expected, current.updatedAt)) throw changedSince();
     await checkReferences(tx, body);
     await recordAttachments(tx, { organizationId: tenant.organization.id, actor, type: 'task', id, ...moved(current, body) });
     const changed = await tx.task.update({
       where: { id },
-      data: { ...columns, ...completion(current.workflowStatus, body.workflow_status, actor) },
+      data: { ...columns, ...completion(current.workflowStatus, body.workflow_status, actor), updatedAt: nextVersion(current.updatedAt) },
     });
     await dispatchCompletion(tx, tenant, current.workflowStatus, changed);
     return changed;
@@ -200,7 +209,13 @@ export async function update(tenant: Tenant, actor: ActivityActor, id: string, b
   return toTaskDto(task);
 }
 
-export async function remove(tenant: Tenant, id: string): Promise<void> {
-  const { count } = isUuid(id) ? await tenant.db.task.deleteMany({ where: { id } }) : { count: 0 };
-  if (count === 0) throw taskNotFound();
+/** Deletes the task; with `expected` (an If-Match), only at one of those versions, decided in the DELETE: 412 otherwise. */
+export async function remove(tenant: Tenant, id: string, expected?: ExpectedVersions): Promise<void> {
+  const versions = expected === '*' ? undefined : expected;
+  const where = { id, ...(versions ? { updatedAt: { in: versions } } : {}) };
+  const { count } = isUuid(id) ? await tenant.db.task.deleteMany({ where }) : { count: 0 };
+  if (count > 0) return;
+  throw versions && isUuid(id) && (await tenant.db.task.findFirst({ select: { id: true }, where: { id } }))
+    ? changedSince()
+    : taskNotFound();
 }
