@@ -124,6 +124,11 @@ async function supervise(config: Config, embedded: RunningPostgres | undefined):
     );
     replacement.once('listening', () => process.stderr.write(`Server process ${replacement.process.pid} is serving.\n`));
   });
+  // The kernel hands connections to the processes (each accepts on the shared socket), not this process: in Node's
+  // round robin a connection on its way to a process that dies is neither answered nor closed (the primary keeps
+  // its copy open, waiting for an acceptance that never comes), so its client hangs; from the kernel's queue it goes
+  // to a live process, and one the dead process had accepted is reset.
+  cluster.schedulingPolicy = cluster.SCHED_NONE;
   for (let n = 0; n < config.webConcurrency; n++) workers.push(cluster.fork(env));
   await Promise.all(workers.map((worker) => once(worker, 'listening')));
   const client = new pg.Client({ connectionString: config.databaseUrl });
