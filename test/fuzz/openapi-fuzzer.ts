@@ -283,13 +283,22 @@ function requestOf(operation: Operation, scenery: Scenery): fc.Arbitrary<{ calle
     });
 }
 
-/** One checksum per table: any change of any row shows. */
+/**
+ * The documented security bookkeeping a refused request may write (issue 25 allows it): a user's count of wrong
+ * two-factor codes and its window (issue 30's per-account limit). Left out of the checksums; every other column counts.
+ */
+const BOOKKEEPING: Record<string, string[]> = { users: ['two_factor_failures', 'two_factor_failures_since'] };
+
+/** One checksum per table: any change of any row shows (but the bookkeeping columns). */
 async function checksums(client: pg.Client): Promise<Map<string, string>> {
   const { rows: tables } = await client.query<{ name: string }>(
     `SELECT quote_ident(tablename) AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`,
   );
+  const row = (table: string) =>
+    BOOKKEEPING[table] ? `(to_jsonb(x) ${BOOKKEEPING[table].map((column) => `- '${column}'`).join(' ')})::text` : 'x::text';
   const parts = tables.map(
-    (t) => `SELECT '${t.name}' AS name, md5(coalesce(string_agg(md5(x::text), '' ORDER BY md5(x::text)), '')) AS sum FROM ${t.name} x`,
+    (t) =>
+      `SELECT '${t.name}' AS name, md5(coalesce(string_agg(md5(${row(t.name)}), '' ORDER BY md5(${row(t.name)})), '')) AS sum FROM ${t.name} x`,
   );
   const { rows } = await client.query<{ name: string; sum: string }>(parts.join(' UNION ALL '));
   return new Map(rows.map((r) => [r.name, r.sum]));
