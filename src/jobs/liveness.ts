@@ -18,6 +18,8 @@ export class WorkerLiveness {
   private client: pg.Client;
   private readonly held = new Set<string>();
   private connecting: Promise<void> | undefined;
+  /** The client's work, one piece at a time: pg deprecates a query sent while another is running on the client. */
+  private queue: Promise<unknown> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
 
@@ -47,9 +49,19 @@ export class WorkerLiveness {
     return connecting;
   }
 
+  /** Runs `work` on the connected client after the work queued before it (whether that succeeded or not). */
+  private serial<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+    const run = async () => {
+      await this.connected();
+      return work(this.client);
+    };
+    const next = this.queue.then(run, run);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
   private async lock(workerId: string): Promise<void> {
-    await this.connected();
-    await this.client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [lockKey(workerId)]);
+    await this.serial((client) => client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [lockKey(workerId)]));
   }
 
   /**
@@ -65,14 +77,16 @@ export class WorkerLiveness {
   /** A worker of this process stopped. */
   async release(workerId: string): Promise<void> {
     if (!this.held.delete(workerId)) return;
-    await this.connected();
-    await this.client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [lockKey(workerId)]);
+    await this.serial((client) => client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [lockKey(workerId)]));
   }
 
   /** Releases the jobs of workers that are gone; answers their ids. */
-  async sweep(): Promise<string[]> {
-    await this.connected();
-    const { rows } = await this.client.query<{ locked_by: string }>(
+  sweep(): Promise<string[]> {
+    return this.serial((client) => this.sweepOn(client));
+  }
+
+  private async sweepOn(client: pg.Client): Promise<string[]> {
+    const { rows } = await client.query<{ locked_by: string }>(
       `SELECT DISTINCT locked_by FROM graphile_worker.jobs
        WHERE locked_by IS NOT NULL AND locked_at < now() - make_interval(secs => $1)`,
       [this.recoverySeconds],
@@ -80,15 +94,15 @@ export class WorkerLiveness {
     const gone: string[] = [];
     for (const { locked_by: workerId } of rows) {
       if (this.held.has(workerId)) continue;
-      const { rows: taken } = await this.client.query<{ free: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS free', [
+      const { rows: taken } = await client.query<{ free: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS free', [
         lockKey(workerId),
       ]);
       if (!taken[0]?.free) continue;
-      await this.client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [lockKey(workerId)]);
+      await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [lockKey(workerId)]);
       gone.push(workerId);
     }
     if (gone.length > 0) {
-      await this.client.query('SELECT graphile_worker.force_unlock_workers($1::text[])', [gone]);
+      await client.query('SELECT graphile_worker.force_unlock_workers($1::text[])', [gone]);
       this.log.warn({ workers: gone }, 'released the jobs of job-queue workers whose process is gone');
     }
     return gone;

@@ -57,3 +57,33 @@ t.test('a worker that stopped cleanly lets go of its proof of life', async (t) =
   await processA.release('worker-c');
   t.same(await processB.sweep(), ['worker-c'], 'released');
 });
+
+t.test('a process holding several workers at once and sweeping meanwhile sends one query at a time', async (t) => {
+  // pg warns (once per process) when a query is sent while another is running on the client; pg 9 will refuse it.
+  const warnings: string[] = [];
+  const onWarning = (warning: Error) => warnings.push(warning.message);
+  process.on('warning', onWarning);
+  t.teardown(() => process.off('warning', onWarning));
+  const processA = new WorkerLiveness(database.url, 60, quiet);
+  const processB = new WorkerLiveness(database.url, 60, quiet);
+  t.teardown(() => processA.close());
+  t.teardown(() => processB.close());
+  await lockedJob('concurrent-dead', 'worker-concurrent-dead', 3600);
+  const [, , , swept] = await Promise.all([
+    processA.hold('worker-c1'),
+    processA.hold('worker-c2'),
+    processA.hold('worker-c3'),
+    processA.sweep(),
+  ]);
+  t.same(swept, ['worker-concurrent-dead'], 'the sweep ran beside the holds');
+  const { rows } = await sql.query<{ taken: boolean }>(
+    `SELECT bool_and(NOT pg_try_advisory_lock(hashtextextended('job-worker-alive:' || w, 0))) AS taken FROM unnest(ARRAY['worker-c1', 'worker-c2', 'worker-c3']) AS w`,
+  );
+  t.equal(rows[0]?.taken, true, 'every worker held is proved alive');
+  await new Promise((resolve) => setImmediate(resolve));
+  t.same(
+    warnings.filter((message) => message.includes('already executing a query')),
+    [],
+    'no query was sent while another was running',
+  );
+});
