@@ -941,6 +941,8 @@ async function writeCostBench(url: string, workDir: string, jwtSecret: string) {
         `${(ratio * 100).toFixed(0)} %`,
         base.p99.toFixed(1),
         ours.p99.toFixed(1),
+        `${base.cpu.server.toFixed(0)} / ${base.cpu.postgres.toFixed(0)}`,
+        `${ours.cpu.server.toFixed(0)} / ${ours.cpu.postgres.toFixed(0)}`,
       ]);
       verdicts.push(
         `${mark(ratio >= 0.85)} ${kind} create with the search and sort indexes >= 85 % of main before them (${(ratio * 100).toFixed(0)} %)`,
@@ -949,7 +951,10 @@ async function writeCostBench(url: string, workDir: string, jwtSecret: string) {
     output.push(
       `Write cost of the search and sort indexes: this build against ${ref} (${process.env.BENCH_BASE_REF ? 'BENCH_BASE_REF' : 'main before issue 22'}), each on its own database, ` +
         `${SEARCH_CLIENTS} connections, interleaved ${DURATION_S / 2} s runs, twice:`,
-      ...table(['scenario', `base req/s`, 'req/s', 'ratio', 'base p99 ms', 'p99 ms'], rows),
+      ...table(
+        ['scenario', `base req/s`, 'req/s', 'ratio', 'base p99 ms', 'p99 ms', 'base CPU µs/req (server / PG)', 'CPU µs/req (server / PG)'],
+        rows,
+      ),
       '',
     );
   } finally {
