@@ -3,7 +3,7 @@
 // emails refused, archive and restore with the `archived` list filter, and the activity timeline.
 import t from 'tap';
 import { buildTestApp, json } from '../helpers/app.js';
-import { holdLocks } from '../helpers/locks.js';
+import { holdLocks, track } from '../helpers/locks.js';
 import { created, crmWorkspaces } from '../tenancy/crm-workspaces.js';
 
 const { app, databaseUrl } = await buildTestApp(t);
@@ -96,6 +96,38 @@ t.test('concurrent creates never share a customer code', async (t) => {
   t.equal(new Set(codes).size, codes.length, 'all distinct');
   const numbers = codes.map((code) => Number(code.slice(4))).sort((x, y) => x - y);
   t.equal(numbers[numbers.length - 1]! - numbers[0]!, codes.length - 1, 'consecutive: no gap, no repeat');
+});
+
+t.test("a workspace's first creates, racing, make its number sequence once and never share a number", async (t) => {
+  // A fresh workspace has no sequence yet. The holder's transaction makes it (uncommitted, so the API's create cannot
+  // see it) and takes number 1; the create waits for it on the workspace's advisory lock, then numbers after it.
+  const org = await app.db.organization.create({ data: { name: 'first creates', slug: 'first-creates' } });
+  await app.db.membership.create({ data: { organizationId: org.id, userId: memberA.id, role: 'member' } });
+  const holder = await holdLocks(t, databaseUrl);
+  const { rows } = await holder.query('SELECT next_customer_number($1) AS n', [org.id]);
+  t.equal(Number(rows[0].n), 1, "the holder's number");
+  const create = track(
+    app.inject({
+      method: 'POST',
+      url: `/api/v1/organizations/${org.id}/companies/`,
+      headers: memberA.headers,
+      payload: { name: 'Second' },
+    }),
+  );
+  await holder.waitForLockWaiters(1, create.settled);
+  t.notOk(create.settled(), 'the create waits for the sequence the holder is making');
+  await holder.release();
+  const body = json(await create.promise);
+  t.equal(body.customer_code, 'CUS-00002', "the number after the holder's, from the one sequence");
+  const third = json(
+    await app.inject({
+      method: 'POST',
+      url: `/api/v1/organizations/${org.id}/companies/`,
+      headers: memberA.headers,
+      payload: { name: 'Third' },
+    }),
+  );
+  t.equal(third.customer_code, 'CUS-00003');
 });
 
 t.test('a transaction holding a number (uncommitted, then rolled back) neither blocks a create nor shares its number', async (t) => {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import t from 'tap';
 import { JOBS, runDueJobs } from '../../src/jobs/queue.js';
 import { IMPORT_KIND_SPECS } from '../../src/modules/imports/import-file.js';
-import { COMPANY_REFS_SQL, importTasks, matchSql } from '../../src/modules/imports/import-job.js';
+import { COMPANY_REFS_SQL, duplicateProbeSql, importTasks, matchSql } from '../../src/modules/imports/import-job.js';
 import { buildTestApp, json } from '../helpers/app.js';
 import { makeDue } from '../helpers/jobs.js';
 import { multipartForm } from '../helpers/multipart.js';
@@ -131,6 +131,28 @@ t.test('upsert: website, else email; several matches fail the row; repeated keys
   t.equal((await byName('New')).length, 0, 'the second row with the key updated the record the first created');
   const errors = (await a.call(viewerA, 'GET', `imports/${queued.id}/errors/`)).body;
   t.match(errors, /3,Twin\?,https:\/\/twin.example,,website: Matches several companies./);
+});
+
+t.test('upsert by an email that companies shared before duplicates were refused matches them all: the row fails', async (t) => {
+  // As the migration crm_profiles_archive_activity left them: the oldest holds the email, the newer one is flagged.
+  await app.pg.query(
+    `INSERT INTO companies (id, organization_id, name, email, email_shared, created_at, updated_at)
+     VALUES (gen_random_uuid(), $1, 'Legacy Holder', 'shared@legacy.example', false, now() - interval '2 days', now()),
+            (gen_random_uuid(), $1, 'Legacy Sharer', 'Shared@Legacy.example', true, now() - interval '1 day', now())`,
+    [a.id],
+  );
+  t.teardown(() => app.pg.query(`DELETE FROM companies WHERE organization_id = $1 AND name LIKE 'Legacy %'`, [a.id]));
+  const queued = json(
+    await upload(a, memberA, {
+      kind: 'companies',
+      file: 'name,email\nLegacy Renamed,SHARED@legacy.example\nLegacy Newcomer,newcomer@legacy.example\n',
+      mode: 'upsert',
+    }),
+  );
+  await runJobs();
+  t.match(await importOf(queued.id), { status: 'succeeded', updated: 0, created: 1, failed_rows: 1 });
+  const errors = (await a.call(viewerA, 'GET', `imports/${queued.id}/errors/`)).body;
+  t.match(errors, /2,Legacy Renamed,SHARED@legacy.example,email: Matches several companies./);
 });
 
 t.test('imported records get timeline entries in the batch: created, then updated (field names) and assigned by upsert', async (t) => {
@@ -291,8 +313,17 @@ t.test('upsert keys and company references are index probes, not scans of the wo
     keys((i) => `C${i}@PLAN.example`),
   ]);
   t.match(companies, /companies_organization_id_md5_website_idx/);
-  t.match(companies, /companies_organization_id_lower_email_idx/);
+  t.match(companies, /companies_organization_id_email_unique/, 'emails from the unique index');
+  t.match(companies, /companies_organization_id_lower_email_shared_idx/, 'and from the index of the emails shared before');
   t.notMatch(companies, /Seq Scan/);
+  for (const [field, index] of [
+    ['email', /companies_organization_id_email_unique/],
+    ['tax_id', /companies_organization_id_tax_id_unique/],
+  ] as const) {
+    const probe = await plan(duplicateProbeSql(field), [b.id, keys((i) => `c${i}@plan.example`)]);
+    t.match(probe, index, `a batch's ${field} duplicates are found in the unique index`);
+    t.notMatch(probe, /Seq Scan/);
+  }
   const contacts = await plan(matchSql(IMPORT_KIND_SPECS.contacts), [b.id, keys((i) => `p${i}@plan.example`)]);
   t.match(contacts, /contacts_organization_id_lower_email_idx/);
   t.notMatch(contacts, /Seq Scan/);

@@ -141,18 +141,28 @@ const keyValues = (kind: ImportKindSpec, body: ColumnValues) =>
     return typeof value === 'string' && value !== '' ? (key === 'email' ? value.toLowerCase() : value) : undefined;
   });
 
+/** The condition of the unique index on a company's lower(tax_id) or lower(email) (migration crm_profiles_archive_activity). */
+const uniquelyHeld = (field: 'tax_id' | 'email') => `${field} IS NOT NULL AND NOT ${field}_shared`;
+
 /**
- * The records holding any of a batch's upsert key values ($2, $3, … in the kind's key order), in the forms the
- * indexes of the migration import_upsert_indexes hold: lower(email), md5(website) (then the text itself).
+ * The records holding any of a batch's upsert key values ($2, $3, … in the kind's key order), in the forms their
+ * indexes hold: md5(website) (then the text itself); lower(email), which for companies is in two partial indexes:
+ * the unique one, and the one of the companies that shared an email before duplicates were refused, asked in a
+ * statement of its own (in one OR, PostgreSQL factors the common lower(email) test out of both and reads neither).
  */
 export function matchSql(kind: ImportKindSpec): string {
-  const conditions = kind.keys.map((key, k) =>
-    key === 'email'
-      ? `lower(email) = ANY($${k + 2}::text[])`
-      : `(md5(${key}) = ANY(ARRAY(SELECT md5(v) FROM unnest($${k + 2}::text[]) AS v)) AND ${key} = ANY($${k + 2}::text[]))`,
-  );
-  const selected = kind.keys.map((key) => (key === 'email' ? 'lower(email) AS email' : key));
-  return `SELECT id, ${selected.join(', ')} FROM ${kind.table.table} WHERE organization_id = $1 AND (${conditions.join(' OR ')})`;
+  const companies = kind.table.table === 'companies';
+  const email = (k: number) => `lower(email) = ANY($${k + 2}::text[])`;
+  const conditions = kind.keys.map((key, k) => {
+    if (key !== 'email')
+      return `(md5(${key}) = ANY(ARRAY(SELECT md5(v) FROM unnest($${k + 2}::text[]) AS v)) AND ${key} = ANY($${k + 2}::text[]))`;
+    return companies ? `(${email(k)} AND ${uniquelyHeld('email')})` : email(k);
+  });
+  const selected = kind.keys.map((key) => (key === 'email' ? 'lower(email) AS email' : key)).join(', ');
+  const match = `SELECT id, ${selected} FROM ${kind.table.table} WHERE organization_id = $1 AND (${conditions.join(' OR ')})`;
+  const k = kind.keys.indexOf('email');
+  if (!companies || k < 0) return match;
+  return `${match} UNION SELECT id, ${selected} FROM companies WHERE organization_id = $1 AND email_shared AND ${email(k)}`;
 }
 
 /** Finds the record each valid row updates; a key matching several records, or two keys two records, fails the row. */
@@ -200,6 +210,13 @@ function nextBatch(job: ImportJob, rows: FileRow[]): PreparedRow[] {
 }
 
 /**
+ * The companies of $1 holding any of the values $2 (lower-cased) of `field` in the unique index on it (the API's test
+ * of a duplicate), read from that index.
+ */
+export const duplicateProbeSql = (field: 'tax_id' | 'email') =>
+  `SELECT lower(${field}) AS value, id FROM companies WHERE organization_id = $1 AND lower(${field}) = ANY($2::text[]) AND ${uniquelyHeld(field)}`;
+
+/**
  * Company rows whose tax_id or email another company of the workspace (or an earlier row of the batch) already has
  * become failed rows, as the API refuses them (issue 27); the unique indexes would otherwise fail the whole batch.
  */
@@ -208,10 +225,10 @@ async function refuseDuplicates(sql: Queryable, job: ImportJob, batch: PreparedR
   for (const field of ['tax_id', 'email'] as const) {
     const rows = batch.filter((row) => !row.error && typeof row.body[field] === 'string');
     if (rows.length === 0) continue;
-    const { rows: taken } = await sql.query<{ value: string; id: string }>(
-      `SELECT lower(${field}) AS value, id FROM companies WHERE organization_id = $1 AND lower(${field}) = ANY($2::text[])`,
-      [job.organizationId, rows.map((row) => String(row.body[field]).toLowerCase())],
-    );
+    const { rows: taken } = await sql.query<{ value: string; id: string }>(duplicateProbeSql(field), [
+      job.organizationId,
+      rows.map((row) => String(row.body[field]).toLowerCase()),
+    ]);
     const holders = new Map(taken.map((company) => [company.value, company.id]));
     for (const row of rows) {
       const value = String(row.body[field]).toLowerCase();
