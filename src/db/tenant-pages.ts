@@ -250,12 +250,20 @@ function scanQuery<Filter extends string>(
   const { values, where, parameter } = conditionsOf(organizationId, spec, filter, after);
   const term = parameter(filter.search, 'text');
   const window = `(SELECT * FROM ${spec.table} WHERE ${where.join(' AND ')} ${orderBy(spec, filter.order, spec.table)} LIMIT ${parameter(rows, 'int')})`;
-  const hits = `SELECT ${spec.readList}, true AS scan_hit FROM ${window} AS ${spec.table} WHERE ${matches(term)} ${orderBy(spec, filter.order, spec.table)} LIMIT ${parameter(wanted, 'int')}`;
+  const limit = parameter(wanted, 'int');
+  const hits = `SELECT ${spec.readList}, true AS scan_hit FROM ${window} AS ${spec.table} WHERE ${matches(term)} ${orderBy(spec, filter.order, spec.table)} LIMIT ${limit}`;
   // The last row is found by id, then read once: the rows its OFFSET skips are never projected (their read list's
   // subqueries, such as an assignee's name, would run for each of them: 65,536 times for a far ordered part).
   const last = `SELECT scan_end.id FROM ${spec.table} AS scan_end WHERE ${where.join(' AND ')} ${orderBy(spec, filter.order, 'scan_end')} OFFSET ${parameter(rows - 1, 'int')} LIMIT 1`;
-  const end = `SELECT ${spec.readList}, false FROM ${spec.table} WHERE organization_id = $1 AND id = (${last})`;
-  return { name: shapeName(spec, 'scan', filter, after !== undefined), text: `(${hits}) UNION ALL (${end})`, values, types: pageTypes };
+  // Only a part that did not fill the page needs its end: the condition is a one-time filter, checked before the
+  // OFFSET scan, which a full page skips (a common term's page, and a far part that fills it: 65,536 index entries).
+  const end = `SELECT ${spec.readList}, false FROM ${spec.table} WHERE (SELECT count(*) FROM hits) < ${limit} AND organization_id = $1 AND id = (${last})`;
+  return {
+    name: shapeName(spec, 'scan', filter, after !== undefined),
+    text: `WITH hits AS MATERIALIZED (${hits}) SELECT * FROM hits UNION ALL (${end})`,
+    values,
+    types: pageTypes,
+  };
 }
 
 /** A term with three word characters in a row (letters or digits): pg_trgm can extract a trigram of it for its index. */
