@@ -335,13 +335,18 @@ export const SEARCH_SCAN_ROWS = 2_000;
 const SEARCH_MORE_ROWS = 16_000;
 /**
  * The candidates (by the planner's estimate) above which a far ordered part goes first. Measured on the bench's
- * million companies: a candidate of the GIN path (its posting lists read, its row visited and sorted) cost about
- * 20 µs of PostgreSQL's CPU, a row of an ordered part about 0.5 µs, so 2,000 candidates cost about what the far
- * ordered part does.
+ * 1.95 million companies, warm: the GIN path cost 2.1 ms for a term with 950 candidates, 4.1 ms for 1,950 and 125 ms
+ * for 20,000 (2–6 µs each: posting lists read, row visited, rechecked and sorted); a far ordered part costs 25–50 ms.
+ * The estimate can tell these apart since the statistics of search_text and of its grams are ten times the default
+ * (migration crm_search_statistics): with 100 histogram entries a term in 0.05 % of the rows counted as 1 %.
  */
-const SEARCH_INDEX_CANDIDATES = 2_000;
-/** A term without any letter. */
-const NO_LETTER = /^[^\p{L}]*$/u;
+const SEARCH_INDEX_CANDIDATES = 8_000;
+/**
+ * A term of digits and a phone number's separators only: its grams (`555`, `55-`, `-0`) are in most rows whatever
+ * the planner counts for the term itself, so the index reads long posting lists for it. Other terms without a letter
+ * (`50%_`) are asked like any other.
+ */
+const PHONE_LIKE = /^[\d\s+\-()./]*$/u;
 /** The rows of that far ordered part: about 25 ms of index scan. */
 const SEARCH_FAR_ROWS = 65_536;
 /**
@@ -391,10 +396,9 @@ async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
   const { estimate, page } = indexedQuery(organizationId, spec, filter, after, wanted - found.length);
   // A term whose candidates are many (common in older rows, or made of common grams such as phone digits): an ordered
   // part, far, costs less than visiting them all; it is complete when it fills the page or reaches the end.
-  // A term without a letter (digits, punctuation: a phone number) is made of grams most rows share, whatever the
-  // planner counts for the term itself, so the index reads long posting lists for it.
+  // A phone-like term (digits and separators only) is made of grams most rows share: see PHONE_LIKE.
   // The estimate needs no transaction of its own: the plan settings change how rows are found, not how many.
-  const [plan] = NO_LETTER.test(filter.search ?? '')
+  const [plan] = PHONE_LIKE.test(filter.search ?? '')
     ? []
     : (await searchScans.run(() => pool.query<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(estimate))).rows;
   const candidates = plan?.['QUERY PLAN'][0]?.Plan['Plan Rows'] ?? Number.POSITIVE_INFINITY;
