@@ -4,7 +4,7 @@
 import t from 'tap';
 import { buildTestApp, json } from '../helpers/app.js';
 import { holdLocks, track } from '../helpers/locks.js';
-import { created, crmWorkspaces } from '../tenancy/crm-workspaces.js';
+import { created, crmWorkspaces, workspace } from '../tenancy/crm-workspaces.js';
 
 const { app, databaseUrl } = await buildTestApp(t);
 const { a, b, memberA, viewerA, memberB } = await crmWorkspaces(app);
@@ -106,27 +106,14 @@ t.test("a workspace's first creates, racing, make its number sequence once and n
   const holder = await holdLocks(t, databaseUrl);
   const { rows } = await holder.query('SELECT next_customer_number($1) AS n', [org.id]);
   t.equal(Number(rows[0].n), 1, "the holder's number");
-  const create = track(
-    app.inject({
-      method: 'POST',
-      url: `/api/v1/organizations/${org.id}/companies/`,
-      headers: memberA.headers,
-      payload: { name: 'Second' },
-    }),
-  );
+  const fresh = workspace(app, org.id);
+  const create = track(fresh.call(memberA, 'POST', 'companies/', { name: 'Second' }));
   await holder.waitForLockWaiters(1, create.settled);
   t.notOk(create.settled(), 'the create waits for the sequence the holder is making');
   await holder.release();
-  const body = json(await create.promise);
+  const body = await created(create.promise);
   t.equal(body.customer_code, 'CUS-00002', "the number after the holder's, from the one sequence");
-  const third = json(
-    await app.inject({
-      method: 'POST',
-      url: `/api/v1/organizations/${org.id}/companies/`,
-      headers: memberA.headers,
-      payload: { name: 'Third' },
-    }),
-  );
+  const third = await created(fresh.call(memberA, 'POST', 'companies/', { name: 'Third' }));
   t.equal(third.customer_code, 'CUS-00003');
 });
 

@@ -22,7 +22,8 @@ export interface CrmWorkspaces {
   memberB: SignedIn;
 }
 
-function workspace(app: App, id: string): Workspace {
+/** Request helpers for the organization `id`'s endpoints. */
+export function workspace(app: App, id: string): Workspace {
   return {
     id,
     call: (user, method, path, payload) =>
