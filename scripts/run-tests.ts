@@ -11,6 +11,7 @@ import { installJobQueue } from '../src/jobs/install.js';
 import { adminQuery, databaseUrl } from '../src/db/server-admin.js';
 import { projectRoot } from '../src/lib/project-root.js';
 import { startPgBouncer } from './stack/pgbouncer.js';
+import { FailureCollector } from './tap-failures.js';
 
 const SIGNAL_EXIT_CODES: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
 
@@ -49,11 +50,15 @@ function runTap(args: string[], templateUrl: string, extraEnv: Record<string, st
     };
     process.on('SIGINT', forward);
     process.on('SIGTERM', forward);
-    // tap's output passes through; its closing summary is kept to restate it as a plain "N passed, N failed" line.
+    // tap's output passes through; its closing summary is kept to restate it as a plain "N passed, N failed" line,
+    // and every failure is restated after it: a CI log shows only its end, and a failure 10 MB up is lost there.
     let tail = '';
+    const failures = new FailureCollector();
     tap.stdout!.on('data', (chunk: Buffer) => {
       process.stdout.write(chunk);
-      tail = (tail + chunk.toString()).slice(-4096);
+      const text = chunk.toString();
+      tail = (tail + text).slice(-4096);
+      failures.push(text);
     });
     tap.once('error', reject);
     tap.once('exit', (code, signal) => {
@@ -62,6 +67,8 @@ function runTap(args: string[], templateUrl: string, extraEnv: Record<string, st
       process.removeListener('SIGTERM', forward);
       if (signalled !== undefined) signalGroup('SIGKILL'); // test processes tap left behind
       const summary = /# \{ total: (\d+), pass: (\d+)(?:, fail: (\d+))?/.exec(tail);
+      const restated = failures.report();
+      if (restated) process.stdout.write(`\n${restated}`);
       if (summary) process.stdout.write(`\nassertions: ${summary[2]} passed, ${summary[3] ?? 0} failed\n`);
       const interruptedBy = signalled ?? signal ?? undefined;
       resolve(interruptedBy !== undefined ? (SIGNAL_EXIT_CODES[interruptedBy] ?? 1) : (code ?? 1));
