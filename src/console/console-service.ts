@@ -4,6 +4,7 @@ import { burnPasswordCheck, verifyPassword } from '../lib/passwords.js';
 import { enqueueJob, JOBS, jobKey } from '../jobs/queue.js';
 import { recordAudit, type AuditContext } from '../modules/audit/audit-log.js';
 import { requestPasswordReset } from '../modules/account/password-service.js';
+import { visibleAuditTargetId, workspacesOf } from '../modules/installation/service.js';
 import { linkStatus, usableAt } from '../modules/invitations/invitation-link.js';
 import { closeSession, openSession } from './sessions.js';
 
@@ -187,9 +188,10 @@ export async function retryEmail(db: Db, id: string, audit: AuditContext): Promi
 
 /**
  * A page of the audit log, each row with the names of the users and workspaces it refers to as they are now (null
- * when deleted since: the ids stay in the row, and the actor's username as it was when the row was written).
+ * when deleted since: the ids stay in the row, and the actor's username as it was when the row was written). A
+ * workspace's record ids (rules, imports) are shown only to its members, as the API's installation audit does.
  */
-export async function listAudit(db: Db, filter: { actor: string; action: string; page: number }) {
+export async function listAudit(db: Db, readerId: string, filter: { actor: string; action: string; page: number }) {
   const rows = await db.auditLog.findMany({
     where: {
       ...(filter.actor
@@ -216,9 +218,10 @@ export async function listAudit(db: Db, filter: { actor: string; action: string;
     if (row.targetId && uuid.test(row.targetId) && row.targetType === 'user') userIds.add(row.targetId);
     if (row.targetId && uuid.test(row.targetId) && row.targetType === 'organization') workspaceIds.add(row.targetId);
   }
-  const [users, workspaces] = await Promise.all([
+  const [users, workspaces, memberOf] = await Promise.all([
     db.user.findMany({ where: { id: { in: [...userIds] } }, select: { id: true, username: true } }),
     db.organization.findMany({ where: { id: { in: [...workspaceIds] } }, select: { id: true, name: true } }),
+    workspacesOf(db, readerId),
   ]);
   const usernames = new Map(users.map((u) => [u.id, u.username]));
   const names = new Map(workspaces.map((w) => [w.id, w.name]));
@@ -233,6 +236,7 @@ export async function listAudit(db: Db, filter: { actor: string; action: string;
   return {
     rows: shown.map((row) => ({
       ...row,
+      targetId: visibleAuditTargetId(row, memberOf),
       actorName: row.actorUserId ? (usernames.get(row.actorUserId) ?? null) : null,
       targetName: targetName(row),
       workspaceName: row.organizationId ? (names.get(row.organizationId) ?? null) : null,

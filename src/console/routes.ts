@@ -709,7 +709,7 @@ ${pager('/admin/outbox/', { status: current }, pageNumber(request), hasNext)}`,
   app.get('/audit/', async (request, reply) => {
     const actor = query(request, 'actor').slice(0, 150);
     const action = (AUDIT_ACTIONS as readonly string[]).includes(query(request, 'action')) ? query(request, 'action') : '';
-    const { rows, hasNext } = await listAudit(app.db, { actor, action, page: pageNumber(request) });
+    const { rows, hasNext } = await listAudit(app.db, sessionOf(request).user.id, { actor, action, page: pageNumber(request) });
     return page(
       reply,
       layout(

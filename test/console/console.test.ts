@@ -438,3 +438,28 @@ t.test('workspace page lists companies that shared a tax id or email before dupl
   t.match(page.body, /<tr><td>tax_id<\/td><td>2<\/td><td>CUS-90001, CUS-90002<\/td><\/tr>/);
   t.notMatch(page.body, /secret-tax-9/i, 'the shared value is not shown');
 });
+
+t.test("the audit log names a workspace's records (rules, imports) only to its members, as the API does", async (t) => {
+  const { cookie } = await session();
+  const own = await app.db.organization.findFirstOrThrow({ where: { slug: 'acme' } });
+  const other = await app.db.organization.create({ data: { name: 'Elsewhere Ltd', slug: 'elsewhere-audit' } });
+  const ownImport = '11111111-2222-4333-8444-555555555555';
+  const otherImport = '66666666-7777-4888-9999-aaaaaaaaaaaa';
+  for (const [organizationId, targetId] of [
+    [own.id, ownImport],
+    [other.id, otherImport],
+  ]) {
+    await app.db.auditLog.create({
+      data: { actorType: 'user', actorUsername: 'admin', action: 'import.started', targetType: 'import', targetId, organizationId },
+    });
+  }
+  const audit = await app.inject({ method: 'GET', url: '/admin/audit/?action=import.started', headers: { cookie } });
+  t.equal(audit.statusCode, 200);
+  t.match(audit.body, ownImport, "the import of the reader's own workspace keeps its id");
+  t.notMatch(audit.body, otherImport, "another workspace's import id is not shown");
+  t.match(audit.body, new RegExp(`<strong>Elsewhere Ltd</strong> <code>${other.id}</code>`), 'its workspace is named');
+  const api = await app.inject({ method: 'GET', url: '/api/v1/installation/audit-log/?action=import.started', headers: admin.headers });
+  t.equal(api.statusCode, 200);
+  const ids = (JSON.parse(api.body) as Array<{ target_id: string | null }>).map((row) => row.target_id);
+  t.ok(ids.includes(ownImport) && !ids.includes(otherImport), 'the API shows the same ids');
+});

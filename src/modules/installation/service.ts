@@ -99,6 +99,17 @@ type AuditRow = Awaited<ReturnType<Db['auditLog']['findMany']>>[number];
  */
 const WORKSPACE_RECORD_TARGETS = new Set(['automation', 'import']);
 
+/** The target id of an audit row as installation staff may see it (see WORKSPACE_RECORD_TARGETS): the API and console. */
+export const visibleAuditTargetId = (
+  row: { targetType: string; targetId: string | null; organizationId: string | null },
+  memberOf: ReadonlySet<string>,
+): string | null =>
+  WORKSPACE_RECORD_TARGETS.has(row.targetType) && !(row.organizationId !== null && memberOf.has(row.organizationId)) ? null : row.targetId;
+
+/** The workspaces a user is a member of (whose record ids the audit answers may name). */
+export const workspacesOf = async (db: Db, userId: string): Promise<ReadonlySet<string>> =>
+  new Set((await db.membership.findMany({ where: { userId }, select: { organizationId: true } })).map((m) => m.organizationId));
+
 /** An audit row as installation staff see it; `memberOf`: the workspaces of the reader. */
 const toAuditDto = (row: AuditRow, memberOf: ReadonlySet<string>): AuditEntryDto => ({
   id: row.id,
@@ -111,10 +122,7 @@ const toAuditDto = (row: AuditRow, memberOf: ReadonlySet<string>): AuditEntryDto
   actor_api_key_prefix: row.actorApiKeyPrefix,
   action: row.action,
   target_type: row.targetType,
-  target_id:
-    WORKSPACE_RECORD_TARGETS.has(row.targetType) && !(row.organizationId !== null && memberOf.has(row.organizationId))
-      ? null
-      : row.targetId,
+  target_id: visibleAuditTargetId(row, memberOf),
   organization_id: row.organizationId,
   client_ip: row.clientIp,
 });
@@ -164,9 +172,6 @@ export function createInstallationService(deps: { db: Db; pool: pg.Pool; config:
   const { db, pool, config, crm } = deps;
 
   /** The workspaces a user is a member of: the ones whose records installation answers may name to them. */
-  const workspacesOf = async (userId: string): Promise<ReadonlySet<string>> =>
-    new Set((await db.membership.findMany({ where: { userId }, select: { organizationId: true } })).map((m) => m.organizationId));
-
   async function readinessFacts(request: Pick<ReadinessFacts, 'servedOverHttps' | 'forwardedButUntrusted'>): Promise<ReadinessFacts> {
     const [smtp, state, pending] = await Promise.all([
       db.installationEmailAccount.count({ where: { isActive: true } }),
@@ -254,7 +259,7 @@ export function createInstallationService(deps: { db: Db; pool: pg.Pool; config:
         orderBy: newestFirst,
         take: page.limit + 1,
       });
-      const memberOf = await workspacesOf(reader.id);
+      const memberOf = await workspacesOf(db, reader.id);
       return rows.map((row) => toAuditDto(row, memberOf));
     },
 
@@ -299,6 +304,24 @@ export function createInstallationService(deps: { db: Db; pool: pg.Pool; config:
           const last = rows[rows.length - 1];
           if (rows.length < EXPORT_BATCH || !last) return;
           afterId = last.id;
+        }
+      }
+
+      /**
+       * Every record of a newest-first CRM list, page after page: each read asks for one row more than a page, which
+       * says whether another page follows; `positionOf` turns a page's last record into the next read's position.
+       */
+      async function* newestFirst<R extends { id: string; created_at: string }, P>(
+        read: (after: P | undefined) => Promise<R[]>,
+        positionOf: (last: R) => P,
+      ) {
+        let after: P | undefined;
+        for (;;) {
+          const rows = await read(after);
+          yield* rows.slice(0, EXPORT_BATCH);
+          const last = rows[EXPORT_BATCH - 1];
+          if (rows.length <= EXPORT_BATCH || !last) return;
+          after = positionOf(last);
         }
       }
 
@@ -406,7 +429,7 @@ export function createInstallationService(deps: { db: Db; pool: pg.Pool; config:
           expires_at: i.expiresAt.toISOString(),
         });
       }
-      const memberOf = await workspacesOf(user.id);
+      const memberOf = await workspacesOf(db, user.id);
       for await (const row of batches((page) => db.auditLog.findMany(page))) yield line('audit_entry', toAuditDto(row, memberOf));
       for await (const event of batches((page) => db.backupEvent.findMany(page))) {
         yield line('backup_event', {
@@ -431,15 +454,13 @@ export function createInstallationService(deps: { db: Db; pool: pg.Pool; config:
           ['company', crm.companies],
           ['contact', crm.contacts],
         ] as const) {
-          let after: ListPosition | undefined;
-          for (;;) {
-            // Archived records too: the lists' default leaves them out, an export must not.
-            const rows = await reader.list(tenant.pages, { archived: 'all' }, { order: NEWEST_FIRST, after, limit: EXPORT_BATCH });
-            for (const record of rows.slice(0, EXPORT_BATCH)) yield line(type, { workspace_id, ...record });
-            const last = rows[EXPORT_BATCH - 1];
-            if (rows.length <= EXPORT_BATCH || !last) break;
-            after = { values: [last.created_at], id: last.id };
-          }
+          // Archived records too: the lists' default leaves them out, an export must not.
+          const records = newestFirst(
+            (after: ListPosition | undefined) =>
+              reader.list(tenant.pages, { archived: 'all' }, { order: NEWEST_FIRST, after, limit: EXPORT_BATCH }),
+            (last): ListPosition => ({ values: [last.created_at], id: last.id }),
+          );
+          for await (const record of records) yield line(type, { workspace_id, ...record });
         }
         let after: PagePosition | undefined;
         for (;;) {
@@ -454,14 +475,11 @@ export function createInstallationService(deps: { db: Db; pool: pg.Pool; config:
           ['deal', (page: PageRequest) => crm.deals.list(tenant, { archived: 'all' }, page)],
           ['task', (page: PageRequest) => crm.tasks.list(tenant, actor, {}, page)],
         ] as const) {
-          let position: PagePosition | undefined;
-          for (;;) {
-            const rows = await read({ after: position, limit: EXPORT_BATCH });
-            for (const record of rows.slice(0, EXPORT_BATCH)) yield line(type, { workspace_id, ...record });
-            const last = rows[EXPORT_BATCH - 1];
-            if (rows.length <= EXPORT_BATCH || !last) break;
-            position = { createdAt: new Date(last.created_at), id: last.id };
-          }
+          const records = newestFirst(
+            (after: PagePosition | undefined) => read({ after, limit: EXPORT_BATCH }),
+            (last): PagePosition => ({ createdAt: new Date(last.created_at), id: last.id }),
+          );
+          for await (const record of records) yield line(type, { workspace_id, ...record });
         }
       }
       yield line('end', { complete: true });
