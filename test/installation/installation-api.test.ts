@@ -357,3 +357,44 @@ t.test("the audit log names another workspace but not its records; my workspace'
   t.notOk(exported.includes(foreign), "nor does the data export name the other workspace's record");
   t.ok(exported.includes(mine));
 });
+
+t.test('the data export reads every page of the CRM lists: each record once, ties in created_at included', async (t) => {
+  const before = (await get(`${BASE}/data-export/`)).body;
+  const counted = (body: string, type: string) => body.split('\n').filter((line) => line.startsWith(`{"type":"${type}"`)).length;
+  const initech = await app.db.company.findFirstOrThrow({ where: { organizationId, name: 'Initech' } });
+  // Two pages and one row of a third (pages of 200), 150 of them at one instant: the next page starts by id there.
+  await app.pg.query(
+    `INSERT INTO companies (id, organization_id, name, created_at, updated_at)
+     SELECT gen_random_uuid(), $1, 'Paged ' || i, CASE WHEN i <= 150 THEN timestamptz '2026-01-01' ELSE now() - i * interval '1 s' END, now()
+     FROM generate_series(1, 401) AS i`,
+    [organizationId],
+  );
+  await app.pg.query(
+    `INSERT INTO deals (id, organization_id, company_id, title, created_at, updated_at, position)
+     SELECT gen_random_uuid(), $1, $2, 'Paged deal ' || i, timestamptz '2026-01-01', now(), NULL
+     FROM generate_series(1, 200) AS i`,
+    [organizationId, initech.id],
+  );
+  await app.pg.query(
+    `INSERT INTO tasks (id, organization_id, company_id, title, created_at, updated_at)
+     SELECT gen_random_uuid(), $1, $2, 'Paged task ' || i, now() - i * interval '1 ms', now()
+     FROM generate_series(1, 400) AS i`,
+    [organizationId, initech.id],
+  );
+  const res = await get(`${BASE}/data-export/`);
+  t.equal(res.statusCode, 200);
+  const lines = res.body
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { type: string; data: Record<string, unknown> });
+  t.same(lines.at(-1), { type: 'end', data: { complete: true } });
+  for (const [type, added] of [
+    ['company', 401],
+    ['deal', 200],
+    ['task', 400],
+  ] as const) {
+    const ids = lines.filter((line) => line.type === type).map((line) => line.data.id);
+    t.equal(ids.length, counted(before, type) + added, `${type}: every one`);
+    t.equal(new Set(ids).size, ids.length, `${type}: none twice`);
+  }
+});
