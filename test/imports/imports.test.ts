@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import t from 'tap';
 import { JOBS, runDueJobs } from '../../src/jobs/queue.js';
 import { IMPORT_KIND_SPECS } from '../../src/modules/imports/import-file.js';
-import { COMPANY_REFS_SQL, duplicateProbeSql, importTasks, matchSql } from '../../src/modules/imports/import-job.js';
+import { COMPANY_IDS_SQL, COMPANY_REFS_SQL, duplicateProbeSql, importTasks, matchSql } from '../../src/modules/imports/import-job.js';
 import { buildTestApp, json } from '../helpers/app.js';
 import { makeDue } from '../helpers/jobs.js';
 import { multipartForm } from '../helpers/multipart.js';
@@ -335,6 +335,74 @@ t.test('upsert keys and company references are index probes, not scans of the wo
   t.match(refs, /companies_organization_id_md5_website_idx/);
   t.match(refs, /companies_organization_id_name_id_idx/);
   t.notMatch(refs, /Seq Scan on companies/);
+});
+
+t.test('a workspace the statistics do not know yet (its first import) is probed by index, not read whole each batch', async (t) => {
+  // The statistics were taken before this workspace had rows, as when an import fills a new workspace: PostgreSQL
+  // counts it as one row, and would read all of it (by its created_at index) for every batch's lookups, an import
+  // quadratic in its size. The lookups name the workspace as a value the planner does not see.
+  // Forty workspaces of 500 companies and 500 contacts each, counted by ANALYZE; then a new one gets 3,000 of each.
+  const { rows: known } = await app.pg.query<{ id: string }>(
+    `INSERT INTO organizations (id, name, slug, updated_at)
+     SELECT gen_random_uuid(), 'Known ' || w, 'known-plans-' || w, now() FROM generate_series(1, 40) w RETURNING id`,
+  );
+  const fill = (rows: number) => [
+    `INSERT INTO companies (id, organization_id, name, email, tax_id, website, customer_code, updated_at)
+     SELECT gen_random_uuid(), $1, 'Co ' || i, 'c' || i || '@' || $2 || '.example', 'TAX-' || $2 || '-' || i,
+            'https://' || $2 || i || '.example', 'CUS-' || lpad(i::text, 5, '0'), now()
+     FROM generate_series(1, ${rows}) i`,
+    `INSERT INTO contacts (id, organization_id, company_id, first_name, last_name, email, updated_at)
+     SELECT gen_random_uuid(), $1, c.id, 'F', 'L' || c.name, 'p' || c.customer_code || '@' || $2 || '.example', now()
+     FROM companies c WHERE c.organization_id = $1`,
+  ];
+  for (const [w, { id }] of known.entries()) for (const sql of fill(500)) await app.pg.query(sql, [id, `known${w}`]);
+  await app.pg.query('ANALYZE companies, contacts');
+  const fresh = await app.db.organization.create({ data: { name: 'Fresh import', slug: 'fresh-import-plans' } });
+  for (const sql of fill(3000)) await app.pg.query(sql, [fresh.id, 'fresh']);
+  t.teardown(async () => {
+    // Counted first: the foreign keys' own lookups are planned by the same statistics.
+    await app.pg.query('ANALYZE companies, contacts');
+    await app.pg.query('DELETE FROM organizations WHERE id = ANY($1::uuid[])', [[fresh.id, ...known.map((k) => k.id)]]);
+  });
+  const keys = (format: (i: number) => string) => Array.from({ length: 1000 }, (_, i) => format(i * 7 + 1));
+  // A scan whose index condition is the workspace alone reads all of it; so does a sequential scan.
+  const wholeWorkspace = /^\(organization_id = ('[^']*'::uuid|\(InitPlan \d+\)\.col\d+|\$\d+)\)$/;
+  const scans = (node: Record<string, unknown>): string[] => [
+    ...(node['Node Type'] === 'Seq Scan' ? ['Seq Scan'] : []),
+    ...(typeof node['Index Cond'] === 'string' && wholeWorkspace.test(node['Index Cond'])
+      ? [`${node['Index Name']} by workspace alone`]
+      : []),
+    ...((node.Plans as Record<string, unknown>[] | undefined) ?? []).flatMap(scans),
+  ];
+  const reads = async (sql: string, params: unknown[]) =>
+    scans((await app.pg.query(`EXPLAIN (FORMAT JSON) ${sql}`, params)).rows[0]['QUERY PLAN'][0].Plan);
+  const lookups: Array<[string, string, unknown[]]> = [
+    ['email duplicates', duplicateProbeSql('email'), [fresh.id, keys((i) => `c${i}@fresh.example`)]],
+    ['tax id duplicates', duplicateProbeSql('tax_id'), [fresh.id, keys((i) => `tax-fresh-${i}`)]],
+    [
+      'company upsert keys',
+      matchSql(IMPORT_KIND_SPECS.companies),
+      [fresh.id, keys((i) => `https://fresh${i}.example`), keys((i) => `c${i}@fresh.example`)],
+    ],
+    [
+      'contact upsert keys',
+      matchSql(IMPORT_KIND_SPECS.contacts),
+      [fresh.id, keys((i) => `pcus-${String(i).padStart(5, '0')}@fresh.example`)],
+    ],
+    ['company references', COMPANY_REFS_SQL, [fresh.id, [...keys((i) => `Co ${i}`), ...keys((i) => `https://fresh${i}.example`)]]],
+    [
+      'company ids',
+      COMPANY_IDS_SQL,
+      [
+        fresh.id,
+        (await app.pg.query('SELECT array_agg(id) AS ids FROM companies WHERE organization_id = $1', [fresh.id])).rows[0].ids.slice(
+          0,
+          1000,
+        ),
+      ],
+    ],
+  ];
+  for (const [what, sql, params] of lookups) t.same(await reads(sql, params), [], `${what}: index probes`);
 });
 
 t.test('an import whose last attempt died with its process ends failed', async (t) => {
