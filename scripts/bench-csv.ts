@@ -104,6 +104,7 @@ async function startServer(databaseUrl: string, dataDir: string): Promise<{ proc
       // The list is hammered by wrk: the workspace's request budget (issue 31) would answer 429s, fast, instead.
       RATE_LIMIT_WORKSPACE_PER_MINUTE: '1000000000',
       ...(process.env.BENCH_CPU_PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_CPU_PROF}` } : {}),
+      ...(process.env.BENCH_SERVER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS } : {}),
     },
   });
   const origin = `http://127.0.0.1:${port}`;
