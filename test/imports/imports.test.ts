@@ -24,8 +24,11 @@ const upload = (ws: Workspace, user: SignedIn, fields: Record<string, string | B
     payload,
   });
 };
-const runJobs = (batchSize?: number) =>
-  runDueJobs(databaseUrl, importTasks({ db: app.db, pool: app.pg, ...(batchSize ? { batchSize } : {}) }));
+const runJobs = (batchSize?: number, analyzeAfterRows?: number) =>
+  runDueJobs(
+    databaseUrl,
+    importTasks({ db: app.db, pool: app.pg, ...(batchSize ? { batchSize } : {}), ...(analyzeAfterRows ? { analyzeAfterRows } : {}) }),
+  );
 const importOf = async (id: string) => json(await a.call(viewerA, 'GET', `imports/${id}/`));
 const companyCount = () => app.db.company.count({ where: { organizationId: a.id } });
 
@@ -403,6 +406,22 @@ t.test('a workspace the statistics do not know yet (its first import) is probed 
     ],
   ];
   for (const [what, sql, params] of lookups) t.same(await reads(sql, params), [], `${what}: index probes`);
+});
+
+t.test('a finished import that wrote enough rows counts its table again (ANALYZE); a small one leaves it to autovacuum', async (t) => {
+  const analyzed = async () =>
+    (await app.pg.query<{ at: Date | null }>(`SELECT last_analyze AS at FROM pg_stat_user_tables WHERE relname = 'companies'`)).rows[0]
+      ?.at ?? null;
+  const small = json(await upload(a, memberA, { kind: 'companies', file: 'name\nAnalysis One\n' }));
+  const before = await analyzed();
+  await runJobs();
+  t.match(await importOf(small.id), { status: 'succeeded', created: 1 });
+  t.same(await analyzed(), before, 'one row: not counted again');
+  const enough = json(await upload(a, memberA, { kind: 'companies', file: 'name\nAnalysis Two\nAnalysis Three\n' }));
+  await runJobs(undefined, 2);
+  t.match(await importOf(enough.id), { status: 'succeeded', created: 2 });
+  const after = await analyzed();
+  t.ok(after !== null && (before === null || after > before), 'two rows of a threshold of two: ANALYZE ran');
 });
 
 t.test('an import whose last attempt died with its process ends failed', async (t) => {

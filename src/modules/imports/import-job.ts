@@ -388,6 +388,30 @@ export interface ImportTaskDeps {
   pool: pg.Pool;
   /** Rows per batch; IMPORT_BATCH unless a test wants many batches from a few rows. */
   batchSize?: number;
+  /** Rows written from which a finished import ANALYZEs its table; ANALYZE_AFTER_ROWS unless a test wants it sooner. */
+  analyzeAfterRows?: number;
+}
+
+/**
+ * A finished import that wrote this many rows counts its table again (ANALYZE), instead of waiting for autovacuum,
+ * which does so only once a tenth of the table changed: until then the planner takes the workspace for as small as
+ * it was (a new one for empty), and the API's lists, searches and the deletion of its records are planned for that.
+ */
+export const ANALYZE_AFTER_ROWS = 10_000;
+
+/**
+ * ANALYZEs the import's table, giving up after a second's wait for its lock (autovacuum may be counting it already);
+ * best effort: a failure is logged, the import stays finished.
+ */
+async function countAgain(pool: pg.Pool, table: string, log: { warn(message: string): void }): Promise<void> {
+  try {
+    await inTransaction(pool, async (client) => {
+      await client.query("SET LOCAL lock_timeout = '1s'");
+      await client.query(`ANALYZE ${table}`);
+    });
+  } catch (error) {
+    log.warn(`ANALYZE ${table} after an import: ${(error as Error).message}`);
+  }
 }
 
 /**
@@ -420,7 +444,13 @@ export function importTasks(deps: ImportTaskDeps): TaskList {
         batchSize: deps.batchSize ?? IMPORT_BATCH,
       };
       try {
-        if (await runImport(deps.pool, db, job, row.delimiter)) await finishImport(db, owner.organizationId, id);
+        if (await runImport(deps.pool, db, job, row.delimiter)) {
+          await finishImport(db, owner.organizationId, id);
+          const done = await db.import.findFirst({ where: { id }, select: { created: true, updated: true } });
+          if (done && done.created + done.updated >= (deps.analyzeAfterRows ?? ANALYZE_AFTER_ROWS)) {
+            await countAgain(deps.pool, job.kind.table.table, helpers.logger);
+          }
+        }
       } catch (error) {
         if (mayRetry(JOBS.import, attempt)) throw error;
         helpers.logger.error(`import ${id} failed after ${attempt} attempts: ${(error as Error).message}`);
