@@ -81,10 +81,6 @@ function prepare(job: ImportJob, row: FileRow): PreparedRow {
 }
 
 /**
- * Companies by customer code (its unique index), website (its md5 index) or exact name, for each `company` value ($2)
- * of a batch.
- */
-/**
  * The workspace as the import's lookups name it: a value the planner does not see when it plans ($1 in an InitPlan),
  * so it counts the workspace as an average one. Named as $1, a workspace the statistics do not know yet (a new one
  * filled by its first import, until the next ANALYZE) counts as a single row, and every lookup of every batch read
@@ -93,6 +89,10 @@ function prepare(job: ImportJob, row: FileRow): PreparedRow {
  */
 const WORKSPACE = '(SELECT $1::uuid)';
 
+/**
+ * Companies by customer code (its unique index), website (its md5 index) or exact name, for each `company` value ($2)
+ * of a batch.
+ */
 export const COMPANY_REFS_SQL = `SELECT v.ref, array_agg(c.id) FILTER (WHERE c.customer_code = v.ref) AS code,
     array_agg(c.id) FILTER (WHERE c.website = v.ref) AS website, array_agg(c.id) FILTER (WHERE c.name = v.ref) AS name
   FROM unnest($2::text[]) AS v(ref) JOIN companies c
