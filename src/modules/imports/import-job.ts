@@ -445,8 +445,7 @@ export function importTasks(deps: ImportTaskDeps): TaskList {
       };
       try {
         if (await runImport(deps.pool, db, job, row.delimiter)) {
-          await finishImport(db, owner.organizationId, id);
-          const done = await db.import.findFirst({ where: { id }, select: { created: true, updated: true } });
+          const done = await finishImport(db, owner.organizationId, id);
           if (done && done.created + done.updated >= (deps.analyzeAfterRows ?? ANALYZE_AFTER_ROWS)) {
             await countAgain(deps.pool, job.kind.table.table, helpers.logger);
           }
