@@ -1,7 +1,7 @@
 // The personal data export (exact contents, no secrets) and account deletion (confirmation, password, ownership).
 import t from 'tap';
 import { buildTestApp, bearer, json } from '../helpers/app.js';
-import { createUser, setupInstallation, signIn, type SignedIn } from '../helpers/fixtures.js';
+import { createUser, deleteAccount, setupInstallation, signIn, type SignedIn } from '../helpers/fixtures.js';
 import { startMailbox } from '../helpers/mailbox.js';
 import { rejectsBadBodies } from '../auth/bad-input.js';
 
@@ -11,8 +11,6 @@ const { admin, organizationId } = await setupInstallation(app, mailbox);
 const carol = await createUser(app, { username: 'carol', membership: { organizationId, role: 'member' } });
 
 const exportOf = (user: SignedIn) => app.inject({ method: 'GET', url: '/api/v1/auth/me/export/', headers: user.headers });
-const deleteAccount = (user: SignedIn, payload: Record<string, unknown>) =>
-  app.inject({ method: 'POST', url: '/api/v1/auth/me/delete/', headers: user.headers, payload });
 
 t.test('the export holds account, profile and memberships, and nothing else', async (t) => {
   await app.db.profile.update({
@@ -74,12 +72,12 @@ t.test("the admin's export lists the workspace they own", async (t) => {
 
 t.test('deletion needs the literal confirmation and the password; bad bodies change nothing', async (t) => {
   for (const confirmation of ['delete', 'DELETE ', '']) {
-    const res = await deleteAccount(carol, { password: carol.password, confirmation });
+    const res = await deleteAccount(app, carol, { password: carol.password, confirmation });
     t.equal(res.statusCode, 400, JSON.stringify(confirmation));
     t.equal(json(res).code, 'validation_failed');
     t.ok(json(res).errors.confirmation);
   }
-  const wrong = await deleteAccount(carol, { password: 'not-carols-password', confirmation: 'DELETE' });
+  const wrong = await deleteAccount(app, carol, { password: 'not-carols-password', confirmation: 'DELETE' });
   t.equal(wrong.statusCode, 400);
   t.equal(json(wrong).code, 'wrong_password');
   t.ok(json(wrong).errors.password);
@@ -90,7 +88,7 @@ t.test('deletion needs the literal confirmation and the password; bad bodies cha
     { password: carol.password, confirmation: 'DELETE' },
     ['password', 'confirmation'],
   );
-  t.equal((await deleteAccount(carol, { password: carol.password })).statusCode, 400, 'confirmation required');
+  t.equal((await deleteAccount(app, carol, { password: carol.password })).statusCode, 400, 'confirmation required');
   t.equal((await app.inject({ method: 'POST', url: '/api/v1/auth/me/delete/', headers: carol.headers })).statusCode, 400, 'body required');
   t.equal(
     (await app.inject({ method: 'POST', url: '/api/v1/auth/me/delete/', payload: { password: carol.password, confirmation: 'DELETE' } }))
@@ -102,7 +100,7 @@ t.test('deletion needs the literal confirmation and the password; bad bodies cha
 });
 
 t.test('the owner of a workspace cannot delete the account until ownership moves', async (t) => {
-  const res = await deleteAccount(admin, { password: admin.password, confirmation: 'DELETE' });
+  const res = await deleteAccount(app, admin, { password: admin.password, confirmation: 'DELETE' });
   t.equal(res.statusCode, 409);
   t.equal(json(res).code, 'owner_of_workspace');
   t.match(json(res).detail, /Acme/);
@@ -114,12 +112,12 @@ t.test('the last installation administrator cannot delete the account', async (t
   // Ownership transfer is the members module's business: the scenery is set in the database.
   await app.db.membership.updateMany({ where: { organizationId, userId: admin.id }, data: { role: 'admin' } });
   await app.db.membership.create({ data: { organizationId, userId: dave.id, role: 'owner' } });
-  const res = await deleteAccount(admin, { password: admin.password, confirmation: 'DELETE' });
+  const res = await deleteAccount(app, admin, { password: admin.password, confirmation: 'DELETE' });
   t.equal(res.statusCode, 409);
   t.equal(json(res).code, 'last_installation_admin');
   await app.db.user.update({ where: { id: dave.id }, data: { isSuperuser: true } });
   t.equal(
-    (await deleteAccount(admin, { password: admin.password, confirmation: 'DELETE' })).statusCode,
+    (await deleteAccount(app, admin, { password: admin.password, confirmation: 'DELETE' })).statusCode,
     204,
     'with another admin it works',
   );
@@ -134,14 +132,14 @@ t.test('owning a personal or a cancelled workspace does not block deletion', asy
     data: { name: 'Erin', slug: 'erin-personal', isPersonal: true, personalUserId: erin.id },
   });
   await app.db.membership.create({ data: { organizationId: personal.id, userId: erin.id, role: 'owner' } });
-  t.equal((await deleteAccount(erin, { password: erin.password, confirmation: 'DELETE' })).statusCode, 204);
+  t.equal((await deleteAccount(app, erin, { password: erin.password, confirmation: 'DELETE' })).statusCode, 204);
   t.equal(await app.db.organization.count({ where: { id: personal.id } }), 0, 'the personal workspace is deleted with the account');
 });
 
 t.test('a plain member deletes the account: rows gone, every token dead', async (t) => {
   const second = await signIn(app, 'carol', carol.password);
   const members = await app.db.membership.count({ where: { organizationId } });
-  const res = await deleteAccount(carol, { password: carol.password, confirmation: 'DELETE' });
+  const res = await deleteAccount(app, carol, { password: carol.password, confirmation: 'DELETE' });
   t.equal(res.statusCode, 204);
   t.equal(res.body, '');
   t.equal(await app.db.user.count({ where: { id: carol.id } }), 0);

@@ -4,7 +4,7 @@
 import t, { type Test } from 'tap';
 import type { LightMyRequestResponse } from 'fastify';
 import { buildTestApp, json } from '../helpers/app.js';
-import { createUser, setupInstallation } from '../helpers/fixtures.js';
+import { createUser, deleteAccount, setupInstallation } from '../helpers/fixtures.js';
 
 const { app } = await buildTestApp(t);
 const { admin, organizationId } = await setupInstallation(app);
@@ -58,13 +58,7 @@ t.test('a deleted account clears its assignments as new versions, and the sync h
   const tags = { company: await etagOf(`companies/${company.id}/`), contact: await etagOf(`contacts/${contact.id}/`) };
   // A client that synced up to now: the cleared assignee is a change after this instant.
   const since = new Date(Math.max(Date.parse(company.updated_at), Date.parse(contact.updated_at))).toISOString();
-  const deleted = await app.inject({
-    method: 'POST',
-    url: '/api/v1/auth/me/delete/',
-    headers: dora.headers,
-    payload: { password: dora.password, confirmation: 'DELETE' },
-  });
-  t.equal(deleted.statusCode, 204);
+  t.equal((await deleteAccount(app, dora)).statusCode, 204);
   await newVersion(t, `companies/${company.id}/`, tags.company, 'assigned_to', { name: 'Stale' });
   await newVersion(t, `contacts/${contact.id}/`, tags.contact, 'assigned_to', { first_name: 'Stale' });
 

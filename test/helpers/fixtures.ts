@@ -73,3 +73,7 @@ export async function createUser(
   }
   return signIn(app, username, password);
 }
+
+/** Asks the API to delete the user's own account, with their password and the confirmation unless `payload` says otherwise. */
+export const deleteAccount = (app: App, user: SignedIn, payload: object = { password: user.password, confirmation: 'DELETE' }) =>
+  app.inject({ method: 'POST', url: '/api/v1/auth/me/delete/', headers: user.headers, payload });

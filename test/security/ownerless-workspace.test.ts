@@ -1,7 +1,7 @@
 // Deleting an account while an ownership transfer to it commits never leaves an active workspace without an owner.
 import t from 'tap';
 import { buildTestApp, json } from '../helpers/app.js';
-import { createUser, setupInstallation } from '../helpers/fixtures.js';
+import { createUser, deleteAccount, setupInstallation } from '../helpers/fixtures.js';
 import { holdLocks, track } from '../helpers/locks.js';
 import { linkIn, startMailbox, tokenOf } from '../helpers/mailbox.js';
 
@@ -15,14 +15,7 @@ t.test('an ownership transfer accepted while the new owner deletes the account',
   // A key-share lock on the heir's row stops the deletion after its ownership check, as a slow transaction would.
   const holder = await holdLocks(t, databaseUrl);
   await holder.query('SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE', [heir.id]);
-  const deletion = track(
-    app.inject({
-      method: 'POST',
-      url: '/api/v1/auth/me/delete/',
-      headers: heir.headers,
-      payload: { password: heir.password, confirmation: 'DELETE' },
-    }),
-  );
+  const deletion = track(deleteAccount(app, heir));
   await holder.waitForLockWaiters(1);
   const transfer = track(
     app.inject({
@@ -57,14 +50,7 @@ t.test('an owner handoff accepted while the new owner deletes the account', asyn
   const token = tokenOf(linkIn(await mailbox.waitForTo(heir.email), '/invite/'));
   const holder = await holdLocks(t, databaseUrl);
   await holder.query('SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE', [heir.id]);
-  const deletion = track(
-    app.inject({
-      method: 'POST',
-      url: '/api/v1/auth/me/delete/',
-      headers: heir.headers,
-      payload: { password: heir.password, confirmation: 'DELETE' },
-    }),
-  );
+  const deletion = track(deleteAccount(app, heir));
   await holder.waitForLockWaiters(1);
   const accept = track(app.inject({ method: 'POST', url: `/api/v1/invitations/${token}/accept/`, headers: heir.headers, payload: {} }));
   await holder.waitForLockWaiters(2, accept.settled);
@@ -95,12 +81,7 @@ t.test('a handoff accepted by an account deleted while the acceptance waits answ
   await holder.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [initechId]);
   const accept = track(app.inject({ method: 'POST', url: `/api/v1/invitations/${token}/accept/`, headers: heir.headers, payload: {} }));
   await holder.waitForLockWaiters(1, accept.settled);
-  const deleted = await app.inject({
-    method: 'POST',
-    url: '/api/v1/auth/me/delete/',
-    headers: heir.headers,
-    payload: { password: heir.password, confirmation: 'DELETE' },
-  });
+  const deleted = await deleteAccount(app, heir);
   t.equal(deleted.statusCode, 204);
   await holder.release();
   t.equal((await accept.promise).statusCode, 401, 'the acceptance of a deleted account is refused');
