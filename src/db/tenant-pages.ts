@@ -230,8 +230,12 @@ function listQuery<Filter extends string>(
   return filtered ? config : { ...config, name: shapeName(spec, 'page', filter, filter.after !== undefined) };
 }
 
-/** The test of a search: the row's folded text holds the term folded by the same `lower()`, every character literal. */
-const matches = (term: string) => `strpos(search_text, lower(${term})) > 0`;
+/**
+ * The test of a search: the row's folded text holds the term folded by the same `lower()`, every character literal.
+ * The term is folded once, in a subquery: the scans are prepared statements, and in their generic plan a bare
+ * `lower($n)` ran again for each row (5 of a far part's 23 ms).
+ */
+const matches = (term: string) => `strpos(search_text, (SELECT lower(${term}))) > 0`;
 
 /**
  * The ordered part of a search: the first `rows` rows in list order after `after`, of which it returns the matches up
@@ -249,9 +253,15 @@ function scanQuery<Filter extends string>(
 ): pg.QueryConfig {
   const { values, where, parameter } = conditionsOf(organizationId, spec, filter, after);
   const term = parameter(filter.search, 'text');
-  const window = `(SELECT * FROM ${spec.table} WHERE ${where.join(' AND ')} ${orderBy(spec, filter.order, spec.table)} LIMIT ${parameter(rows, 'int')})`;
+  // The window carries only what the scan needs (the sort columns with id, and search_text): deforming every column
+  // of its tens of thousands of rows cost a far part a sixth of its time. The read list is then read for the hits.
+  const carried = [...sortOf(spec, filter.order).columns, 'search_text'].join(', ');
+  const window = `(SELECT ${carried} FROM ${spec.table} WHERE ${where.join(' AND ')} ${orderBy(spec, filter.order, spec.table)} LIMIT ${parameter(rows, 'int')})`;
   const limit = parameter(wanted, 'int');
-  const hits = `SELECT ${spec.readList}, true AS scan_hit FROM ${window} AS ${spec.table} WHERE ${matches(term)} ${orderBy(spec, filter.order, spec.table)} LIMIT ${limit}`;
+  const hitIds = `SELECT scan_window.id AS hit_id FROM ${window} AS scan_window WHERE ${matches(term)} ${orderBy(spec, filter.order, 'scan_window')} LIMIT ${limit}`;
+  const hits =
+    `SELECT ${spec.readList}, true AS scan_hit FROM (${hitIds}) AS scan_hits ` +
+    `JOIN ${spec.table} ON ${spec.table}.organization_id = $1 AND ${spec.table}.id = scan_hits.hit_id ${orderBy(spec, filter.order, spec.table)}`;
   // The last row is found by id, then read once: the rows its OFFSET skips are never projected (their read list's
   // subqueries, such as an assignee's name, would run for each of them: 65,536 times for a far ordered part).
   const last = `SELECT scan_end.id FROM ${spec.table} AS scan_end WHERE ${where.join(' AND ')} ${orderBy(spec, filter.order, 'scan_end')} OFFSET ${parameter(rows - 1, 'int')} LIMIT 1`;
