@@ -2,6 +2,7 @@
 // field of the kind (or mapped to one); and the rows of a file as a stream, with their line numbers, for the job.
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { parse } from 'csv-parse';
 import { Type, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
@@ -133,6 +134,29 @@ export interface FileRow {
   cells: string[];
 }
 
+/** The most characters the parser is given at once (about 250 rows of a typical file). */
+export const PARSE_SLICE = 16 * 1024;
+
+/**
+ * The texts in slices of at most PARSE_SLICE characters, each after a turn of the event loop. csv-parse parses a
+ * chunk in one go: given a stored piece of the file (1 MiB, some 15,000 rows) it held the process's event loop for
+ * tens of milliseconds, and every API request of the process waited meanwhile (a list's p99 went from 8.5 to 22–44 ms
+ * during an import, where the import's SQL alone left it at 9–11 ms). A slice never ends between the two halves of a
+ * surrogate pair: csv-parse encodes each chunk to UTF-8 on its own.
+ */
+export async function* sliced(texts: AsyncIterable<string>): AsyncGenerator<string> {
+  for await (const text of texts) {
+    for (let start = 0; start < text.length; ) {
+      let end = Math.min(start + PARSE_SLICE, text.length);
+      const last = text.charCodeAt(end - 1);
+      if (end < text.length && last >= 0xd800 && last <= 0xdbff) end += 1;
+      await nextTurn();
+      yield text.slice(start, end);
+      start = end;
+    }
+  }
+}
+
 /**
  * Every record of the text, parsed as it streams in (back-pressure: a piece is read when the parser wants more),
  * with the line it starts on; a malformed CSV (e.g. an unclosed quote) is a 400.
@@ -140,7 +164,7 @@ export interface FileRow {
 export async function* parseImportFile(texts: AsyncIterable<string>, delimiter: string): AsyncGenerator<FileRow> {
   const parser = parse({ delimiter, relax_column_count: true, skip_empty_lines: true, info: true });
   // A failing source (bad UTF-8) destroys the parser with its error, which the loop below then throws.
-  pipeline(Readable.from(texts), parser).catch(() => {});
+  pipeline(Readable.from(sliced(texts)), parser).catch(() => {});
   try {
     for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
       yield { line: info.lines, cells: record };
