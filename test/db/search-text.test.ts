@@ -1,6 +1,6 @@
 // The search_text each table's trigger keeps is the record's searchable fields as text, NULLs skipped, joined by
-// U+001F and folded by PostgreSQL's lower(): checked against that formula over the row's own columns, after API
-// creates, partial updates, clearing a field and an import, and through the search those values serve.
+// U+001F and folded by PostgreSQL's lower(): checked against that formula over the row's own columns after API creates,
+// partial updates and a cleared field, and through the search those values serve.
 import t from 'tap';
 import pg from 'pg';
 import { buildTestApp, json } from '../helpers/app.js';
