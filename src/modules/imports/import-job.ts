@@ -4,6 +4,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { TaskList } from 'graphile-worker';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type pg from 'pg';
 import type { Db } from '../../db/client.js';
 import { scopeToOrganization, type TenantDb } from '../../db/tenant-scope.js';
@@ -25,6 +26,12 @@ import { finishImport, storedFile } from './service.js';
 
 /** Rows per batch (one transaction): large enough for few round trips, small enough to keep locks short. */
 export const IMPORT_BATCH = 1000;
+/**
+ * Rows a batch reads or validates between two turns of the event loop: the job runs in the API's processes, and
+ * its JavaScript for a whole batch at once (reading 1,000 rows, then validating them) would hold their requests for
+ * milliseconds each time.
+ */
+const ROWS_PER_TURN = 200;
 
 /** Validates rows as the API validates create bodies (same formats, same field messages). */
 const ajv = addFormats.default(new Ajv({ allErrors: true, strict: false, coerceTypes: false, schemas: [...IMPORT_BODY_REFERENCES] }));
@@ -256,7 +263,8 @@ async function writeBatch(sql: Queryable, job: ImportJob, batch: PreparedRow[]) 
   const { kind } = job;
   if (kind === IMPORT_KIND_SPECS.contacts) await resolveCompanies(sql, job.organizationId, batch);
   const validate = validatorOf(kind);
-  for (const row of batch) {
+  for (const [index, row] of batch.entries()) {
+    if (index % ROWS_PER_TURN === ROWS_PER_TURN - 1) await nextTurn();
     if (row.error) continue;
     const body = { ...kind.defaults, ...row.body };
     if (!validate(body)) row.error = errorText(fieldErrors((validate.errors ?? []) as AjvIssue[], 'row'));
@@ -336,6 +344,7 @@ async function runImport(pool: pg.Pool, db: TenantDb, job: ImportJob, delimiter:
     for (;;) {
       for (let row = pending.length < job.batchSize ? await next() : undefined; row; ) {
         pending.push(row);
+        if (pending.length % ROWS_PER_TURN === 0) await nextTurn();
         row = pending.length < job.batchSize ? await next() : undefined;
       }
       const done = await inTransaction(pool, async (client) => {
