@@ -291,6 +291,7 @@ function indexedQuery<Filter extends string>(
   filter: PageFilter<Filter>,
   after: ListPosition | undefined,
   wanted: number,
+  probe: string,
 ): { estimate: pg.QueryConfig; page: pg.QueryConfig } {
   const { values, where, parameter } = conditionsOf(organizationId, spec, filter, after);
   // The organization as a filter of the candidates, not a second bitmap: AND-ed with the organization's index (a
@@ -298,7 +299,10 @@ function indexedQuery<Filter extends string>(
   where[0] = '(organization_id = $1) IS TRUE';
   const search = filter.search ?? '';
   const term = parameter(search, 'text');
-  const source = `(SELECT * FROM ${spec.table} WHERE ${[...where, candidatesOf(search, term), matches(term)].join(' AND ')})`;
+  // The index is asked for the probe (the term itself, or its rare part: see `probeOf`), every match then tested
+  // for the whole term: a row holding the term holds any part of it.
+  const candidates = probe === search ? candidatesOf(search, term) : candidatesOf(probe, parameter(probe, 'text'));
+  const source = `(SELECT * FROM ${spec.table} WHERE ${[...where, candidates, matches(term)].join(' AND ')})`;
   return {
     // The planner's count of the candidates the GIN index yields in all workspaces (from the statistics of the
     // column, or of the crm_short_grams expression, whose most common elements PostgreSQL keeps). Asked with all the
@@ -343,6 +347,68 @@ export const SEARCH_SCAN_ROWS = 2_000;
  * many candidates as the term has matches in all older rows.
  */
 const SEARCH_MORE_ROWS = 16_000;
+/**
+ * The share of search_text's statistics sample above which a trigram is common: its posting list in the trigram index
+ * is long (on a million rows, 20,000 entries and more) and it rules out few rows.
+ */
+const COMMON_GRAM_SHARE = 0.02;
+/** How long a process keeps a table's statistics sample of search_text (it changes with each ANALYZE). */
+const SAMPLE_TTL_MS = 10 * 60_000;
+const samples = new Map<string, { values: readonly string[]; at: number }>();
+
+/**
+ * The values PostgreSQL's statistics keep of `table`.search_text (its most common values and histogram bounds,
+ * lower-cased like the column): a sample of the rows, read once per SAMPLE_TTL_MS.
+ */
+async function sampleOf(pool: pg.Pool, table: string): Promise<readonly string[]> {
+  const known = samples.get(table);
+  if (known && Date.now() - known.at < SAMPLE_TTL_MS) return known.values;
+  const { rows } = await pool.query<{ mcv: string[] | null; histogram: string[] | null }>(
+    `SELECT most_common_vals::text::text[] AS mcv, histogram_bounds::text::text[] AS histogram FROM pg_stats
+     WHERE schemaname = current_schema() AND tablename = $1 AND attname = 'search_text'`,
+    [table],
+  );
+  const values = [...(rows[0]?.mcv ?? []), ...(rows[0]?.histogram ?? [])];
+  samples.set(table, { values, at: Date.now() });
+  return values;
+}
+
+/**
+ * What the trigram index is asked for a term: the longest part of it whose trigrams are all rare in the statistics
+ * sample, or the term itself. pg_trgm answers a `LIKE '%…%'` by reading the posting list of every trigram of the
+ * pattern, and a trigram in every row (`per` of `person4242` among a million contacts named so) costs a page of its
+ * list for each candidate: 1,227 pages and 43 ms for 121 candidates on the bench data, where the rare part alone
+ * (`on4242`) reads short lists. The part needs two rare trigrams or more. Only trigrams within runs of letters and
+ * digits count (pg_trgm's words); a term whose folding changes its length in JavaScript is asked whole (positions
+ * would not match PostgreSQL's `lower()`). The choice changes what the index is asked, never the answer.
+ */
+export function probeOf(term: string, sample: readonly string[]): string {
+  const chars = [...term];
+  const folded = [...term.toLowerCase()];
+  if (folded.length !== chars.length || sample.length === 0) return term;
+  const word = /[\p{L}\p{N}]/u;
+  const common = (start: number) => {
+    const gram = folded.slice(start, start + 3).join('');
+    return sample.filter((value) => value.includes(gram)).length >= COMMON_GRAM_SHARE * sample.length;
+  };
+  // Runs of consecutive rare trigrams (each within a word): the longest one's characters are the probe.
+  let best: [number, number] | undefined;
+  let runStart = -1;
+  for (let start = 0; start + 3 <= folded.length; start++) {
+    const rare = folded.slice(start, start + 3).every((c) => word.test(c)) && !common(start);
+    if (rare && runStart < 0) runStart = start;
+    if (!rare || start + 3 === folded.length) {
+      const runEnd = rare ? start : start - 1;
+      if (runStart >= 0 && (!best || runEnd - runStart > best[1] - best[0])) best = [runStart, runEnd];
+      if (!rare) runStart = -1;
+    }
+  }
+  // A single rare trigram may still be in thousands of rows: the whole term's lists, intersected, are then cheaper.
+  if (!best || best[1] === best[0]) return term;
+  const probe = chars.slice(best[0], best[1] + 3).join('');
+  return probe.length === chars.length ? term : probe;
+}
+
 /**
  * The candidates (by the planner's estimate) above which a far ordered part goes first. Measured on the bench's
  * 1.95 million companies, warm: the GIN path cost 2.1 ms for a term with 950 candidates, 4.1 ms for 1,950 and 125 ms
@@ -403,7 +469,9 @@ async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
   // enough; else (no match at all, or sparse ones) the index.
   const expected = found.length > 0 ? ((wanted - found.length) * SEARCH_SCAN_ROWS) / found.length : Number.POSITIVE_INFINITY;
   if (expected * 2 <= SEARCH_MORE_ROWS && (await ordered(Math.ceil(expected * 2)))) return found;
-  const { estimate, page } = indexedQuery(organizationId, spec, filter, after, wanted - found.length);
+  const search = filter.search ?? '';
+  const probe = TRIGRAM_TERM.test(search) ? probeOf(search, await sampleOf(pool, spec.table)) : search;
+  const { estimate, page } = indexedQuery(organizationId, spec, filter, after, wanted - found.length, probe);
   // A term whose candidates are many (common in older rows, or made of common grams such as phone digits): an ordered
   // part, far, costs less than visiting them all; it is complete when it fills the page or reaches the end.
   // A phone-like term (digits and separators only) is made of grams most rows share: see PHONE_LIKE.
