@@ -387,25 +387,21 @@ export function probeOf(term: string, sample: readonly string[]): string {
   const folded = [...term.toLowerCase()];
   if (folded.length !== chars.length || sample.length === 0) return term;
   const word = /[\p{L}\p{N}]/u;
-  const common = (start: number) => {
-    const gram = folded.slice(start, start + 3).join('');
-    return sample.filter((value) => value.includes(gram)).length >= COMMON_GRAM_SHARE * sample.length;
+  const rare = (start: number) => {
+    const gram = folded.slice(start, start + 3);
+    if (!gram.every((c) => word.test(c))) return false;
+    const text = gram.join('');
+    return sample.filter((value) => value.includes(text)).length < COMMON_GRAM_SHARE * sample.length;
   };
-  // Runs of consecutive rare trigrams (each within a word): the longest one's characters are the probe.
-  let best: [number, number] | undefined;
-  let runStart = -1;
-  for (let start = 0; start + 3 <= folded.length; start++) {
-    const rare = folded.slice(start, start + 3).every((c) => word.test(c)) && !common(start);
-    if (rare && runStart < 0) runStart = start;
-    if (!rare || start + 3 === folded.length) {
-      const runEnd = rare ? start : start - 1;
-      if (runStart >= 0 && (!best || runEnd - runStart > best[1] - best[0])) best = [runStart, runEnd];
-      if (!rare) runStart = -1;
-    }
+  // The longest run of consecutive rare trigrams (each within a word): its characters are the probe.
+  let best = { start: 0, grams: 0 };
+  for (let start = 0, run = 0; start + 3 <= folded.length; start++) {
+    run = rare(start) ? run + 1 : 0;
+    if (run > best.grams) best = { start: start - run + 1, grams: run };
   }
   // A single rare trigram may still be in thousands of rows: the whole term's lists, intersected, are then cheaper.
-  if (!best || best[1] === best[0]) return term;
-  const probe = chars.slice(best[0], best[1] + 3).join('');
+  if (best.grams < 2) return term;
+  const probe = chars.slice(best.start, best.start + best.grams + 2).join('');
   return probe.length === chars.length ? term : probe;
 }
 
@@ -476,7 +472,7 @@ async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
   // part, far, costs less than visiting them all; it is complete when it fills the page or reaches the end.
   // A phone-like term (digits and separators only) is made of grams most rows share: see PHONE_LIKE.
   // The estimate needs no transaction of its own: the plan settings change how rows are found, not how many.
-  const [plan] = PHONE_LIKE.test(filter.search ?? '')
+  const [plan] = PHONE_LIKE.test(search)
     ? []
     : (await searchScans.run(() => pool.query<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(estimate))).rows;
   const candidates = plan?.['QUERY PLAN'][0]?.Plan['Plan Rows'] ?? Number.POSITIVE_INFINITY;
