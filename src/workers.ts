@@ -7,6 +7,7 @@ import { passwordResetTasks } from './modules/account/password-service.js';
 import { outboxTasks } from './modules/email/outbox.js';
 import { automationTasks } from './modules/automations/run-queue.js';
 import { importTasks } from './modules/imports/import-job.js';
+import { threadConnection } from './modules/imports/import-thread.js';
 
 /**
  * Keeps three runners going while the app is up: emails (password-reset requests become emails, outbox rows are sent)
@@ -43,5 +44,10 @@ export function startJobWorkers(app: FastifyInstance): void {
     }),
   });
   // Imports on a runner of their own, one at a time per process: a long file never holds emails or automations back.
-  keepJobRunner(app, { label: 'import', liveness, concurrency: 1, taskList: importTasks({ db, pool: app.pg }) });
+  keepJobRunner(app, {
+    label: 'import',
+    liveness,
+    concurrency: 1,
+    taskList: importTasks({ db, pool: app.pg, connection: threadConnection(config) }),
+  });
 }

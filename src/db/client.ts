@@ -39,15 +39,10 @@ export interface OpenDatabaseOptions {
 }
 
 /**
- * Opens the pool of `poolSize` connections and the Prisma client over it; `onIdleError` hears about idle connections
- * that fail (the pool replaces them).
+ * A pool of `poolSize` connections; `onIdleError` hears about idle connections that fail (the pool replaces them).
+ * The import thread opens its own with this.
  */
-export function openDatabase(
-  url: string,
-  poolSize: number,
-  onIdleError: (error: Error) => void,
-  options: OpenDatabaseOptions = {},
-): Database {
+export function openPool(url: string, poolSize: number, onIdleError: (error: Error) => void, options: OpenDatabaseOptions = {}): pg.Pool {
   // A connection attempt that hangs (an unreachable host) fails after five seconds instead of holding the request.
   const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   if (options.pooler) pool.on('connect', sendUnnamed);
@@ -56,6 +51,17 @@ export function openDatabase(
   pool.on('error', (error) => {
     if (!pool.ending) onIdleError(error);
   });
+  return pool;
+}
+
+/** Opens the pool (see openPool) and the Prisma client over it. */
+export function openDatabase(
+  url: string,
+  poolSize: number,
+  onIdleError: (error: Error) => void,
+  options: OpenDatabaseOptions = {},
+): Database {
+  const pool = openPool(url, poolSize, onIdleError, options);
   const db = new PrismaClient({ adapter: new PrismaPg(pool) });
   return {
     db,

@@ -2,6 +2,7 @@
 import t from 'tap';
 import { runDueJobs } from '../../src/jobs/queue.js';
 import { importTasks } from '../../src/modules/imports/import-job.js';
+import { threadConnection } from '../../src/modules/imports/import-thread.js';
 import { bearer, buildTestApp, json, problemBody } from '../helpers/app.js';
 import { createUser, setupInstallation } from '../helpers/fixtures.js';
 import { multipartForm } from '../helpers/multipart.js';
@@ -30,7 +31,7 @@ t.test('a MANAGE_CRM key imports; the import names the key as its creator, never
   t.equal(res.statusCode, 202, res.body);
   const queued = json(res);
   t.match(queued, { status: 'queued', total_rows: 1, created_by: null, created_by_api_key_id: writer.id });
-  await runDueJobs(databaseUrl, importTasks({ db: app.db, pool: app.pg }));
+  await runDueJobs(databaseUrl, importTasks({ db: app.db, pool: app.pg, connection: threadConnection(app.config) }));
   const done = await app.inject({ method: 'GET', url: crm(`imports/${queued.id}/`), headers: bearer(reader.key) });
   t.equal(done.statusCode, 200);
   t.match(json(done), { status: 'succeeded', created: 1, created_by_api_key_id: writer.id });

@@ -2,10 +2,13 @@
 // company matching, cancel, resume after a batch that failed once, tenancy, and the export → import round trip.
 import { readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { JOBS, runDueJobs } from '../../src/jobs/queue.js';
 import { IMPORT_KIND_SPECS } from '../../src/modules/imports/import-file.js';
-import { COMPANY_IDS_SQL, COMPANY_REFS_SQL, duplicateProbeSql, importTasks, matchSql } from '../../src/modules/imports/import-job.js';
+import { COMPANY_IDS_SQL, COMPANY_REFS_SQL, duplicateProbeSql, matchSql } from '../../src/modules/imports/import-batches.js';
+import { importTasks } from '../../src/modules/imports/import-job.js';
+import { threadConnection } from '../../src/modules/imports/import-thread.js';
 import { buildTestApp, json } from '../helpers/app.js';
 import { makeDue } from '../helpers/jobs.js';
 import { multipartForm } from '../helpers/multipart.js';
@@ -27,7 +30,13 @@ const upload = (ws: Workspace, user: SignedIn, fields: Record<string, string | B
 const runJobs = (batchSize?: number, analyzeAfterRows?: number) =>
   runDueJobs(
     databaseUrl,
-    importTasks({ db: app.db, pool: app.pg, ...(batchSize ? { batchSize } : {}), ...(analyzeAfterRows ? { analyzeAfterRows } : {}) }),
+    importTasks({
+      db: app.db,
+      pool: app.pg,
+      connection: threadConnection(app.config),
+      ...(batchSize ? { batchSize } : {}),
+      ...(analyzeAfterRows ? { analyzeAfterRows } : {}),
+    }),
   );
 const importOf = async (id: string) => json(await a.call(viewerA, 'GET', `imports/${id}/`));
 const companyCount = () => app.db.company.count({ where: { organizationId: a.id } });
@@ -252,6 +261,31 @@ t.test('a batch that fails once is retried from the last committed batch, never 
   await runJobs(2);
   t.match(await importOf(queued.id), { status: 'succeeded', processed_rows: 5, created: 5, failed_rows: 0 });
   t.equal(await companyCount(), before + 5, 'each row exactly once');
+});
+
+t.test("an import's batches run on a thread of their own: they go on while the API's event loop is held", async (t) => {
+  const rows = 5000;
+  const before = await companyCount();
+  const file = ['name', ...Array.from({ length: rows }, (_, i) => `Threaded ${i + 1}`)].join('\n');
+  const queued = json(await upload(a, memberA, { kind: 'companies', file }));
+  const progress = async () =>
+    (await app.pg.query<{ n: number }>('SELECT processed_rows AS n FROM imports WHERE id = $1', [queued.id])).rows[0]?.n ?? 0;
+  const running = runJobs(10);
+  let started = 0;
+  while (started === 0) {
+    await sleep(2);
+    started = await progress();
+  }
+  // Held: no callback of this thread (timer, I/O, promise) runs meanwhile. On this thread the job could finish at
+  // most the batch in flight (10 rows); on its own thread it goes on.
+  const until = Date.now() + 1500;
+  while (Date.now() < until);
+  const held = (await progress()) - started;
+  await running;
+  t.ok(held > 50, `${held} rows were committed while the event loop was held`);
+  t.match(await importOf(queued.id), { status: 'succeeded', processed_rows: rows, created: rows });
+  t.equal(await companyCount(), before + rows);
+  await app.pg.query(`DELETE FROM companies WHERE organization_id = $1 AND name LIKE 'Threaded %'`, [a.id]);
 });
 
 t.test('a file of several stored pieces resumes mid-stream after a failed batch, each row once; no spooled upload stays', async (t) => {

@@ -18,8 +18,8 @@ import {
   parseImportFile,
   withDelimiter,
   type ColumnFields,
-  type FileRow,
 } from './import-file.js';
+import { countRows } from './import-thread.js';
 import type { ImportDto, ImportStatus } from './schemas.js';
 import type { Actor } from '../../lib/current-user.js';
 import { recordAudit, type AuditContext } from '../audit/audit-log.js';
@@ -111,14 +111,10 @@ export const importService = {
   async create(db: TenantDb, organizationId: string, request: ImportRequest): Promise<ImportDto> {
     const kind = IMPORT_KIND_SPECS[request.kind];
     const { delimiter, texts } = await withDelimiter(decodeImportFile(request.open()));
-    let header: FileRow | undefined;
-    let totalRows = 0;
-    for await (const row of parseImportFile(texts, delimiter)) {
-      if (header) totalRows++;
-      else header = row;
-    }
-    if (!header || header.cells.every((cell) => cell.trim() === '')) throw invalidFile('The file has no header row.');
-    const fields = columnFields(kind, header.cells, request.mapping);
+    // Parsed on the import thread: a file of 100,000 rows is a second of the parser's work.
+    const { header, rows: totalRows } = await countRows(texts, delimiter);
+    if (!header || header.every((cell) => cell.trim() === '')) throw invalidFile('The file has no header row.');
+    const fields = columnFields(kind, header, request.mapping);
     const row = await db.$transaction(
       async (tx) => {
         const created = await tx.import.create({

@@ -1,0 +1,129 @@
+// The API's side of the import thread: one worker thread per process, started on first use, that checks uploaded
+// files and runs import jobs; the event loop answering requests only passes it text and waits.
+import { Worker } from 'node:worker_threads';
+import type { ImportJob } from './import-batches.js';
+import { invalidFile } from './import-file.js';
+
+/** Where the thread connects: the app's database URL, and whether it is a transaction-mode pooler. */
+export interface ThreadConnection {
+  url: string;
+  pooler: boolean;
+}
+
+/** The app's connection as the thread makes it (a direct URL beside DATABASE_URL means DATABASE_URL is a pooler). */
+export function threadConnection(config: { databaseUrl?: string | undefined; databaseDirectUrl?: string | undefined }): ThreadConnection {
+  if (!config.databaseUrl) throw new Error('databaseUrl is not set');
+  return { url: config.databaseUrl, pooler: config.databaseDirectUrl !== undefined };
+}
+
+export type ThreadRequest =
+  | { id: number; type: 'count'; delimiter: string }
+  | { id: number; type: 'text'; text: string }
+  | { id: number; type: 'end' }
+  | { id: number; type: 'run'; connection: ThreadConnection; job: ImportJob };
+
+export type ThreadReply =
+  | { id: number; type: 'more' }
+  | { id: number; type: 'result'; value: unknown }
+  | { id: number; type: 'error'; message: string; invalidFile?: string };
+
+interface Pending {
+  settle: (reply: ThreadReply) => void;
+  fail: (error: Error) => void;
+}
+
+/**
+ * The thread and its tasks under way. It holds the process open only while a task is under way, and a thread that
+ * died fails its tasks and is replaced on the next use.
+ */
+class ImportThread {
+  #worker: Worker | undefined;
+  #pending = new Map<number, Pending>();
+  #next = 1;
+
+  #start(): Worker {
+    if (this.#worker) return this.#worker;
+    // Built code runs `.js`; under tsx (tests, `npm run dev`) this module is `.ts`, and so is its entry.
+    const entry = new URL(`./import-thread-entry${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+    const worker = new Worker(entry);
+    const gone = (error: Error) => {
+      if (this.#worker !== worker) return;
+      this.#worker = undefined;
+      const pending = [...this.#pending.values()];
+      this.#pending.clear();
+      for (const task of pending) task.fail(error);
+    };
+    worker.on('message', (reply: ThreadReply) => this.#pending.get(reply.id)?.settle(reply));
+    worker.on('error', gone);
+    worker.on('exit', (code) => gone(new Error(`the import thread exited (${code})`)));
+    worker.unref();
+    this.#worker = worker;
+    return worker;
+  }
+
+  /**
+   * Sends `request` and hands each reply to `onReply` until it resolves: with the result's value, or a failure (the
+   * thread's error; a file the parser refused is the same 400 as anywhere).
+   */
+  task<T>(make: (id: number) => ThreadRequest, onMore?: (worker: Worker, id: number) => void): Promise<T> {
+    const worker = this.#start();
+    const id = this.#next++;
+    if (this.#pending.size === 0) worker.ref();
+    return new Promise<T>((resolve, reject) => {
+      const done = () => {
+        this.#pending.delete(id);
+        if (this.#pending.size === 0) worker.unref();
+      };
+      this.#pending.set(id, {
+        settle: (reply) => {
+          if (reply.type === 'more') return onMore?.(worker, id);
+          done();
+          if (reply.type === 'result') resolve(reply.value as T);
+          else reject(reply.invalidFile !== undefined ? invalidFile(reply.invalidFile) : new Error(reply.message));
+        },
+        fail: (error) => {
+          done();
+          reject(error);
+        },
+      });
+      worker.postMessage(make(id));
+    });
+  }
+}
+
+const thread = new ImportThread();
+
+/**
+ * The header and the number of rows after it of the text, parsed on the import thread one piece at a time (the
+ * thread asks for the next when it wants it, so the text is never held whole).
+ */
+export async function countRows(texts: AsyncIterable<string>, delimiter: string): Promise<{ header: string[] | null; rows: number }> {
+  const source = texts[Symbol.asyncIterator]();
+  let failure: unknown;
+  const counted = thread.task<{ header: string[] | null; rows: number }>(
+    (id) => ({ id, type: 'count', delimiter }),
+    (worker, id) => {
+      source.next().then(
+        (next) => worker.postMessage(next.done ? { id, type: 'end' } : { id, type: 'text', text: next.value }),
+        (error: unknown) => {
+          // The source failed (not UTF-8): the thread is told the text ended, and the source's error is the answer.
+          failure = error;
+          worker.postMessage({ id, type: 'end' });
+        },
+      );
+    },
+  );
+  try {
+    const result = await counted;
+    if (failure !== undefined) throw failure;
+    return result;
+  } catch (error) {
+    throw failure ?? error;
+  } finally {
+    await source.return?.();
+  }
+}
+
+/** Runs the import's batches on the thread: true when every row was taken, false when it was cancelled meanwhile. */
+export const runImportInThread = (connection: ThreadConnection, job: ImportJob): Promise<boolean> =>
+  thread.task<boolean>((id) => ({ id, type: 'run', connection, job }));
