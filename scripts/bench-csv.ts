@@ -15,7 +15,7 @@ import { applyMigrations } from '../src/db/migrate.js';
 import { hashPassword } from '../src/lib/passwords.js';
 import { projectRoot } from '../src/lib/project-root.js';
 import { freePort } from '../test/helpers/net.js';
-import { wrk, type WrkResult } from './wrk.js';
+import { percentileOf, wrk, type WrkResult } from './wrk.js';
 
 const EXPORT_ROWS = Number(process.env.BENCH_EXPORT_ROWS ?? 1_000_000);
 const IMPORT_ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 100_000);
@@ -210,8 +210,11 @@ async function benchImport(origin: string, headers: Record<string, string>, targ
     seconds,
     accepted,
     status,
-    idleP99: idle.p99_us / 1000,
-    busyP99: p99s.at(-1) ?? 0,
+    idleP99: percentileOf([idle], 99),
+    // Every list answered from the upload to the end of the import, as one distribution (the issue's "meanwhile").
+    busyP99: percentileOf(windows, 99),
+    busyRequests: windows.reduce((sum, window) => sum + window.requests, 0),
+    worstWindowP99: p99s.at(-1) ?? 0,
     medianP99: p99s[Math.floor(p99s.length / 2)] ?? 0,
     windows: windows.length,
     // In order, so a reader sees whether the worst is the upload's window, the job's start or its end.
@@ -256,7 +259,8 @@ try {
       `| export ${exported.rows.toLocaleString('en')} companies (${(exported.bytes / 1e6).toFixed(0)} MB of CSV) | ${exported.seconds.toFixed(1)} s | ≤ ${EXPORT_TARGET_S} s | ${mark(exported.seconds <= EXPORT_TARGET_S && exported.rows === EXPORT_ROWS)} |`,
       `| server RSS growth during that export (${exported.before.toFixed(0)} → peak ${exported.peak.toFixed(0)} MB, sampled every 100 ms) | ${exported.growth.toFixed(1)} MB | < ${EXPORT_RSS_TARGET_MB} MB | ${mark(exported.growth < EXPORT_RSS_TARGET_MB)} |`,
       `| import ${IMPORT_ROWS.toLocaleString('en')} companies, upload to \`succeeded\` (202 after ${imported.accepted.toFixed(1)} s; ${JSON.stringify(imported.status.created)} created) | ${imported.seconds.toFixed(1)} s | ≤ ${IMPORT_TARGET_S} s | ${mark(imported.seconds <= IMPORT_TARGET_S && importOk)} |`,
-      `| list p99 (wrk -c${LIST_CONNECTIONS}, ${EXPORT_ROWS.toLocaleString('en')}-row workspace), worst of ${imported.windows} windows of ${LIST_SECONDS} s from upload to end of the import (median window ${imported.medianP99.toFixed(1)} ms) vs idle | ${imported.busyP99.toFixed(1)} ms vs ${imported.idleP99.toFixed(1)} ms (${(imported.busyP99 / imported.idleP99).toFixed(2)}×, ${imported.busyErrors} errors) | ≤ 2× | ${mark(imported.busyP99 <= 2 * imported.idleP99 && imported.busyErrors === 0)} |`,
+      `| list p99 (wrk -c${LIST_CONNECTIONS}, ${EXPORT_ROWS.toLocaleString('en')}-row workspace) over the ${imported.busyRequests.toLocaleString('en')} lists answered from upload to end of the import, vs idle (${LIST_SECONDS} s) | ${imported.busyP99.toFixed(1)} ms vs ${imported.idleP99.toFixed(1)} ms (${(imported.busyP99 / imported.idleP99).toFixed(2)}×, ${imported.busyErrors} errors) | ≤ 2× | ${mark(imported.busyP99 <= 2 * imported.idleP99 && imported.busyErrors === 0)} |`,
+      `| the same, worst of its ${imported.windows} windows of ${LIST_SECONDS} s (median window ${imported.medianP99.toFixed(1)} ms) | ${imported.worstWindowP99.toFixed(1)} ms (${(imported.worstWindowP99 / imported.idleP99).toFixed(2)}×) | (shown) | |`,
       '',
       `list p99 of each window in order (ms): ${imported.inOrder.join(', ')}`,
     ].join('\n'),

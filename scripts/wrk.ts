@@ -24,6 +24,16 @@ const WRK_SCRIPT = (method: string, body: string | undefined, delayMs: number | 
       : []),
     'done = function(summary, latency, requests)',
     '  local e = summary.errors',
+    // The latencies as counts per 100 µs (wrk's latency(i) is the i-th distinct latency in µs and its count, of
+    // #latency), so that windows can be merged into one distribution.
+    '  local bins = {}',
+    '  for i = 1, #latency do',
+    '    local us, n = latency(i)',
+    '    local b = math.floor(us / 100); bins[b] = (bins[b] or 0) + n',
+    '  end',
+    '  local parts = {}',
+    '  for b, n in pairs(bins) do parts[#parts + 1] = b .. ":" .. n end',
+    '  io.write("WRK_BINS " .. table.concat(parts, ",") .. "\\n")',
     '  io.write(string.format(\'WRK_JSON {"requests":%d,"duration_us":%d,"p50_us":%d,"p99_us":%d,"errors":%d,"non2xx":%d}\\n\',',
     '    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),',
     '    e.connect + e.read + e.write + e.timeout, e.status))',
@@ -39,6 +49,22 @@ export interface WrkResult {
   non2xx: number;
   /** wrk's own CPU time (user + system), in seconds. */
   cpuSeconds: number;
+  /** Requests per 100 µs of latency (bin → count): windows merge into one distribution (see `percentileOf`). */
+  bins: Map<number, number>;
+}
+
+/** The `p`th percentile (0–100), in ms, of the requests of several runs together, to 0.1 ms. */
+export function percentileOf(runs: WrkResult[], p: number): number {
+  const merged = new Map<number, number>();
+  for (const run of runs) for (const [bin, n] of run.bins) merged.set(bin, (merged.get(bin) ?? 0) + n);
+  const bins = [...merged].sort(([a], [b]) => a - b);
+  const total = bins.reduce((sum, [, n]) => sum + n, 0);
+  let seen = 0;
+  for (const [bin, n] of bins) {
+    seen += n;
+    if (seen >= (total * p) / 100) return (bin + 1) / 10;
+  }
+  return 0;
 }
 
 export async function wrk(options: {
@@ -75,7 +101,15 @@ export async function wrk(options: {
     if (!line) throw new Error(`wrk printed no result:\n${stdout}`);
     const times = stdout.trimEnd().split('\n').at(-1) ?? '';
     const cpuSeconds = [...times.matchAll(/(\d+)m([\d.]+)s/g)].reduce((sum, [, m, sec]) => sum + Number(m) * 60 + Number(sec), 0);
-    return { ...(JSON.parse(line.slice('WRK_JSON '.length)) as Omit<WrkResult, 'cpuSeconds'>), cpuSeconds };
+    const binLine = stdout.split('\n').find((l) => l.startsWith('WRK_BINS ')) ?? 'WRK_BINS ';
+    const bins = new Map(
+      binLine
+        .slice('WRK_BINS '.length)
+        .split(',')
+        .filter(Boolean)
+        .map((part) => part.split(':').map(Number) as [number, number]),
+    );
+    return { ...(JSON.parse(line.slice('WRK_JSON '.length)) as Omit<WrkResult, 'cpuSeconds' | 'bins'>), cpuSeconds, bins };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

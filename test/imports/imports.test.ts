@@ -1,6 +1,6 @@
 // CSV imports through HTTP: bad files refused before any write, each status, the errors CSV, upsert, contact
 // company matching, cancel, resume after a batch that failed once, tenancy, and the export → import round trip.
-import { readdir } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
@@ -8,7 +8,7 @@ import { JOBS, runDueJobs } from '../../src/jobs/queue.js';
 import { IMPORT_KIND_SPECS } from '../../src/modules/imports/import-file.js';
 import { COMPANY_IDS_SQL, COMPANY_REFS_SQL, duplicateProbeSql, matchSql } from '../../src/modules/imports/import-batches.js';
 import { importTasks } from '../../src/modules/imports/import-job.js';
-import { threadConnection } from '../../src/modules/imports/import-thread.js';
+import { IMPORT_THREAD_NICENESS, threadConnection } from '../../src/modules/imports/import-thread.js';
 import { buildTestApp, json } from '../helpers/app.js';
 import { makeDue } from '../helpers/jobs.js';
 import { multipartForm } from '../helpers/multipart.js';
@@ -263,7 +263,7 @@ t.test('a batch that fails once is retried from the last committed batch, never 
   t.equal(await companyCount(), before + 5, 'each row exactly once');
 });
 
-t.test("an import's batches run on a thread of their own: they go on while the API's event loop is held", async (t) => {
+t.test("an import's batches run on a thread of their own, at background priority: they go on while the API's event loop is held", async (t) => {
   const rows = 5000;
   const before = await companyCount();
   const file = ['name', ...Array.from({ length: rows }, (_, i) => `Threaded ${i + 1}`)].join('\n');
@@ -281,8 +281,16 @@ t.test("an import's batches run on a thread of their own: they go on while the A
   const until = Date.now() + 1500;
   while (Date.now() < until);
   const held = (await progress()) - started;
+  // The thread is this process's one at background priority (Linux: a niceness per thread, field 19 of its stat).
+  const niceness = await Promise.all(
+    (await readdir('/proc/self/task')).map(async (task) =>
+      Number((await readFile(`/proc/self/task/${task}/stat`, 'utf8')).split(') ')[1]?.split(' ')[16]),
+    ),
+  );
   await running;
   t.ok(held > 50, `${held} rows were committed while the event loop was held`);
+  t.equal(niceness.filter((n) => n === IMPORT_THREAD_NICENESS).length, 1, 'one thread runs at the import niceness');
+  t.equal(niceness.filter((n) => n !== 0 && n !== IMPORT_THREAD_NICENESS).length, 0);
   t.match(await importOf(queued.id), { status: 'succeeded', processed_rows: rows, created: rows });
   t.equal(await companyCount(), before + rows);
   await app.pg.query(`DELETE FROM companies WHERE organization_id = $1 AND name LIKE 'Threaded %'`, [a.id]);

@@ -1,14 +1,23 @@
 // The import thread's side: parses uploads to check them and runs import jobs, so that the CPU an import takes (the
 // CSV parser, the row checks, building its statements) is never spent on the event loop that answers the API.
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { openPool } from '../../db/client.js';
 import { ProblemError } from '../../lib/problem.js';
 import { runImport } from './import-batches.js';
 import { parseImportFile } from './import-file.js';
-import type { ThreadReply, ThreadRequest } from './import-thread.js';
+import { IMPORT_THREAD_NICENESS, type ThreadReply, type ThreadRequest } from './import-thread.js';
 
 if (!parentPort) throw new Error('import-thread-entry runs as a worker thread');
 const port = parentPort;
+
+// Linux keeps a niceness per thread, and /proc/thread-self names this one.
+try {
+  setPriority(Number(readlinkSync('/proc/thread-self').split('/').at(-1)), IMPORT_THREAD_NICENESS);
+} catch {
+  // Not Linux: the thread runs at the process's priority.
+}
 const reply = (message: ThreadReply) => port.postMessage(message);
 
 /** The text pieces of each count under way, handed to its parser as they arrive (one asked for at a time). */

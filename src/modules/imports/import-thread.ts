@@ -4,6 +4,12 @@ import { Worker } from 'node:worker_threads';
 import type { ImportJob } from './import-batches.js';
 import { invalidFile } from './import-file.js';
 
+/**
+ * The thread's niceness: under contention it yields the CPU to the API's threads (an import is background work; a
+ * request has someone waiting). Measured in `make bench-csv`, see the README.
+ */
+export const IMPORT_THREAD_NICENESS = 5;
+
 /** Where the thread connects: the app's database URL, and whether it is a transaction-mode pooler. */
 export interface ThreadConnection {
   url: string;
