@@ -263,38 +263,41 @@ t.test('a batch that fails once is retried from the last committed batch, never 
   t.equal(await companyCount(), before + 5, 'each row exactly once');
 });
 
-t.test("an import's batches run on a thread of their own, at background priority: they go on while the API's event loop is held", async (t) => {
-  const rows = 5000;
-  const before = await companyCount();
-  const file = ['name', ...Array.from({ length: rows }, (_, i) => `Threaded ${i + 1}`)].join('\n');
-  const queued = json(await upload(a, memberA, { kind: 'companies', file }));
-  const progress = async () =>
-    (await app.pg.query<{ n: number }>('SELECT processed_rows AS n FROM imports WHERE id = $1', [queued.id])).rows[0]?.n ?? 0;
-  const running = runJobs(10);
-  let started = 0;
-  while (started === 0) {
-    await sleep(2);
-    started = await progress();
-  }
-  // Held: no callback of this thread (timer, I/O, promise) runs meanwhile. On this thread the job could finish at
-  // most the batch in flight (10 rows); on its own thread it goes on.
-  const until = Date.now() + 1500;
-  while (Date.now() < until);
-  const held = (await progress()) - started;
-  // The thread is this process's one at background priority (Linux: a niceness per thread, field 19 of its stat).
-  const niceness = await Promise.all(
-    (await readdir('/proc/self/task')).map(async (task) =>
-      Number((await readFile(`/proc/self/task/${task}/stat`, 'utf8')).split(') ')[1]?.split(' ')[16]),
-    ),
-  );
-  await running;
-  t.ok(held > 50, `${held} rows were committed while the event loop was held`);
-  t.equal(niceness.filter((n) => n === IMPORT_THREAD_NICENESS).length, 1, 'one thread runs at the import niceness');
-  t.equal(niceness.filter((n) => n !== 0 && n !== IMPORT_THREAD_NICENESS).length, 0);
-  t.match(await importOf(queued.id), { status: 'succeeded', processed_rows: rows, created: rows });
-  t.equal(await companyCount(), before + rows);
-  await app.pg.query(`DELETE FROM companies WHERE organization_id = $1 AND name LIKE 'Threaded %'`, [a.id]);
-});
+t.test(
+  "an import's batches run on a thread of their own, at background priority: they go on while the API's event loop is held",
+  async (t) => {
+    const rows = 5000;
+    const before = await companyCount();
+    const file = ['name', ...Array.from({ length: rows }, (_, i) => `Threaded ${i + 1}`)].join('\n');
+    const queued = json(await upload(a, memberA, { kind: 'companies', file }));
+    const progress = async () =>
+      (await app.pg.query<{ n: number }>('SELECT processed_rows AS n FROM imports WHERE id = $1', [queued.id])).rows[0]?.n ?? 0;
+    const running = runJobs(10);
+    let started = 0;
+    while (started === 0) {
+      await sleep(2);
+      started = await progress();
+    }
+    // Held: no callback of this thread (timer, I/O, promise) runs meanwhile. On this thread the job could finish at
+    // most the batch in flight (10 rows); on its own thread it goes on.
+    const until = Date.now() + 1500;
+    while (Date.now() < until);
+    const held = (await progress()) - started;
+    // The thread is this process's one at background priority (Linux: a niceness per thread, field 19 of its stat).
+    const niceness = await Promise.all(
+      (await readdir('/proc/self/task')).map(async (task) =>
+        Number((await readFile(`/proc/self/task/${task}/stat`, 'utf8')).split(') ')[1]?.split(' ')[16]),
+      ),
+    );
+    await running;
+    t.ok(held > 50, `${held} rows were committed while the event loop was held`);
+    t.equal(niceness.filter((n) => n === IMPORT_THREAD_NICENESS).length, 1, 'one thread runs at the import niceness');
+    t.equal(niceness.filter((n) => n !== 0 && n !== IMPORT_THREAD_NICENESS).length, 0);
+    t.match(await importOf(queued.id), { status: 'succeeded', processed_rows: rows, created: rows });
+    t.equal(await companyCount(), before + rows);
+    await app.pg.query(`DELETE FROM companies WHERE organization_id = $1 AND name LIKE 'Threaded %'`, [a.id]);
+  },
+);
 
 t.test('a file of several stored pieces resumes mid-stream after a failed batch, each row once; no spooled upload stays', async (t) => {
   const spooled = async () => (await readdir(tmpdir())).filter((name) => name.startsWith('crm-import-'));
