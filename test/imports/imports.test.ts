@@ -418,7 +418,9 @@ t.test('a workspace the statistics do not know yet (its first import) is probed 
     await app.pg.query('ANALYZE companies, contacts');
     await app.pg.query('DELETE FROM organizations WHERE id = ANY($1::uuid[])', [[fresh.id, ...known.map((k) => k.id)]]);
   });
-  const keys = (format: (i: number) => string) => Array.from({ length: 1000 }, (_, i) => format(i * 7 + 1));
+  // 100 keys: the plan guarded against reads the whole workspace whatever the keys. With 1,000, probing them cost
+  // about as much as reading an average known workspace (500 rows), and now and then the planner chose the latter.
+  const keys = (format: (i: number) => string) => Array.from({ length: 100 }, (_, i) => format(i * 7 + 1));
   // A scan whose index condition is the workspace alone reads all of it; so does a sequential scan.
   const wholeWorkspace = /^\(organization_id = ('[^']*'::uuid|\(InitPlan \d+\)\.col\d+|\$\d+)\)$/;
   const scans = (node: Record<string, unknown>): string[] => [
@@ -451,7 +453,7 @@ t.test('a workspace the statistics do not know yet (its first import) is probed 
         fresh.id,
         (await app.pg.query('SELECT array_agg(id) AS ids FROM companies WHERE organization_id = $1', [fresh.id])).rows[0].ids.slice(
           0,
-          1000,
+          100,
         ),
       ],
     ],
