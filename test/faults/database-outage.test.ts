@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { startEmbeddedPostgres, type RunningPostgres } from '../../src/db/embedded-postgres.js';
+import pg from 'pg';
+import { embeddedSharedBuffersMb, startEmbeddedPostgres, type RunningPostgres } from '../../src/db/embedded-postgres.js';
 import { killGroup, startServer, stop } from '../helpers/server.js';
 import { startForwarder } from '../helpers/tcp-forwarder.js';
 import { TEST_SETUP_TOKEN } from '../helpers/app.js';
@@ -43,6 +44,20 @@ async function request(pathname: string, init: RequestInit = {}): Promise<Answer
   await res.text();
   return { status: res.status, type: res.headers.get('content-type') ?? '', ms: Date.now() - started };
 }
+
+t.test('the embedded server sizes its buffer cache to the host: a quarter of its memory, 128 MB to 8 GB', async (t) => {
+  const GIB = 1024 ** 3;
+  t.equal(embeddedSharedBuffersMb(24 * GIB), 6144, 'a quarter of 24 GiB');
+  t.equal(embeddedSharedBuffersMb(GIB / 4), 128, "PostgreSQL's default on a small host");
+  t.equal(embeddedSharedBuffersMb(256 * GIB), 8192, 'at most 8 GB');
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  t.teardown(() => client.end());
+  const { rows } = await client.query<{ mb: number }>(
+    "SELECT setting::bigint * 8192 / 1048576 AS mb FROM pg_settings WHERE name = 'shared_buffers'",
+  );
+  t.equal(Number(rows[0]?.mb), embeddedSharedBuffersMb(), 'the running server has it');
+});
 
 t.test('PostgreSQL stopped under load and started again', async (t) => {
   const json = { 'content-type': 'application/json' };
