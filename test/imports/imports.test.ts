@@ -451,10 +451,7 @@ t.test('a workspace the statistics do not know yet (its first import) is probed 
       COMPANY_IDS_SQL,
       [
         fresh.id,
-        (await app.pg.query('SELECT array_agg(id) AS ids FROM companies WHERE organization_id = $1', [fresh.id])).rows[0].ids.slice(
-          0,
-          100,
-        ),
+        (await app.pg.query('SELECT array_agg(id) AS ids FROM companies WHERE organization_id = $1', [fresh.id])).rows[0].ids.slice(0, 100),
       ],
     ],
   ];
