@@ -1,8 +1,13 @@
 // The import job's parser gets a stored piece of the file (1 MiB) in slices with a turn of the event loop between
 // them, so the process's requests are answered while a piece is parsed (one piece in one go held the event loop for
-// about 100 ms); a slice never splits a character, so every row reads back intact.
+// about 100 ms); a slice never splits a character, so every row reads back intact. The import thread counts a file's
+// rows, fails a malformed one as a 400, and ends once idle.
+import { readdir, readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { PARSE_SLICE, parseImportFile, sliced } from '../../src/modules/imports/import-file.js';
+import { countRows, IMPORT_THREAD_NICENESS, ImportThread } from '../../src/modules/imports/import-thread.js';
+import { ProblemError } from '../../src/lib/problem.js';
 
 const collect = async <T>(items: AsyncIterable<T>) => {
   const out: T[] = [];
@@ -44,4 +49,31 @@ t.test('a 1 MiB piece is parsed in slices, between which the event loop turns', 
   t.same(parsed[5_001], { line: 5_002, cells: ['Ünïcødé 😀 company 5000', 'sales5000@example.com'] }, 'rows read back intact');
   const slices = Math.ceil(text.length / PARSE_SLICE);
   t.ok(turns >= slices, `the event loop turned ${turns} times while ${slices} slices were parsed`);
+});
+
+t.test('the import thread counts the rows, refuses a malformed file as a 400, and ends after its idle time', async (t) => {
+  // The import thread is this process's one thread at the import niceness (Linux: field 19 of a thread's stat).
+  const importThreads = async () =>
+    (
+      await Promise.all(
+        (
+          await readdir('/proc/self/task')
+        ).map(async (task) =>
+          Number((await readFile(`/proc/self/task/${task}/stat`, 'utf8').catch(() => ') 0')).split(') ')[1]?.split(' ')[16]),
+        ),
+      )
+    ).filter((n) => n === IMPORT_THREAD_NICENESS).length;
+  const thread = new ImportThread(200);
+  t.equal(await importThreads(), 0, 'no thread before the first use');
+  t.same(await countRows(pieces('name,website\n', 'A,"https://a.example"\nB,', 'https://b.example\n'), ',', thread), {
+    header: ['name', 'website'],
+    rows: 2,
+  });
+  t.equal(await importThreads(), 1, 'started by its first task');
+  const refused = await countRows(pieces('name\n"unclosed\n'), ',', thread).catch((error: unknown) => error);
+  t.ok(refused instanceof ProblemError && refused.status === 400 && /not valid CSV/.test(refused.detail), 'a 400 problem');
+  t.equal(await importThreads(), 1, 'the same thread takes the next task');
+  for (let waited = 0; waited < 5000 && (await importThreads()) > 0; waited += 50) await sleep(50);
+  t.equal(await importThreads(), 0, 'ended once idle for its idle time');
+  t.same(await countRows(pieces('name\nC\n'), ',', thread), { header: ['name'], rows: 1 }, 'and started again when needed');
 });

@@ -1,5 +1,6 @@
-// The API's side of the import thread: one worker thread per process, started on first use, that checks uploaded
-// files and runs import jobs; the event loop answering requests only passes it text and waits.
+// The API's side of the import thread: one worker thread per process, started on first use and ended after a minute
+// without work, that checks uploaded files and runs import jobs; the event loop answering requests passes it text and
+// waits.
 import { Worker } from 'node:worker_threads';
 import type { ImportJob } from './import-batches.js';
 import { invalidFile } from './import-file.js';
@@ -39,13 +40,22 @@ interface Pending {
 }
 
 /**
- * The thread and its tasks under way. It holds the process open only while a task is under way, and a thread that
- * died fails its tasks and is replaced on the next use.
+ * How long the thread is kept without a task: a burst of uploads and their jobs share one, and its memory (about
+ * 50 MB: its own heap and the modules it loads) is given back once the imports are done.
  */
-class ImportThread {
+export const IMPORT_THREAD_IDLE_MS = 60_000;
+
+/**
+ * The thread and its tasks under way. It holds the process open only while a task is under way, ends after
+ * `idleMs` without one, and a thread that died fails its tasks; the next use starts a new one.
+ */
+export class ImportThread {
   #worker: Worker | undefined;
   #pending = new Map<number, Pending>();
   #next = 1;
+  #idle: NodeJS.Timeout | undefined;
+
+  constructor(private readonly idleMs = IMPORT_THREAD_IDLE_MS) {}
 
   #start(): Worker {
     if (this.#worker) return this.#worker;
@@ -67,18 +77,28 @@ class ImportThread {
     return worker;
   }
 
+  /** Ends the thread if it is still the current one and has no task. */
+  #stop(worker: Worker): void {
+    if (this.#worker !== worker || this.#pending.size > 0) return;
+    this.#worker = undefined;
+    void worker.terminate();
+  }
+
   /**
    * Sends `request` and hands each reply to `onReply` until it resolves: with the result's value, or a failure (the
    * thread's error; a file the parser refused is the same 400 as anywhere).
    */
   task<T>(make: (id: number) => ThreadRequest, onMore?: (worker: Worker, id: number) => void): Promise<T> {
+    clearTimeout(this.#idle);
     const worker = this.#start();
     const id = this.#next++;
     if (this.#pending.size === 0) worker.ref();
     return new Promise<T>((resolve, reject) => {
       const done = () => {
         this.#pending.delete(id);
-        if (this.#pending.size === 0) worker.unref();
+        if (this.#pending.size > 0) return;
+        worker.unref();
+        this.#idle = setTimeout(() => this.#stop(worker), this.idleMs).unref();
       };
       this.#pending.set(id, {
         settle: (reply) => {
@@ -97,13 +117,17 @@ class ImportThread {
   }
 }
 
-const thread = new ImportThread();
+const importThread = new ImportThread();
 
 /**
  * The header and the number of rows after it of the text, parsed on the import thread one piece at a time (the
  * thread asks for the next when it wants it, so the text is never held whole).
  */
-export async function countRows(texts: AsyncIterable<string>, delimiter: string): Promise<{ header: string[] | null; rows: number }> {
+export async function countRows(
+  texts: AsyncIterable<string>,
+  delimiter: string,
+  thread = importThread,
+): Promise<{ header: string[] | null; rows: number }> {
   const source = texts[Symbol.asyncIterator]();
   let failure: unknown;
   const counted = thread.task<{ header: string[] | null; rows: number }>(
@@ -132,4 +156,4 @@ export async function countRows(texts: AsyncIterable<string>, delimiter: string)
 
 /** Runs the import's batches on the thread: true when every row was taken, false when it was cancelled meanwhile. */
 export const runImportInThread = (connection: ThreadConnection, job: ImportJob): Promise<boolean> =>
-  thread.task<boolean>((id) => ({ id, type: 'run', connection, job }));
+  importThread.task<boolean>((id) => ({ id, type: 'run', connection, job }));
