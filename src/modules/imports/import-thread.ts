@@ -85,8 +85,9 @@ export class ImportThread {
   }
 
   /**
-   * Sends `request` and hands each reply to `onReply` until it resolves: with the result's value, or a failure (the
-   * thread's error; a file the parser refused is the same 400 as anywhere).
+   * Sends the request `make` builds and settles with the thread's answer: the result's value, or a failure (the
+   * thread's error; a file the parser refused is the same 400 as anywhere). The thread's asks for more text go to
+   * `onMore`.
    */
   task<T>(make: (id: number) => ThreadRequest, onMore?: (worker: Worker, id: number) => void): Promise<T> {
     clearTimeout(this.#idle);
