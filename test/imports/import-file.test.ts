@@ -2,12 +2,12 @@
 // them, so the process's requests are answered while a piece is parsed (one piece in one go held the event loop for
 // about 100 ms); a slice never splits a character, so every row reads back intact. The import thread counts a file's
 // rows, fails a malformed one as a 400, and ends once idle.
-import { readdir, readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { PARSE_SLICE, parseImportFile, sliced } from '../../src/modules/imports/import-file.js';
 import { countRows, IMPORT_THREAD_NICENESS, ImportThread } from '../../src/modules/imports/import-thread.js';
 import { ProblemError } from '../../src/lib/problem.js';
+import { threadNiceness } from '../helpers/threads.js';
 
 const collect = async <T>(items: AsyncIterable<T>) => {
   const out: T[] = [];
@@ -53,16 +53,7 @@ t.test('a 1 MiB piece is parsed in slices, between which the event loop turns', 
 
 t.test('the import thread counts the rows, refuses a malformed file as a 400, and ends after its idle time', async (t) => {
   // The import thread is this process's one thread at the import niceness (Linux: field 19 of a thread's stat).
-  const importThreads = async () =>
-    (
-      await Promise.all(
-        (
-          await readdir('/proc/self/task')
-        ).map(async (task) =>
-          Number((await readFile(`/proc/self/task/${task}/stat`, 'utf8').catch(() => ') 0')).split(') ')[1]?.split(' ')[16]),
-        ),
-      )
-    ).filter((n) => n === IMPORT_THREAD_NICENESS).length;
+  const importThreads = async () => (await threadNiceness()).filter((n) => n === IMPORT_THREAD_NICENESS).length;
   const thread = new ImportThread(200);
   t.equal(await importThreads(), 0, 'no thread before the first use');
   t.same(await countRows(pieces('name,website\n', 'A,"https://a.example"\nB,', 'https://b.example\n'), ',', thread), {

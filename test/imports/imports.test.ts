@@ -1,6 +1,6 @@
 // CSV imports through HTTP: bad files refused before any write, each status, the errors CSV, upsert, contact
 // company matching, cancel, resume after a batch that failed once, tenancy, and the export → import round trip.
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
@@ -12,6 +12,7 @@ import { IMPORT_THREAD_NICENESS, threadConnection } from '../../src/modules/impo
 import { buildTestApp, json } from '../helpers/app.js';
 import { makeDue } from '../helpers/jobs.js';
 import { multipartForm } from '../helpers/multipart.js';
+import { threadNiceness } from '../helpers/threads.js';
 import { created, crmWorkspaces, type Workspace } from '../tenancy/crm-workspaces.js';
 import type { SignedIn } from '../helpers/fixtures.js';
 
@@ -284,11 +285,7 @@ t.test(
     while (Date.now() < until);
     const held = (await progress()) - started;
     // The thread is this process's one at background priority (Linux: a niceness per thread, field 19 of its stat).
-    const niceness = await Promise.all(
-      (await readdir('/proc/self/task')).map(async (task) =>
-        Number((await readFile(`/proc/self/task/${task}/stat`, 'utf8')).split(') ')[1]?.split(' ')[16]),
-      ),
-    );
+    const niceness = await threadNiceness();
     await running;
     t.ok(held > 50, `${held} rows were committed while the event loop was held`);
     t.equal(niceness.filter((n) => n === IMPORT_THREAD_NICENESS).length, 1, 'one thread runs at the import niceness');
