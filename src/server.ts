@@ -56,6 +56,12 @@ async function serve(config: Config, after: () => Promise<void>) {
         app.lifecycle.draining = true;
         await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
       }
+      // Stop accepting before anything drains. Fastify closes the listener only after its preClose hooks, which wait
+      // for the job runners; until then each new connection got a 503 and its client, reconnecting, could land here
+      // again (a loaded CI host lost 50 requests so). Without this process's listener, the kernel hands new
+      // connections to the other server processes sharing the port. Fastify's own close later finds it closed, which
+      // it accepts, and still waits for the open connections.
+      if (app.server.listening) app.server.close();
       await app.close();
       await after();
     },

@@ -124,7 +124,8 @@ for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
     t.same(unexpected, [], `only drain answers or resets (${traffic.failures.length} failures)`);
     t.ok(
       traffic.failures.length <= 16,
-      `${traffic.failures.length} failed of ${traffic.served()} (${signal}); slowest answer ${traffic.slowest()} ms`,
+      `${traffic.failures.length} failed of ${traffic.served()} (${signal}: ${[...new Set(traffic.failures)].join(', ')}); ` +
+        `slowest answer ${traffic.slowest()} ms`,
     );
     t.match(server.output(), new RegExp(`Server process ${victim} exited \\((${signal}|0)\\): started \\d+ in its place`));
     t.equal(server.child.exitCode, null, 'the instance is still up');
