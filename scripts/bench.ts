@@ -553,18 +553,23 @@ async function fullPage(server: Server, token: string, pathname: string): Promis
 }
 
 /**
- * The slowest of CELL_IDLE_REQUESTS full-page flows, one after the other, on an otherwise idle server. It first lets
- * the server settle: the previous cell's loaded run has just ended, and the collection of its garbage and the closing
- * of its sockets would otherwise land on the first flow (measured: about 25–35 ms on the first, 2–3 ms on the others).
+ * The slowest of CELL_IDLE_REQUESTS full-page flows, one after the other, on an otherwise idle server, after one flow
+ * whose time is reported apart (`cold`). It first lets the server settle: the previous cell's loaded run has just
+ * ended, and the collection of its garbage and the closing of its sockets would otherwise land on the first flow
+ * (measured: about 25–35 ms on the first, 2–3 ms on the others). The flow before the timed ones reads the cell's pages
+ * into PostgreSQL's buffers: the bench starts its database afresh, and a cell's first flow copied its heap pages from
+ * the operating system's cache (a term in 0.05 % of the rows: 160 ms, then 8–10 ms), which on a running
+ * installation its earlier searches have done; the issue's own figures are warm ones too.
  */
-async function idleFlow(server: Server, token: string, pathname: string): Promise<Flow> {
+async function idleFlow(server: Server, token: string, pathname: string): Promise<Flow & { cold: number }> {
   await sleep(IDLE_SETTLE_MS);
+  const first = await fullPage(server, token, pathname);
   let slowest: Flow | undefined;
   for (let n = 0; n < CELL_IDLE_REQUESTS; n++) {
     const flow = await fullPage(server, token, pathname);
     if (!slowest || flow.ms > slowest.ms) slowest = { ...flow, ok: flow.ok && (slowest?.ok ?? true) };
   }
-  return slowest!;
+  return { ...slowest!, ok: slowest!.ok && first.ok, cold: first.ms };
 }
 
 /** Issue 27's pipeline workspace: deals and tasks, "my" share of the tasks, and the idle target of both reads. */
@@ -758,6 +763,7 @@ async function searchBench(url: string, service: Server, token: string, organiza
       cell.name,
       String(idle.records),
       String(idle.requests),
+      idle.cold.toFixed(1),
       idle.ms.toFixed(1),
       loaded.p50.toFixed(1),
       loaded.p99.toFixed(1),
@@ -767,19 +773,20 @@ async function searchBench(url: string, service: Server, token: string, organiza
   }
   output.push(
     `Search matrix: a client's full first page (${FULL_PAGE} records, or all there are), following links and counting every ` +
-      `request; idle: the slowest of ${CELL_IDLE_REQUESTS} flows; then ${CELL_DURATION_S} s of ${SEARCH_CLIENTS} clients asking ` +
+      `request; first: the cell's first flow, which reads its pages into PostgreSQL's buffers; idle: the slowest of the ` +
+      `${CELL_IDLE_REQUESTS} flows after it; then ${CELL_DURATION_S} s of ${SEARCH_CLIENTS} clients asking ` +
       'back to back (wrk on the first page: one request is the whole flow); CPU ms/page: server and PostgreSQL per page:',
-    ...table(['cell', 'records', 'requests', 'idle ms', 'p50 ms', 'p99 ms', 'CPU ms/page', 'errors'], rows),
+    ...table(['cell', 'records', 'requests', 'first ms', 'idle ms', 'p50 ms', 'p99 ms', 'CPU ms/page', 'errors'], rows),
     '',
   );
   verdicts.push(`${mark(mostRequests === 1)} every search cell: a full first page in one request (most: ${mostRequests})`);
   verdicts.push(`${mark(worstIdle <= 25)} every search cell: a full first page on an idle server <= 25 ms (worst ${worstIdle.toFixed(1)})`);
   verdicts.push(`${mark(worstP99 <= 100)} every search cell: p99 <= 100 ms under ${SEARCH_CLIENTS} clients (worst ${worstP99.toFixed(1)})`);
 
-  // Every page of a 1 % term, as a client exporting its results by hand would walk them.
-  for (const collection of ['companies', 'contacts']) {
-    log(`search: every page of a 1 % term (${collection})`);
-    await sleep(IDLE_SETTLE_MS);
+  // Every page of a 1 % term, as a client exporting its results by hand would walk them: twice, the first walk reading
+  // the term's pages (about a million rows' worth) into PostgreSQL's buffers, as the matrix's first flows do; the
+  // second is judged, the first reported beside it.
+  const walk = async (collection: string) => {
     const walkStarted = performance.now();
     let pages = 0;
     let records = 0;
@@ -792,11 +799,19 @@ async function searchBench(url: string, service: Server, token: string, organiza
       const link = /<([^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1];
       next = link ? service.origin + link : undefined;
     }
-    const walkMs = performance.now() - walkStarted;
+    return { ms: performance.now() - walkStarted, pages, records };
+  };
+  for (const collection of ['companies', 'contacts']) {
+    log(`search: every page of a 1 % term (${collection})`);
+    await sleep(IDLE_SETTLE_MS);
+    const first = await walk(collection);
+    await sleep(IDLE_SETTLE_MS);
+    const { ms, pages, records } = await walk(collection);
     output.push(
-      `every page of "${WORDS[37]!}" (1 %) in ${collection}: ${records.toLocaleString('en')} records in ${pages} pages, ${walkMs.toFixed(0)} ms`,
+      `every page of "${WORDS[37]!}" (1 %) in ${collection}: ${records.toLocaleString('en')} records in ${pages} pages, ` +
+        `${ms.toFixed(0)} ms (the first walk: ${first.ms.toFixed(0)} ms)`,
     );
-    verdicts.push(`${mark(walkMs <= 2000)} every page of a 1 % term in ${collection} <= 2 s (${walkMs.toFixed(0)} ms, ${pages} pages)`);
+    verdicts.push(`${mark(ms <= 2000)} every page of a 1 % term in ${collection} <= 2 s (${ms.toFixed(0)} ms, ${pages} pages)`);
   }
   output.push('');
 
@@ -815,7 +830,7 @@ async function searchBench(url: string, service: Server, token: string, organiza
     }
   }
   output.push(
-    `Sorted first pages (limit ${FULL_PAGE}; idle: slowest of ${CELL_IDLE_REQUESTS}; then ${CELL_DURATION_S} s under ${SEARCH_CLIENTS} clients):`,
+    `Sorted first pages (limit ${FULL_PAGE}; idle: slowest of ${CELL_IDLE_REQUESTS} after a first flow; then ${CELL_DURATION_S} s under ${SEARCH_CLIENTS} clients):`,
     ...table(['list', 'idle ms', 'req/s', 'p50 ms', 'p99 ms'], sortRows),
     '',
   );
