@@ -413,6 +413,30 @@ export function probeOf(term: string, sample: readonly string[]): string {
  * term found in one of them counts as 0.33 % of the rows (6,500 of two million), where with 100 it counted as 1 %.
  */
 const SEARCH_INDEX_CANDIDATES = 8_000;
+/** The terms kept (see `knownEstimate`), for SAMPLE_TTL_MS each, the least recently counted dropped beyond this many. */
+const ESTIMATES_KEPT = 1_000;
+const estimates = new Map<string, { candidates: number; at: number }>();
+
+/**
+ * The planner's count of a term's candidates, kept from an earlier search of it in this workspace and process whose
+ * ordered parts did not fill its page (only such a search counts them), or undefined. The next search of the term
+ * there skips those parts: most likely they would find as little again, and with a count known the plan is chosen
+ * without them (the index for a rare term, else the far ordered part, which stops as soon as the page is full).
+ * The count depends on the table's statistics alone, like the sample of `sampleOf`; the choice never changes an
+ * answer, only what is read to find it.
+ */
+function knownEstimate(table: string, organizationId: string, search: string): number | undefined {
+  const known = estimates.get(`${table}\u0000${organizationId}\u0000${search}`);
+  return known && Date.now() - known.at < SAMPLE_TTL_MS ? known.candidates : undefined;
+}
+
+function keepEstimate(table: string, organizationId: string, search: string, candidates: number) {
+  const key = `${table}\u0000${organizationId}\u0000${search}`;
+  estimates.delete(key);
+  estimates.set(key, { candidates, at: Date.now() });
+  if (estimates.size > ESTIMATES_KEPT) estimates.delete(estimates.keys().next().value as string);
+}
+
 /** The rows of that far ordered part: about 25 ms of index scan. */
 const SEARCH_FAR_ROWS = 65_536;
 /**
@@ -454,12 +478,16 @@ async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
     after = positionIn(spec, filter.order, end);
     return false;
   };
-  if (await ordered(SEARCH_SCAN_ROWS)) return found;
-  // Rows the page still needs at the density seen so far: go on in order once, reading twice that, when it is few
-  // enough; else (no match at all, or sparse ones) the index.
-  const expected = found.length > 0 ? ((wanted - found.length) * SEARCH_SCAN_ROWS) / found.length : Number.POSITIVE_INFINITY;
-  if (expected * 2 <= SEARCH_MORE_ROWS && (await ordered(Math.ceil(expected * 2)))) return found;
   const search = filter.search ?? '';
+  // A term whose ordered parts fell short here before (an earlier page of it, or another member's search) skips them.
+  const known = knownEstimate(spec.table, organizationId, search);
+  if (known === undefined) {
+    if (await ordered(SEARCH_SCAN_ROWS)) return found;
+    // Rows the page still needs at the density seen so far: go on in order once, reading twice that, when it is few
+    // enough; else (no match at all, or sparse ones) the index.
+    const expected = found.length > 0 ? ((wanted - found.length) * SEARCH_SCAN_ROWS) / found.length : Number.POSITIVE_INFINITY;
+    if (expected * 2 <= SEARCH_MORE_ROWS && (await ordered(Math.ceil(expected * 2)))) return found;
+  }
   const probe = TRIGRAM_TERM.test(search) ? probeOf(search, await sampleOf(pool, spec.table)) : search;
   const { estimate, page } = indexedQuery(organizationId, spec, filter, after, wanted - found.length, probe);
   // A term whose candidates are many (common in older rows): an ordered part, far, costs less than visiting them all;
@@ -467,10 +495,17 @@ async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
   // index asked for their rare part (probeOf), the bench's `555-0012` after row 500,000 (no match left) takes a full
   // page in 6-9 ms, where a far ordered part going first made it 84-119 ms.
   // The estimate needs no transaction of its own: the plan settings change how rows are found, not how many.
-  const [plan] = (await searchScans.run(() => pool.query<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(estimate))).rows;
-  const candidates = plan?.['QUERY PLAN'][0]?.Plan['Plan Rows'] ?? Number.POSITIVE_INFINITY;
+  const candidates = known ?? (await count(estimate));
   if (candidates > SEARCH_INDEX_CANDIDATES && (await ordered(SEARCH_FAR_ROWS))) return found;
   return [...found, ...(await indexed<Row>(page))];
+
+  /** The planner's count of the candidates (`estimate`), kept for the next search of the term in this workspace. */
+  async function count(estimate: pg.QueryConfig): Promise<number> {
+    const [plan] = (await searchScans.run(() => pool.query<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(estimate))).rows;
+    const candidates = plan?.['QUERY PLAN'][0]?.Plan['Plan Rows'] ?? Number.POSITIVE_INFINITY;
+    keepEstimate(spec.table, organizationId, search, candidates);
+    return candidates;
+  }
 
   /** Runs the indexed part in its own read-only transaction with the plan INDEXED_PLAN sets. */
   function indexed<Result extends pg.QueryResultRow>(query: pg.QueryConfig): Promise<Result[]> {
