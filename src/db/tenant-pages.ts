@@ -437,6 +437,26 @@ function keepEstimate(table: string, organizationId: string, search: string, can
   if (estimates.size > ESTIMATES_KEPT) estimates.delete(estimates.keys().next().value as string);
 }
 
+/**
+ * The share of rows matching a term in the last ordered part of a search of it that did not fill its page, per table,
+ * workspace and term (kept like the counts of `knownEstimate`): the next page of the term starts with one ordered part
+ * sized for a full page at that density (a quarter more, within SEARCH_SCAN_ROWS..SEARCH_MORE_ROWS) instead of the
+ * first part and a second. A client walking a 1 % term's pages reads each in one statement, not two.
+ */
+const densities = new Map<string, { share: number; at: number }>();
+
+function knownDensity(table: string, organizationId: string, search: string): number | undefined {
+  const known = densities.get(`${table}\u0000${organizationId}\u0000${search}`);
+  return known && Date.now() - known.at < SAMPLE_TTL_MS ? known.share : undefined;
+}
+
+function keepDensity(table: string, organizationId: string, search: string, share: number) {
+  const key = `${table}\u0000${organizationId}\u0000${search}`;
+  densities.delete(key);
+  densities.set(key, { share, at: Date.now() });
+  if (densities.size > ESTIMATES_KEPT) densities.delete(densities.keys().next().value as string);
+}
+
 /** The rows of that far ordered part: about 25 ms of index scan. */
 const SEARCH_FAR_ROWS = 65_536;
 /**
@@ -473,8 +493,11 @@ async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
     const query = scanQuery(organizationId, spec, filter, after, rows, wanted - found.length);
     const result = (await searchScans.run(() => pool.query<Row & ScanRow>(query))).rows;
     const end = result.find((row) => !row.scan_hit);
-    for (const row of result) if (row.scan_hit) found.push(withoutMarker(row));
+    const hits = result.filter((row) => row.scan_hit);
+    for (const row of hits) found.push(withoutMarker(row));
     if (found.length >= wanted || !end) return true;
+    // A part that read all its rows without filling the page: its share of matches is this term's density here.
+    if (hits.length > 0) keepDensity(spec.table, organizationId, search, hits.length / rows);
     after = positionIn(spec, filter.order, end);
     return false;
   };
@@ -482,10 +505,12 @@ async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
   // A term whose ordered parts fell short here before (an earlier page of it, or another member's search) skips them.
   const known = knownEstimate(spec.table, organizationId, search);
   if (known === undefined) {
-    if (await ordered(SEARCH_SCAN_ROWS)) return found;
+    const density = knownDensity(spec.table, organizationId, search);
+    const first = density ? Math.min(SEARCH_MORE_ROWS, Math.max(SEARCH_SCAN_ROWS, Math.ceil((wanted / density) * 1.25))) : SEARCH_SCAN_ROWS;
+    if (await ordered(first)) return found;
     // Rows the page still needs at the density seen so far: go on in order once, reading twice that, when it is few
     // enough; else (no match at all, or sparse ones) the index.
-    const expected = found.length > 0 ? ((wanted - found.length) * SEARCH_SCAN_ROWS) / found.length : Number.POSITIVE_INFINITY;
+    const expected = found.length > 0 ? ((wanted - found.length) * first) / found.length : Number.POSITIVE_INFINITY;
     if (expected * 2 <= SEARCH_MORE_ROWS && (await ordered(Math.ceil(expected * 2)))) return found;
   }
   const probe = TRIGRAM_TERM.test(search) ? probeOf(search, await sampleOf(pool, spec.table)) : search;
