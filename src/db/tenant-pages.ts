@@ -413,49 +413,42 @@ export function probeOf(term: string, sample: readonly string[]): string {
  * term found in one of them counts as 0.33 % of the rows (6,500 of two million), where with 100 it counted as 1 %.
  */
 const SEARCH_INDEX_CANDIDATES = 8_000;
-/** The terms kept (see `knownEstimate`), for SAMPLE_TTL_MS each, the least recently counted dropped beyond this many. */
-const ESTIMATES_KEPT = 1_000;
-const estimates = new Map<string, { candidates: number; at: number }>();
+/** What searches learned of a term, per table, workspace and term, each for SAMPLE_TTL_MS (see `estimates`). */
+class TermMemory {
+  private readonly kept = new Map<string, { value: number; at: number }>();
+
+  /** At most `size` terms: the least recently kept is dropped beyond that. */
+  constructor(private readonly size: number) {}
+
+  get(table: string, organizationId: string, search: string): number | undefined {
+    const known = this.kept.get(`${table}\u0000${organizationId}\u0000${search}`);
+    return known && Date.now() - known.at < SAMPLE_TTL_MS ? known.value : undefined;
+  }
+
+  keep(table: string, organizationId: string, search: string, value: number) {
+    const key = `${table}\u0000${organizationId}\u0000${search}`;
+    this.kept.delete(key);
+    this.kept.set(key, { value, at: Date.now() });
+    if (this.kept.size > this.size) this.kept.delete(this.kept.keys().next().value as string);
+  }
+}
 
 /**
  * The planner's count of a term's candidates, kept from an earlier search of it in this workspace and process whose
- * ordered parts did not fill its page (only such a search counts them), or undefined. The next search of the term
- * there skips those parts: most likely they would find as little again, and with a count known the plan is chosen
- * without them (the index for a rare term, else the far ordered part, which stops as soon as the page is full).
- * The count depends on the table's statistics alone, like the sample of `sampleOf`; the choice never changes an
- * answer, only what is read to find it.
+ * ordered parts did not fill its page (only such a search counts them). The next search of the term there skips
+ * those parts: most likely they would find as little again, and with a count known the plan is chosen without them
+ * (the index for a rare term, else the far ordered part, which stops as soon as the page is full). The count depends
+ * on the table's statistics alone, like the sample of `sampleOf`; what is kept never changes an answer, only what is
+ * read to find it.
  */
-function knownEstimate(table: string, organizationId: string, search: string): number | undefined {
-  const known = estimates.get(`${table}\u0000${organizationId}\u0000${search}`);
-  return known && Date.now() - known.at < SAMPLE_TTL_MS ? known.candidates : undefined;
-}
-
-function keepEstimate(table: string, organizationId: string, search: string, candidates: number) {
-  const key = `${table}\u0000${organizationId}\u0000${search}`;
-  estimates.delete(key);
-  estimates.set(key, { candidates, at: Date.now() });
-  if (estimates.size > ESTIMATES_KEPT) estimates.delete(estimates.keys().next().value as string);
-}
-
+const estimates = new TermMemory(1_000);
 /**
- * The share of rows matching a term in the last ordered part of a search of it that did not fill its page, per table,
- * workspace and term (kept like the counts of `knownEstimate`): the next page of the term starts with one ordered part
- * sized for a full page at that density (a quarter more, within SEARCH_SCAN_ROWS..SEARCH_MORE_ROWS) instead of the
- * first part and a second. A client walking a 1 % term's pages reads each in one statement, not two.
+ * The share of rows matching a term in the last ordered part of a search of it that did not fill its page: the next
+ * page of the term starts with one ordered part sized for a full page at that density (a quarter more, within
+ * SEARCH_SCAN_ROWS..SEARCH_MORE_ROWS) instead of the first part and a second. A client walking a 1 % term's pages
+ * reads each in one statement, not two.
  */
-const densities = new Map<string, { share: number; at: number }>();
-
-function knownDensity(table: string, organizationId: string, search: string): number | undefined {
-  const known = densities.get(`${table}\u0000${organizationId}\u0000${search}`);
-  return known && Date.now() - known.at < SAMPLE_TTL_MS ? known.share : undefined;
-}
-
-function keepDensity(table: string, organizationId: string, search: string, share: number) {
-  const key = `${table}\u0000${organizationId}\u0000${search}`;
-  densities.delete(key);
-  densities.set(key, { share, at: Date.now() });
-  if (densities.size > ESTIMATES_KEPT) densities.delete(densities.keys().next().value as string);
-}
+const densities = new TermMemory(1_000);
 
 /** The rows of that far ordered part: about 25 ms of index scan. */
 const SEARCH_FAR_ROWS = 65_536;
@@ -497,15 +490,15 @@ async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
     for (const row of hits) found.push(withoutMarker(row));
     if (found.length >= wanted || !end) return true;
     // A part that read all its rows without filling the page: its share of matches is this term's density here.
-    if (hits.length > 0) keepDensity(spec.table, organizationId, search, hits.length / rows);
+    if (hits.length > 0) densities.keep(spec.table, organizationId, search, hits.length / rows);
     after = positionIn(spec, filter.order, end);
     return false;
   };
   const search = filter.search ?? '';
   // A term whose ordered parts fell short here before (an earlier page of it, or another member's search) skips them.
-  const known = knownEstimate(spec.table, organizationId, search);
+  const known = estimates.get(spec.table, organizationId, search);
   if (known === undefined) {
-    const density = knownDensity(spec.table, organizationId, search);
+    const density = densities.get(spec.table, organizationId, search);
     const first = density ? Math.min(SEARCH_MORE_ROWS, Math.max(SEARCH_SCAN_ROWS, Math.ceil((wanted / density) * 1.25))) : SEARCH_SCAN_ROWS;
     if (await ordered(first)) return found;
     // Rows the page still needs at the density seen so far: go on in order once, reading twice that, when it is few
@@ -528,7 +521,7 @@ async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
   async function count(estimate: pg.QueryConfig): Promise<number> {
     const [plan] = (await searchScans.run(() => pool.query<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(estimate))).rows;
     const candidates = plan?.['QUERY PLAN'][0]?.Plan['Plan Rows'] ?? Number.POSITIVE_INFINITY;
-    keepEstimate(spec.table, organizationId, search, candidates);
+    estimates.keep(spec.table, organizationId, search, candidates);
     return candidates;
   }
 
