@@ -20,7 +20,7 @@ export type ColumnValues = Record<string, unknown>;
 function queueRuns(event: string, occurredAt: string): string {
   return (
     `, runs AS (INSERT INTO automation_runs (id, organization_id, automation_id, trigger, payload) ` +
-    `SELECT gen_random_uuid(), a.organization_id, a.id, a.trigger, jsonb_build_object('event', ${event}::text, ` +
+    `SELECT crm_new_id(), a.organization_id, a.id, a.trigger, jsonb_build_object('event', ${event}::text, ` +
     `'organization_id', a.organization_id, 'data', to_jsonb(record), 'occurred_at', ${occurredAt}::text) ` +
     `FROM automations a CROSS JOIN record WHERE a.organization_id = $1 AND a.trigger = ${event}::automation_trigger AND a.is_active ` +
     'RETURNING id), ' +
@@ -104,7 +104,7 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
     const actor = [entry.actor.type, entry.actor.id, entry.actor.name].map((value) => `$${parameters.push(value)}`);
     return (
       `, activity AS (INSERT INTO crm_activities (id, organization_id, ${entry.column}, kind, fields, subject_id, actor_type, ` +
-      `actor_id, actor_name) SELECT gen_random_uuid(), $1, ${alias}.id, ${rows.kind}, ${rows.fields}, ${rows.subject}, ` +
+      `actor_id, actor_name) SELECT crm_new_id(), $1, ${alias}.id, ${rows.kind}, ${rows.fields}, ${rows.subject}, ` +
       `${actor[0]}, ${actor[1]}::uuid, ${actor[2]} FROM ${alias}${rows.join ?? ''} WHERE ${rows.condition})`
     );
   };
@@ -156,7 +156,7 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
             `(SELECT $${parameters.push(numbering.prefix)} || lpad(n::text, greatest(5, length(n::text)), '0') FROM ${numbering.next}($1::uuid) AS n)`,
           ]
         : [];
-      const row = ['gen_random_uuid()', '$1', ...set.map((s) => s.parameter), ...code, 'now()', 'now()'];
+      const row = ['crm_new_id()', '$1', ...set.map((s) => s.parameter), ...code, 'now()', 'now()'];
       const entry = activity ? createdEntries(parameters, activity) : '';
       const text =
         `WITH record AS (INSERT INTO ${spec.table} (${columns.join(', ')}) VALUES (${row.join(', ')}) RETURNING ${spec.selectList})` +
@@ -251,7 +251,7 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
         : { column: '', value: '', next: '' };
       const insert =
         `INSERT INTO ${spec.table} (id, organization_id, ${set.join(', ')}${numbered.column}, created_at, updated_at) ` +
-        `SELECT gen_random_uuid(), $1, ${set.map((c) => `r.${c}`).join(', ')}${numbered.value}, now(), now() ` +
+        `SELECT crm_new_id(), $1, ${set.map((c) => `r.${c}`).join(', ')}${numbered.value}, now(), now() ` +
         `FROM (SELECT *${numbered.next} FROM jsonb_populate_recordset(NULL::${spec.table}, $2::jsonb)) r`;
       if (!activity) return (await pool.query(insert, parameters)).rowCount ?? 0;
       const text = `WITH record AS (${insert} RETURNING id)${createdEntries(parameters, activity)} SELECT count(*)::int AS count FROM record`;

@@ -62,6 +62,18 @@ t.test('create answers 201 with the Company body, defaults included, stored in t
   });
 });
 
+t.test('a new id is a UUID version 7 that starts with its creation time in milliseconds (crm_new_id)', async (t) => {
+  const before = Date.now();
+  const body = await created(a.call(memberA, 'POST', 'companies/', { name: 'Time-ordered' }));
+  const after = Date.now();
+  t.match(body.id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'version 7, RFC 9562 variant');
+  const millis = Number.parseInt(body.id.replace(/-/g, '').slice(0, 12), 16);
+  // The database's clock is this machine's; a second of slack for rounding and scheduling.
+  t.ok(millis >= before - 1000 && millis <= after + 1000, `id time ${millis} within the request (${before}..${after})`);
+  const second = await created(a.call(memberA, 'POST', 'companies/', { name: 'Time-ordered, later' }));
+  t.ok(Number.parseInt(second.id.replace(/-/g, '').slice(0, 12), 16) >= millis, 'a later record never has an earlier time');
+});
+
 t.test('organization and organization_id in a create body are ignored: the tenant comes from the path', async (t) => {
   const beforeB = await companyCount(b.id);
   const body = await created(a.call(memberA, 'POST', 'companies/', { name: 'Sneaky', organization: b.id, organization_id: b.id }));

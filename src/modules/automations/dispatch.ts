@@ -43,7 +43,7 @@ export async function dispatchEvent(
   await tx.$executeRaw`
     WITH runs AS (
       INSERT INTO automation_runs (id, organization_id, automation_id, trigger, payload)
-      SELECT gen_random_uuid(), a.organization_id, a.id, a.trigger, ${JSON.stringify(payload)}::jsonb
+      SELECT crm_new_id(), a.organization_id, a.id, a.trigger, ${JSON.stringify(payload)}::jsonb
       FROM automations a
       WHERE a.organization_id = ${event.organizationId}::uuid
         AND a.trigger = ${event.name}::automation_trigger
