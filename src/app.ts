@@ -7,7 +7,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './config.js';
 import { redactUrl } from './lib/log-redaction.js';
 import { configurePasswordHashing } from './lib/passwords.js';
-import errorsPlugin, { renderError } from './plugins/errors.js';
+import errorsPlugin, { renderClientError, renderError } from './plugins/errors.js';
 import storableTextPlugin from './plugins/storable-text.js';
 import securityHeadersPlugin from './plugins/security-headers.js';
 import corsPlugin from './plugins/cors.js';
@@ -111,6 +111,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     return503OnClosing: true,
     frameworkErrors: renderError,
+    clientErrorHandler: renderClientError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Every route with the options it ended up with (its context marks them): what the route-walk test walks.

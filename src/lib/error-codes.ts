@@ -5,10 +5,12 @@ export const ERROR_CODES = {
   // Request shape
   validation_failed: 'A field, query parameter or path parameter is invalid; `errors` lists the messages per field.',
   malformed_json: 'The body is not valid JSON.',
-  bad_request: 'The request could not be processed (malformed URL, wrong Content-Length).',
+  bad_request: 'The request could not be processed (malformed URL, wrong Content-Length, not valid HTTP/1.1).',
   payload_too_large: 'The body exceeds 1 MiB.',
   unsupported_media_type: 'The body is not application/json.',
   uri_too_long: 'A path parameter is too long.',
+  request_timeout: 'The request did not arrive completely in time; the connection is closed.',
+  headers_too_large: 'The request headers exceed 16 KiB; the connection is closed.',
   not_found: 'No such endpoint or resource.',
   precondition_failed: 'The record changed since the `ETag` sent in `If-Match`: read it again, then retry the change.',
   deletions_expired: 'The deletions asked for are older than the 30 days tombstones are kept: reload the whole list instead.',

@@ -1,5 +1,7 @@
 // Renders every error, Fastify's own included, as RFC 9457 problem+json; 5xx details go to the log only.
 import fp from 'fastify-plugin';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ProblemError, type FieldErrors } from '../lib/problem.js';
 import type { ErrorCode } from '../lib/error-codes.js';
@@ -176,6 +178,42 @@ export function renderError(error: unknown, request: FastifyRequest, reply: Fast
   body.instance = requestInstance(request);
   if (body.status >= 400 && body.status < 500) request.log.info({ code: body.code, status: body.status }, 'request rejected');
   return sendProblem(reply, body, headers);
+}
+
+/**
+ * Node's HTTP parser refuses a request it cannot read (a raw non-ASCII byte in the URL, a malformed request line or
+ * header, headers over the size limit, a request too slow to arrive) before any route or hook sees it: Fastify's
+ * `clientErrorHandler`. Its default answers `application/json` of its own shape; this writes the same problem+json
+ * as every other refusal, then closes the connection (the parser cannot resynchronise on it). The client's bytes are
+ * never echoed back or logged: they may hold a token.
+ */
+export function renderClientError(
+  this: { log: { debug: (value: object, message: string) => void } },
+  error: NodeJS.ErrnoException,
+  socket: Duplex,
+) {
+  // A reset connection is gone: there is nobody to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const body =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? problem(408, 'request_timeout', 'Request timeout', 'The request did not arrive in time.')
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? problem(431, 'headers_too_large', 'Request header fields too large', 'The request headers exceed 16 KiB.')
+        : problem(
+            400,
+            'bad_request',
+            'Bad request',
+            'The request is not valid HTTP/1.1 (for instance a byte outside ASCII in the URL: percent-encode it as UTF-8).',
+          );
+  this.log.debug({ code: error.code, status: body.status }, 'client error');
+  if (socket.writable) {
+    const text = JSON.stringify(body);
+    socket.write(
+      `HTTP/1.1 ${body.status} ${STATUS_CODES[body.status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+    );
+  }
+  socket.destroy();
 }
 
 export default fp(

@@ -1,4 +1,6 @@
 // Every error Fastify or a plugin raises around a handler leaves as problem+json with its status; the list is Fastify's own.
+import { once } from 'node:events';
+import { createConnection } from 'node:net';
 import t from 'tap';
 import { errorCodes, type InjectOptions } from 'fastify';
 import { buildTestApp, json } from '../helpers/app.js';
@@ -119,3 +121,45 @@ t.test(
     t.match(json(res), { code: 'validation_failed', errors: { valueOf: ['Unknown field.'], constructor: ['Unknown field.'] } });
   },
 );
+
+/** Sends `bytes` as they are on a new connection to the listening app and answers everything the server wrote. */
+async function rawExchange(port: number, bytes: Buffer): Promise<string> {
+  const socket = createConnection({ host: '127.0.0.1', port });
+  await once(socket, 'connect');
+  socket.write(bytes);
+  const chunks: Buffer[] = [];
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  await once(socket, 'close');
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+t.test("requests the HTTP parser refuses answer problem+json and close the connection (was Fastify's own JSON)", async (t) => {
+  const address = await app.listen({ host: '127.0.0.1', port: 0 });
+  t.teardown(() => app.server.close());
+  const port = Number(new URL(address).port);
+  const request = (head: Buffer) => rawExchange(port, Buffer.concat([head, Buffer.from('\r\nHost: x\r\nConnection: close\r\n\r\n')]));
+  const parse = (answer: string) => {
+    const [head = '', body = ''] = answer.split('\r\n\r\n');
+    return { head, body: JSON.parse(body) as Record<string, unknown> };
+  };
+
+  // A raw `ü` (UTF-8 bytes, not percent-encoded) in the query and in the path; a token in the URL is not echoed.
+  for (const path of [`/api/v1/organizations/${organizationId}/companies/?search=Zürich&token=secret-value`, '/api/v1/Zürich/']) {
+    const answer = await request(Buffer.concat([Buffer.from('GET '), Buffer.from(path, 'utf8'), Buffer.from(' HTTP/1.1')]));
+    const { head, body } = parse(answer);
+    t.match(head, /^HTTP\/1\.1 400 Bad Request\r\n/, path);
+    t.match(head, /\r\ncontent-type: application\/problem\+json; charset=utf-8/i);
+    t.match(head, /\r\nconnection: close/i);
+    t.match(body, { status: 400, code: 'bad_request', title: 'Bad request', type: 'https://docs.example/errors/bad-request' });
+    t.notOk(answer.includes('secret-value'), 'the URL is not echoed');
+  }
+  // Not HTTP at all.
+  t.match(parse(await rawExchange(port, Buffer.from('HELLO THERE\r\n\r\n'))).body, { status: 400, code: 'bad_request' });
+  // Headers over Node's 16 KiB.
+  const big = await request(Buffer.from(`GET /healthz HTTP/1.1\r\nX-Big: ${'a'.repeat(20 * 1024)}`));
+  t.match(parse(big).head, /^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/);
+  t.match(parse(big).body, { status: 431, code: 'headers_too_large' });
+  // A well-formed request on the same listener is still served.
+  const fine = parse(await request(Buffer.from(`GET /api/v1/organizations/${organizationId}/companies/?search=Z%C3%BCrich HTTP/1.1`)));
+  t.match(fine.head, /^HTTP\/1\.1 401 /, 'percent-encoded, the same URL reaches the route (401: no credentials sent)');
+});
