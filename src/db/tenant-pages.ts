@@ -354,7 +354,27 @@ const SEARCH_MORE_ROWS = 16_000;
 const COMMON_GRAM_SHARE = 0.02;
 /** How long a process keeps a table's statistics sample of search_text (it changes with each ANALYZE). */
 const SAMPLE_TTL_MS = 10 * 60_000;
-const samples = new Map<string, { values: readonly string[]; at: number }>();
+
+/** Values this process keeps for SAMPLE_TTL_MS each, at most `size` of them: the least recently kept goes first. */
+class Memory<Value> {
+  private readonly kept = new Map<string, { value: Value; at: number }>();
+
+  constructor(private readonly size: number) {}
+
+  get(key: string): Value | undefined {
+    const known = this.kept.get(key);
+    return known && Date.now() - known.at < SAMPLE_TTL_MS ? known.value : undefined;
+  }
+
+  keep(key: string, value: Value) {
+    this.kept.delete(key);
+    this.kept.set(key, { value, at: Date.now() });
+    if (this.kept.size > this.size) this.kept.delete(this.kept.keys().next().value as string);
+  }
+}
+
+/** Statistics samples by table (see `sampleOf`). */
+const samples = new Memory<readonly string[]>(16);
 
 /**
  * The values PostgreSQL's statistics keep of `table`.search_text (its most common values and histogram bounds,
@@ -362,14 +382,14 @@ const samples = new Map<string, { values: readonly string[]; at: number }>();
  */
 async function sampleOf(pool: pg.Pool, table: string): Promise<readonly string[]> {
   const known = samples.get(table);
-  if (known && Date.now() - known.at < SAMPLE_TTL_MS) return known.values;
+  if (known) return known;
   const { rows } = await pool.query<{ mcv: string[] | null; histogram: string[] | null }>(
     `SELECT most_common_vals::text::text[] AS mcv, histogram_bounds::text::text[] AS histogram FROM pg_stats
      WHERE schemaname = current_schema() AND tablename = $1 AND attname = 'search_text'`,
     [table],
   );
   const values = [...(rows[0]?.mcv ?? []), ...(rows[0]?.histogram ?? [])];
-  samples.set(table, { values, at: Date.now() });
+  samples.keep(table, values);
   return values;
 }
 
@@ -413,26 +433,6 @@ export function probeOf(term: string, sample: readonly string[]): string {
  * term found in one of them counts as 0.33 % of the rows (6,500 of two million), where with 100 it counted as 1 %.
  */
 const SEARCH_INDEX_CANDIDATES = 8_000;
-/** What searches learned of a term, per table, workspace and term, each for SAMPLE_TTL_MS (see `estimates`). */
-class TermMemory {
-  private readonly kept = new Map<string, { value: number; at: number }>();
-
-  /** At most `size` terms: the least recently kept is dropped beyond that. */
-  constructor(private readonly size: number) {}
-
-  get(table: string, organizationId: string, search: string): number | undefined {
-    const known = this.kept.get(`${table}\u0000${organizationId}\u0000${search}`);
-    return known && Date.now() - known.at < SAMPLE_TTL_MS ? known.value : undefined;
-  }
-
-  keep(table: string, organizationId: string, search: string, value: number) {
-    const key = `${table}\u0000${organizationId}\u0000${search}`;
-    this.kept.delete(key);
-    this.kept.set(key, { value, at: Date.now() });
-    if (this.kept.size > this.size) this.kept.delete(this.kept.keys().next().value as string);
-  }
-}
-
 /**
  * The planner's count of a term's candidates, kept from an earlier search of it in this workspace and process whose
  * ordered parts did not fill its page (only such a search counts them). The next search of the term there skips
@@ -441,14 +441,14 @@ class TermMemory {
  * on the table's statistics alone, like the sample of `sampleOf`; what is kept never changes an answer, only what is
  * read to find it.
  */
-const estimates = new TermMemory(1_000);
+const estimates = new Memory<number>(1_000);
 /**
  * The share of rows matching a term in the last ordered part of a search of it that did not fill its page: the next
  * page of the term starts with one ordered part sized for a full page at that density (a quarter more, within
  * SEARCH_SCAN_ROWS..SEARCH_MORE_ROWS) instead of the first part and a second. A client walking a 1 % term's pages
  * reads each in one statement, not two.
  */
-const densities = new TermMemory(1_000);
+const densities = new Memory<number>(1_000);
 
 /** The rows of that far ordered part: about 25 ms of index scan. */
 const SEARCH_FAR_ROWS = 65_536;
@@ -481,6 +481,9 @@ async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
   const found: Row[] = [];
   const wanted = filter.limit + 1;
   let after = filter.after;
+  const search = filter.search ?? '';
+  // What searches of this term learned here is kept per table, workspace and term (`estimates`, `densities`).
+  const termKey = `${spec.table}\u0000${organizationId}\u0000${search}`;
   /** An ordered part of `rows` rows after `after`: true when the search is complete (a full page, or no rows left). */
   const ordered = async (rows: number) => {
     const query = scanQuery(organizationId, spec, filter, after, rows, wanted - found.length);
@@ -490,15 +493,14 @@ async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
     for (const row of hits) found.push(withoutMarker(row));
     if (found.length >= wanted || !end) return true;
     // A part that read all its rows without filling the page: its share of matches is this term's density here.
-    if (hits.length > 0) densities.keep(spec.table, organizationId, search, hits.length / rows);
+    if (hits.length > 0) densities.keep(termKey, hits.length / rows);
     after = positionIn(spec, filter.order, end);
     return false;
   };
-  const search = filter.search ?? '';
   // A term whose ordered parts fell short here before (an earlier page of it, or another member's search) skips them.
-  const known = estimates.get(spec.table, organizationId, search);
+  const known = estimates.get(termKey);
   if (known === undefined) {
-    const density = densities.get(spec.table, organizationId, search);
+    const density = densities.get(termKey);
     const first = density ? Math.min(SEARCH_MORE_ROWS, Math.max(SEARCH_SCAN_ROWS, Math.ceil((wanted / density) * 1.25))) : SEARCH_SCAN_ROWS;
     if (await ordered(first)) return found;
     // Rows the page still needs at the density seen so far: go on in order once, reading twice that, when it is few
@@ -521,7 +523,7 @@ async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
   async function count(estimate: pg.QueryConfig): Promise<number> {
     const [plan] = (await searchScans.run(() => pool.query<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(estimate))).rows;
     const candidates = plan?.['QUERY PLAN'][0]?.Plan['Plan Rows'] ?? Number.POSITIVE_INFINITY;
-    estimates.keep(spec.table, organizationId, search, candidates);
+    estimates.keep(termKey, candidates);
     return candidates;
   }
 
