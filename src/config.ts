@@ -186,6 +186,7 @@ const variables = {
   /**
    * On SIGTERM, how long /readyz answers 503 (and answers carry `Connection: close`) before the server stops accepting
    * connections and drains: long enough for a load balancer's health checks to take it out of rotation (two intervals).
+   * Never less than half a second (server.ts, KEEPALIVE_HANDOFF_MS), so kept-alive connections are ended by an answer.
    */
   shutdownDelayMs: integer('SHUTDOWN_DELAY_MS', 0, Type.String({ pattern: '^[0-9]{1,6}$' })),
   /** A job locked this long by a worker whose process is gone (its liveness lock is free) is released to the others. */
@@ -216,10 +217,14 @@ const variables = {
   /**
    * Request budgets of the workspace API (every route under /organizations/{organization_id}), counted after
    * authentication: per workspace (people and keys together), and per API key on top. One busy workspace or
-   * integration then gets 429s instead of slowing every other workspace down.
+   * integration then gets 429s instead of slowing every other workspace down. A workspace is a whole team and its
+   * integrations: 12,000 a minute (200 a second) is what a few hundred people clicking through a front end ask, and
+   * about a sixth of the lists one process answers on two cores (README, `make bench-stack`), so a runaway loop
+   * takes at most that share from its neighbours. At 3,000 a team of a few dozen could reach it, and eight clients
+   * driving one workspace through a restart probe were answered 429 after 15 seconds.
    */
   requestBudgets: {
-    workspace: rateLimit('RATE_LIMIT_WORKSPACE_PER_MINUTE', 3000, MINUTE),
+    workspace: rateLimit('RATE_LIMIT_WORKSPACE_PER_MINUTE', 12_000, MINUTE),
     apiKey: rateLimit('RATE_LIMIT_API_KEY_PER_MINUTE', 600, MINUTE),
   },
   /** Ages past which the backup status reads `stale`: the last successful backup, and the last restore test. */

@@ -26,7 +26,7 @@ Conventions:
 - Lists return a JSON array, newest first; pass \`limit\` (1-200, default 50) and follow the \`Link: <...>; rel="next"\` header.
 - Bodies over 1 MiB answer 413; bodies that are not JSON answer 415; rate limits answer 429 with \`Retry-After\`.
 - Request budgets: each workspace's routes (\`/api/v1/organizations/{organization_id}/...\`) share a budget per minute,
-  people and API keys together (the installation's \`RATE_LIMIT_WORKSPACE_PER_MINUTE\`, default 3,000), and each workspace
+  people and API keys together (the installation's \`RATE_LIMIT_WORKSPACE_PER_MINUTE\`, default 12,000), and each workspace
   API key has its own on top (\`RATE_LIMIT_API_KEY_PER_MINUTE\`, default 600), counted after authentication and shared by
   all of the installation's processes when it runs with Redis. Over budget: 429 \`request_budget_exceeded\` with
   \`Retry-After\`; every answer of those routes carries \`RateLimit-Policy\` and \`RateLimit\` (IETF draft), exposed to
