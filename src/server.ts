@@ -15,6 +15,16 @@ import { installJobQueue } from './jobs/install.js';
 
 /** How long a drain may take before close-with-grace (one process) or the supervisor (several) gives up. */
 const DRAIN_MS = 10_000;
+/**
+ * After SIGTERM, how long at least every answer carries `Connection: close` before the listener closes (longer when
+ * SHUTDOWN_DELAY_MS says so). A client's kept-alive connection is then ended by the answer to its next request, and
+ * the client reconnects to another process or instance; closed at once, the idle ones were reset under the request
+ * a busy client was just sending (six of eight clients' connections, in the restart probe).
+ */
+const KEEPALIVE_HANDOFF_MS = 500;
+
+/** How long a process keeps serving after SIGTERM before it stops accepting connections. */
+const handoffMs = (config: Config) => Math.max(config.shutdownDelayMs, KEEPALIVE_HANDOFF_MS);
 
 /** The start-up lines: where the API listens, its database and, on an empty installation, how setup starts. */
 function banner(config: Config, embedded: RunningPostgres | undefined, counts: { users: number; organizations: number }): string {
@@ -47,14 +57,15 @@ async function serve(config: Config, after: () => Promise<void>) {
   const app = await buildApp(config);
   if (cluster.isWorker) process.on('SIGINT', () => {});
   const grace = closeWithGrace(
-    { delay: DRAIN_MS + config.shutdownDelayMs, logger: false, skip: cluster.isWorker ? ['SIGINT', 'SIGTERM'] : ['SIGTERM'] },
+    { delay: DRAIN_MS + handoffMs(config), logger: false, skip: cluster.isWorker ? ['SIGINT', 'SIGTERM'] : ['SIGTERM'] },
     async ({ signal, manual, err }) => {
       if (err) app.log.error({ err }, 'shutting down after an error');
       else app.log.info({ signal: signal ?? (manual ? 'SIGTERM' : undefined) }, 'shutting down: draining in-flight requests');
-      if (!err && config.shutdownDelayMs > 0) {
-        // Out of the load balancer's rotation first (readiness fails), then stop accepting connections.
+      if (!err) {
+        // Out of the load balancer's rotation (readiness fails) and keep-alive connections handed off, then stop
+        // accepting connections.
         app.lifecycle.draining = true;
-        await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
+        await new Promise((resolve) => setTimeout(resolve, handoffMs(config)));
       }
       // Stop accepting before anything drains. Fastify closes the listener only after its preClose hooks, which wait
       // for the job runners; until then each new connection got a 503 and its client, reconnecting, could land here
@@ -98,7 +109,7 @@ async function supervise(config: Config, embedded: RunningPostgres | undefined):
       () => {
         for (const worker of alive) worker.process.kill('SIGKILL');
       },
-      DRAIN_MS + config.shutdownDelayMs + 2_000,
+      DRAIN_MS + handoffMs(config) + 2_000,
     );
     await Promise.all(alive.map((worker) => (worker.isDead() ? undefined : once(worker, 'exit'))));
     clearTimeout(timer);

@@ -1,6 +1,9 @@
-// SIGTERM behind a load balancer: for SHUTDOWN_DELAY_MS the process keeps serving but fails readiness and closes
-// keep-alive connections, then stops accepting and exits 0; a repeated SIGTERM does not cut the drain short.
+// SIGTERM behind a load balancer: for SHUTDOWN_DELAY_MS (half a second at least) the process keeps serving but fails
+// readiness and closes keep-alive connections by its answers, then stops accepting and exits 0; a repeated SIGTERM
+// does not cut the drain short.
 import { once } from 'node:events';
+import { connect } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { createTestDatabase } from '../helpers/database.js';
 import { killGroup, startServer } from '../helpers/server.js';
@@ -45,4 +48,39 @@ t.test('readiness fails first, then the process drains and exits 0', async (t) =
   t.equal(code, 0, 'exits 0');
   t.ok(Date.now() - signalledAt >= 4_900, 'after the delay');
   await t.rejects(fetch(`${server.origin}/healthz`), 'no longer listening');
+});
+
+t.test('without a delay, a kept-alive connection is ended by an answer, not reset under the next request', async (t) => {
+  const server = await startServer({ DATABASE_URL: database.url, JWT_SECRET: 'drain-test-jwt-secret-0123456789-abcdefgh' });
+  t.teardown(() => killGroup(server));
+  const { port } = new URL(server.origin);
+  const socket = connect(Number(port), '127.0.0.1');
+  t.teardown(() => socket.destroy());
+  let received = '';
+  socket.setEncoding('latin1').on('data', (chunk: string) => (received += chunk));
+  const ended = once(socket, 'close');
+  const answer = async (count: number) => {
+    const deadline = Date.now() + 10_000;
+    while ((received.match(/\r\n\r\n/g) ?? []).length < count && Date.now() < deadline && !socket.destroyed) await sleep(5);
+    return received;
+  };
+  socket.write('GET /healthz HTTP/1.1\r\nHost: drain\r\n\r\n');
+  t.match(await answer(1), /^HTTP\/1\.1 200 /, 'the connection is kept alive');
+  t.notMatch(received, /connection: close/i);
+  const exited = once(server.child, 'exit');
+  process.kill(-server.child.pid!, 'SIGTERM');
+  // The signal has been handled once readiness fails (new connections); the kept-alive one has been idle all along,
+  // which is the moment a server that closes idle connections at once would have reset it.
+  const signalledAt = Date.now();
+  let ready = 200;
+  while (ready === 200 && Date.now() - signalledAt < 5_000) ready = (await fetch(`${server.origin}/readyz`)).status;
+  t.equal(ready, 503, 'readiness fails at once');
+  socket.write('GET /healthz HTTP/1.1\r\nHost: drain\r\n\r\n');
+  const all = await answer(2);
+  const second = all.slice(all.indexOf('HTTP/1.1 ', 1));
+  t.match(second, /^HTTP\/1\.1 200 /, 'the request on the idle connection is answered');
+  t.match(second, /\r\nconnection: close\r\n/i, 'with Connection: close');
+  await ended;
+  const [code] = await exited;
+  t.equal(code, 0, 'then the process drains and exits 0');
 });
