@@ -1,6 +1,7 @@
 // ETags of deals, tasks and automations, through HTTP, as companies and contacts have them (test/browser/etags.test.ts):
-// a single record answers an `ETag`, If-None-Match naming it answers 304, and PATCH, DELETE and the deal move with a
-// stale If-Match answer 412 `precondition_failed` having written nothing (the record, its company's timeline and the
+// a single record answers an `ETag`, If-None-Match naming it answers 304, and PATCH, DELETE, the deal move and the
+// archive and restore of companies, contacts and deals with a stale If-Match answer 412 `precondition_failed` having
+// written nothing (the record, its company's timeline and the
 // automation runs unchanged); a current tag or `*` writes. Every write is a new version, even two within a millisecond,
 // and a deal shifted on the board by another deal's move gets one too (its `position` changed).
 import t, { type Test } from 'tap';
@@ -24,9 +25,9 @@ const created = async (res: Promise<LightMyRequestResponse>) => {
 
 const acme = await created(call('POST', 'companies/', {}, { name: 'Acme' }));
 const globex = await created(call('POST', 'companies/', {}, { name: 'Globex' }));
-// Rules on the deal and task events: a refused write must queue no run.
-for (const trigger of ['deal.stage_changed', 'task.completed']) {
-  await created(
+/** A webhook rule on `trigger`: a refused write must queue no run of it. */
+const ruleOn = (trigger: string) =>
+  created(
     call(
       'POST',
       'automations/',
@@ -34,14 +35,18 @@ for (const trigger of ['deal.stage_changed', 'task.completed']) {
       { name: trigger, trigger, action_type: 'webhook', action_config: { url: 'https://hooks.example.com/crm' } },
     ),
   );
-}
+for (const trigger of ['deal.stage_changed', 'task.completed']) await ruleOn(trigger);
 
 /** What a refused write must leave as it was: the record, both companies' timelines, and the automation runs. */
 const snapshot = async (path: string) => ({
   record: (await call('GET', path)).body,
   acme: (await call('GET', `companies/${acme.id}/activity/?limit=100`)).body,
   globex: (await call('GET', `companies/${globex.id}/activity/?limit=100`)).body,
-  runs: (await call('GET', 'automations/runs/?limit=100')).body,
+  // Which runs were queued (a refused write must queue none), not how far each has got: the job runner moves them on
+  // meanwhile (this test's hooks fail to resolve), which made the snapshot differ for no fault of the write.
+  runs: (json(await call('GET', 'automations/runs/?limit=100')) as { id: string; trigger: string; payload: unknown }[]).map(
+    ({ id, trigger, payload }) => ({ id, trigger, payload }),
+  ),
 });
 
 /** 412 `precondition_failed` as problem+json. */
@@ -233,5 +238,52 @@ t.test('a version stamped ahead of the clock (another host, or the same millisec
     const after = await call('GET', path);
     t.equal(Date.parse(json(after).updated_at) - Date.parse(before), 1, `${path}: one millisecond later`);
     t.equal((await call('GET', path, { 'if-none-match': `"${Date.parse(before).toString(36)}"` })).statusCode, 200, 'a new ETag');
+  }
+});
+
+t.test('archive and restore honour If-Match: a stale tag is refused and writes nothing, even when nothing would change', async (t) => {
+  for (const trigger of ['company.updated', 'contact.updated']) await ruleOn(trigger);
+  const kinds = [
+    { name: 'companies', create: { name: 'Initech' }, change: { name: 'Initech Ltd' }, timeline: true },
+    {
+      name: 'contacts',
+      create: { company_id: acme.id, first_name: 'Ada', last_name: 'Lovelace' },
+      change: { first_name: 'Augusta' },
+      timeline: true,
+    },
+    { name: 'deals', create: { company_id: acme.id, title: 'Archive me' }, change: { title: 'Archived soon' }, timeline: false },
+  ];
+  for (const kind of kinds) {
+    const path = `${kind.name}/${(await created(call('POST', `${kind.name}/`, {}, kind.create))).id}/`;
+    // The record, the automation runs (and the companies' timelines), and its own timeline where it has one.
+    const state = async () => ({
+      ...(await snapshot(path)),
+      own: kind.timeline ? json(await call('GET', `${path}activity/?limit=100`)) : null,
+    });
+    const seen = etagOf(await call('GET', path));
+    const current = etagOf(await call('PATCH', path, {}, kind.change));
+
+    let before = await state();
+    refused(t, await call('POST', `${path}archive/`, { 'if-match': seen }), `${kind.name}: archive at an old version`);
+    t.same(await state(), before, `${kind.name}: not archived, no timeline entry, no run`);
+    const archived = await call('POST', `${path}archive/`, { 'if-match': current });
+    t.equal(archived.statusCode, 200, `${kind.name}: archive at the current version`);
+    t.not(json(archived).archived_at, null);
+    t.not(etagOf(archived), current, 'a new version');
+
+    before = await state();
+    refused(t, await call('POST', `${path}archive/`, { 'if-match': current }), `${kind.name}: archived already, asked at the old version`);
+    refused(t, await call('POST', `${path}restore/`, { 'if-match': current }), `${kind.name}: restore at the old version`);
+    t.same(await state(), before, `${kind.name}: still archived, nothing written`);
+    const again = await call('POST', `${path}archive/`, { 'if-match': etagOf(archived) });
+    t.equal(again.statusCode, 200, 'archived already, at its version: unchanged');
+    t.equal(etagOf(again), etagOf(archived));
+
+    t.equal((await call('POST', `${path}restore/`, { 'if-match': `"0000", ${etagOf(archived)}` })).statusCode, 200, 'one tag of a list');
+    t.equal(json(await call('GET', path)).archived_at, null, 'restored');
+    t.equal((await call('POST', `${path}archive/`, { 'if-match': '*' })).statusCode, 200, '*: any version');
+    t.equal((await call('POST', `${path}restore/`)).statusCode, 200, 'without If-Match, as before');
+    const missing = `${kind.name}/00000000-0000-4000-8000-000000000000/archive/`;
+    t.equal((await call('POST', missing, { 'if-match': '*' })).statusCode, 404, '* of nothing: 404');
   }
 });

@@ -46,8 +46,8 @@ export interface RecordService<S extends RecordSchemas, Filters> {
   create(scope: CrmScope, body: Static<S['create']>): Promise<Static<S['record']>>;
   update(scope: CrmScope, id: string, body: Static<S['update']>, expected?: '*' | Date[]): Promise<Static<S['record']>>;
   remove(scope: CrmScope, id: string, expected?: '*' | Date[]): Promise<void>;
-  archive(scope: CrmScope, id: string): Promise<Static<S['record']>>;
-  restore(scope: CrmScope, id: string): Promise<Static<S['record']>>;
+  archive(scope: CrmScope, id: string, expected?: '*' | Date[]): Promise<Static<S['record']>>;
+  restore(scope: CrmScope, id: string, expected?: '*' | Date[]): Promise<Static<S['record']>>;
 }
 
 export interface RecordCollection<S extends RecordSchemas, Filters> {
@@ -283,18 +283,19 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
           operationId: `${action}${names.one}`,
           summary: `${change} a ${one} (MANAGE_CRM).`,
           description:
-            action === 'archive'
+            (action === 'archive'
               ? `Sets \`archived_at\`: the ${one} leaves the default list (\`archived=active\`) and shows under \`archived=archived\` ` +
                 'and `archived=all`. Adds an `archived` timeline entry and dispatches the `updated` event. Archiving an archived ' +
                 `${one} changes nothing.`
-              : `Clears \`archived_at\`. Adds a \`restored\` timeline entry and dispatches the \`updated\` event. Restoring an active ${one} changes nothing.`,
+              : `Clears \`archived_at\`. Adds a \`restored\` timeline entry and dispatches the \`updated\` event. Restoring an active ${one} changes nothing.`) +
+            ` With \`If-Match\`, only a ${one} at that version (412 \`precondition_failed\` otherwise, also when it would change nothing).`,
           params: schemas.params,
-          response: responses({ 200: tagged(Ref(schemas.record)) }, 401, 403, 404),
+          ...conditionalWrite({ 200: tagged(Ref(schemas.record)) }),
         },
         config: write,
       },
       async (request: FastifyRequest, reply: FastifyReply) => {
-        const record = await service[action](scopeOf(request), idOf(request));
+        const record = await service[action](scopeOf(request), idOf(request), ifMatch(request));
         return withEtag(reply, record as Static<S['record']> & { updated_at: string });
       },
     );

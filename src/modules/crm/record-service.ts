@@ -69,8 +69,14 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
   }
 
   /** Sets `archived_at` (now, or null to restore) unless it already is so, with its timeline entry. */
-  async function setArchived(scope: CrmScope, id: string, archive: boolean): Promise<Dto> {
+  /**
+   * With `expected` (an If-Match), only a record at one of those versions: 412 otherwise, before anything else (an
+   * archive of an archived record too), and decided again in the write's own statement.
+   */
+  async function setArchived(scope: CrmScope, id: string, archive: boolean, expected?: '*' | Date[]): Promise<Dto> {
+    const versions = expected === '*' ? undefined : expected;
     const current = await get(scope.db, id);
+    if (!versionMatches(versions, String(current.updated_at))) throw changedSince();
     if ((current.archived_at !== null) === archive) return current;
     const kind = archive ? 'archived' : 'restored';
     const record = await scope.writes.update(
@@ -78,10 +84,10 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
       id,
       { archived_at: archive ? new Date().toISOString() : null },
       `${event}.updated`,
-      undefined,
+      versions,
       { column: queries.timeline, actor: scope.actor, kind },
     );
-    if (!record) throw notFound();
+    if (!record) throw versions && (await queries.find(scope.db, id)) ? changedSince() : notFound();
     return record;
   }
 
@@ -127,9 +133,9 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
       return record;
     },
     /** Archives the record (it leaves the default list); archiving an archived record changes nothing. */
-    archive: (scope: CrmScope, id: string) => setArchived(scope, id, true),
+    archive: (scope: CrmScope, id: string, expected?: '*' | Date[]) => setArchived(scope, id, true, expected),
     /** Restores an archived record; restoring an active one changes nothing. */
-    restore: (scope: CrmScope, id: string) => setArchived(scope, id, false),
+    restore: (scope: CrmScope, id: string, expected?: '*' | Date[]) => setArchived(scope, id, false, expected),
     /** The deletion and its `deleted` event's runs (the record as it was) commit together. */
     async remove(scope: CrmScope, id: string, expected?: '*' | Date[]): Promise<void> {
       const versions = expected === '*' ? undefined : expected;

@@ -14,8 +14,6 @@ import { Type } from '@sinclair/typebox';
 const documented = { tags: ['deals'] };
 const read = { access: 'VIEW_CRM', apiKeys: true } as const;
 const write = { access: 'MANAGE_CRM', apiKeys: true } as const;
-/** The answer of a write of one deal: the deal with its `ETag`. */
-const one = responses({ 200: tagged(Ref(DealSchema)) }, 401, 403, 404);
 /** What a deal's version covers: every field, its board `position` too. */
 const VERSION_NOTE =
   "The `ETag` is the deal's version: every change of the deal moves it on, a change of its board `position` by " +
@@ -181,12 +179,15 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           summary: archived
             ? 'Archive a deal (MANAGE_CRM): it leaves the default list and the board; idempotent.'
             : 'Restore an archived deal (MANAGE_CRM): it goes last in its stage; idempotent.',
+          description:
+            'With `If-Match`, only a deal at that version (412 `precondition_failed` otherwise, also when it would ' + 'change nothing).',
           params: DealParamsSchema,
-          response: one,
+          ...conditionalWrite({ 200: tagged(Ref(DealSchema)) }),
         },
         config: write,
       },
-      async (request, reply) => withEtag(reply, await deals.setArchived(requireTenant(request), request.params.deal_id, archived)),
+      async (request, reply) =>
+        withEtag(reply, await deals.setArchived(requireTenant(request), request.params.deal_id, archived, ifMatch(request))),
     );
   }
 };

@@ -246,11 +246,14 @@ export async function remove(tenant: Tenant, id: string, expected?: ExpectedVers
   });
 }
 
-/** Archiving takes the deal off the board (its stage closes the gap); restoring puts it last in its stage. */
-export async function setArchived(tenant: Tenant, id: string, archived: boolean): Promise<DealDto> {
+/**
+ * Archiving takes the deal off the board (its stage closes the gap); restoring puts it last in its stage. With
+ * `expected` (an If-Match), only a deal at one of those versions: 412 otherwise, even when nothing would change.
+ */
+export async function setArchived(tenant: Tenant, id: string, archived: boolean, expected?: ExpectedVersions): Promise<DealDto> {
   const organizationId = tenant.organization.id;
   const deal = await write(tenant, async (tx) => {
-    const current = await lockDeal(tx, organizationId, id);
+    const current = await lockDeal(tx, organizationId, id, undefined, expected);
     if ((current.archivedAt !== null) === archived) return current;
     if (archived) {
       const done = await tx.deal.update({
