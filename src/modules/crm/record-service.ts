@@ -68,10 +68,10 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
     return values;
   }
 
-  /** Sets `archived_at` (now, or null to restore) unless it already is so, with its timeline entry. */
   /**
-   * With `expected` (an If-Match), only a record at one of those versions: 412 otherwise, before anything else (an
-   * archive of an archived record too), and decided again in the write's own statement.
+   * Sets `archived_at` (now, or null to restore) unless it already is so, with its timeline entry. With `expected` (an
+   * If-Match), only a record at one of those versions: 412 otherwise, before anything else (an archive of an archived
+   * record too), and decided again in the write's own statement.
    */
   async function setArchived(scope: CrmScope, id: string, archive: boolean, expected?: '*' | Date[]): Promise<Dto> {
     const versions = expected === '*' ? undefined : expected;
