@@ -30,6 +30,10 @@ export const CONDITIONAL_GET_NOTE =
   "Answers an `ETag` (the record's version); with `If-None-Match` naming it, 304 without a body, for clients " +
   'that keep their own cache (answers are `Cache-Control: no-store` for browsers and proxies).';
 
+/** What an archive or restore of `one` (a record's noun) tells of If-Match: the precondition comes first. */
+export const archiveIfMatchNote = (one: string) =>
+  `With \`If-Match\`, only a ${one} at that version (412 \`precondition_failed\` otherwise, also when it would change nothing).`;
+
 /** A success response (a `Ref` or schema of the record) with its `ETag` header. */
 export const tagged = <T extends object>(schema: T) => ({ ...schema, headers: ETAG_HEADER });
 

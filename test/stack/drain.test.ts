@@ -11,12 +11,12 @@ import { killGroup, startServer } from '../helpers/server.js';
 const database = await createTestDatabase();
 t.teardown(() => database.drop());
 
+/** The server on this file's database, with `env` besides. */
+const start = (env: Record<string, string>) =>
+  startServer({ DATABASE_URL: database.url, JWT_SECRET: 'drain-test-jwt-secret-0123456789-abcdefgh', ...env });
+
 t.test('readiness fails first, then the process drains and exits 0', async (t) => {
-  const server = await startServer({
-    DATABASE_URL: database.url,
-    JWT_SECRET: 'drain-test-jwt-secret-0123456789-abcdefgh',
-    SHUTDOWN_DELAY_MS: '5000',
-  });
+  const server = await start({ SHUTDOWN_DELAY_MS: '5000' });
   t.teardown(() => killGroup(server));
   // A pooled keep-alive connection the draining server has just closed may reset under the next request; a client
   // (like the load balancer) opens another, on which the server must answer.
@@ -51,11 +51,7 @@ t.test('readiness fails first, then the process drains and exits 0', async (t) =
 });
 
 t.test('without a delay, a kept-alive connection is ended by an answer, not reset under the next request', async (t) => {
-  const server = await startServer({
-    DATABASE_URL: database.url,
-    JWT_SECRET: 'drain-test-jwt-secret-0123456789-abcdefgh',
-    LOG_LEVEL: 'info',
-  });
+  const server = await start({ LOG_LEVEL: 'info' });
   t.teardown(() => killGroup(server));
   const { port } = new URL(server.origin);
   const socket = connect(Number(port), '127.0.0.1');

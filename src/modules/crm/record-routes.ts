@@ -25,7 +25,16 @@ import { ActivityQuerySchema, ActivitySchema } from './activity-schemas.js';
 import { activityPage } from './activity-service.js';
 import { requestAudit, requireTenant } from '../../http/request.js';
 import { recordAudit } from '../audit/audit-log.js';
-import { CONDITIONAL_GET_NOTE, conditionalRead, conditionalWrite, ifMatch, sendRecord, tagged, withEtag } from '../../http/etag.js';
+import {
+  archiveIfMatchNote,
+  CONDITIONAL_GET_NOTE,
+  conditionalRead,
+  conditionalWrite,
+  ifMatch,
+  sendRecord,
+  tagged,
+  withEtag,
+} from '../../http/etag.js';
 import type { CrmScope } from './record-service.js';
 
 export interface RecordSchemas {
@@ -288,7 +297,7 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
                 'and `archived=all`. Adds an `archived` timeline entry and dispatches the `updated` event. Archiving an archived ' +
                 `${one} changes nothing.`
               : `Clears \`archived_at\`. Adds a \`restored\` timeline entry and dispatches the \`updated\` event. Restoring an active ${one} changes nothing.`) +
-            ` With \`If-Match\`, only a ${one} at that version (412 \`precondition_failed\` otherwise, also when it would change nothing).`,
+            ` ${archiveIfMatchNote(one)}`,
           params: schemas.params,
           ...conditionalWrite({ 200: tagged(Ref(schemas.record)) }),
         },

@@ -68,13 +68,21 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
     return values;
   }
 
+  /** The versions an If-Match names; none for `*` (any version) as for no If-Match. */
+  const versionsOf = (expected?: '*' | Date[]) => (expected === '*' ? undefined : expected);
+
+  /** Why a write at `versions` found no row: 412 when the record is there (it changed since), else 404. */
+  async function unwritten(db: TenantDb, id: string, versions: Date[] | undefined): Promise<ProblemError> {
+    return versions && isUuid(id) && (await queries.find(db, id)) ? changedSince() : notFound();
+  }
+
   /**
    * Sets `archived_at` (now, or null to restore) unless it already is so, with its timeline entry. With `expected` (an
    * If-Match), only a record at one of those versions: 412 otherwise, before anything else (an archive of an archived
    * record too), and decided again in the write's own statement.
    */
   async function setArchived(scope: CrmScope, id: string, archive: boolean, expected?: '*' | Date[]): Promise<Dto> {
-    const versions = expected === '*' ? undefined : expected;
+    const versions = versionsOf(expected);
     const current = await get(scope.db, id);
     if (!versionMatches(versions, String(current.updated_at))) throw changedSince();
     if ((current.archived_at !== null) === archive) return current;
@@ -87,7 +95,7 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
       versions,
       { column: queries.timeline, actor: scope.actor, kind },
     );
-    if (!record) throw versions && (await queries.find(scope.db, id)) ? changedSince() : notFound();
+    if (!record) throw await unwritten(scope.db, id, versions);
     return record;
   }
 
@@ -118,7 +126,7 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
      * the change applies only to a record still at one of them: 412 otherwise, decided in the same statement.
      */
     async update(scope: CrmScope, id: string, body: Update, expected?: '*' | Date[]): Promise<Dto> {
-      const versions = expected === '*' ? undefined : expected;
+      const versions = versionsOf(expected);
       if (Object.keys(body).length === 0) {
         const current = await get(scope.db, id);
         if (!versionMatches(versions, String(current.updated_at))) throw changedSince();
@@ -129,7 +137,7 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
       const record = isUuid(id)
         ? await scope.writes.update(queries.table, id, values, `${event}.updated`, versions, activity).catch(mapWriteError)
         : undefined;
-      if (!record) throw versions && (await queries.find(scope.db, id)) ? changedSince() : notFound();
+      if (!record) throw await unwritten(scope.db, id, versions);
       return record;
     },
     /** Archives the record (it leaves the default list); archiving an archived record changes nothing. */
@@ -138,9 +146,9 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create, 
     restore: (scope: CrmScope, id: string, expected?: '*' | Date[]) => setArchived(scope, id, false, expected),
     /** The deletion and its `deleted` event's runs (the record as it was) commit together. */
     async remove(scope: CrmScope, id: string, expected?: '*' | Date[]): Promise<void> {
-      const versions = expected === '*' ? undefined : expected;
+      const versions = versionsOf(expected);
       if (isUuid(id) && (await scope.writes.delete(queries.table, id, `${event}.deleted`, versions))) return;
-      throw versions && isUuid(id) && (await queries.find(scope.db, id)) ? changedSince() : notFound();
+      throw await unwritten(scope.db, id, versions);
     },
   };
 }

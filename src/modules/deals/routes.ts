@@ -6,7 +6,16 @@ import { NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/h
 import { pageOf, pageResponse, positionOfApiRow } from '../../lib/pagination.js';
 import { paginate } from '../../http/pagination.js';
 import { requireTenant } from '../../http/request.js';
-import { CONDITIONAL_GET_NOTE, conditionalRead, conditionalWrite, ifMatch, sendRecord, tagged, withEtag } from '../../http/etag.js';
+import {
+  archiveIfMatchNote,
+  CONDITIONAL_GET_NOTE,
+  conditionalRead,
+  conditionalWrite,
+  ifMatch,
+  sendRecord,
+  tagged,
+  withEtag,
+} from '../../http/etag.js';
 import { actorOf } from '../crm/record-routes.js';
 import { DealBodySchemas, DealListQuerySchema, DealMoveSchema, DealParamsSchema, DealPipelineStageSchema, DealSchema } from './schemas.js';
 import { Type } from '@sinclair/typebox';
@@ -179,8 +188,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           summary: archived
             ? 'Archive a deal (MANAGE_CRM): it leaves the default list and the board; idempotent.'
             : 'Restore an archived deal (MANAGE_CRM): it goes last in its stage; idempotent.',
-          description:
-            'With `If-Match`, only a deal at that version (412 `precondition_failed` otherwise, also when it would ' + 'change nothing).',
+          description: archiveIfMatchNote('deal'),
           params: DealParamsSchema,
           ...conditionalWrite({ 200: tagged(Ref(DealSchema)) }),
         },
