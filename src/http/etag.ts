@@ -46,10 +46,13 @@ export const conditionalRead = <T extends object>(record: T) => ({
   response: { ...responses({ 200: tagged(record) }, 401, 403, 404), 304: NOT_MODIFIED },
 });
 
-/** The schema parts of a conditional write of one record: If-Match, its `success` responses, and 412 besides 401, 403, 404. */
-export const conditionalWrite = <R extends Record<number, unknown>>(success: R) => ({
+/**
+ * The schema parts of a conditional write of one record: If-Match, its `success` responses, and 412 besides 401, 403,
+ * 404 and the write's own `errors`.
+ */
+export const conditionalWrite = <R extends Record<number, unknown>>(success: R, ...errors: number[]) => ({
   headers: IF_MATCH_HEADERS,
-  response: responses(success, 401, 403, 404, 412),
+  response: responses(success, 401, 403, 404, 412, ...errors),
 });
 
 /** The versions the request's If-Match names (strong comparison), or undefined without one. */

@@ -137,3 +137,56 @@ t.test('two rotations racing: one wins, the other is a 409, and the winner’s s
   t.equal(json(answers.find((a) => a.statusCode === 409)!).code, 'automation_changed');
   t.ok(verifies(winner.secret, await deliver(t, created.id)));
 });
+
+t.test(
+  'If-Match: a stale tag rotates nothing (412); the current one rotates and answers the new tag; two from one reading rotate once',
+  async (t) => {
+    const created = json(await createRule({ url: target.url, generate_secret: true }));
+    const secret: string = created.action_config.secret;
+    const read = () => app.inject({ method: 'GET', url: `${base}/${created.id}/`, headers: admin.headers });
+    const rotateIf = (tag: string) =>
+      app.inject({ method: 'POST', url: `${base}/${created.id}/rotate-secret/`, headers: { ...admin.headers, 'if-match': tag } });
+    const audited = () => app.db.auditLog.count({ where: { action: 'automation.secret_rotated', targetId: created.id } });
+    const first = await read();
+    const tag = String(first.headers.etag);
+
+    const stale = await rotateIf('"0123"');
+    t.equal(stale.statusCode, 412, stale.body);
+    t.equal(json(stale).code, 'precondition_failed');
+    t.notOk(stale.body.includes('whsec_'), 'no secret in the refusal');
+    t.equal((await read()).headers.etag, tag, 'the rule is at the same version');
+    t.equal(await audited(), 0, 'nothing audited');
+    t.ok(verifies(secret, await deliver(t, created.id)), 'the old secret alone still signs');
+
+    const rotated = await rotateIf(tag);
+    t.equal(rotated.statusCode, 200, rotated.body);
+    const now = await read();
+    t.not(now.headers.etag, tag);
+    t.equal(rotated.headers.etag, now.headers.etag, "the answer's ETag is the rule's new version");
+    t.equal((await rotateIf(tag)).statusCode, 412, 'the tag it was made against is stale now');
+    t.equal((await rotateIf('*')).statusCode, 200, '`*`: any version');
+    const wrongKind = json(await createRule({ to: ['a@example.test'], subject: 's', body: 'b' }, 'send_email'));
+    const mail = await app.inject({
+      method: 'POST',
+      url: `${base}/${wrongKind.id}/rotate-secret/`,
+      headers: { ...admin.headers, 'if-match': '"0123"' },
+    });
+    t.equal(mail.statusCode, 412, 'the precondition comes first');
+
+    // Two rotations from the same reading, forced to interleave: both read the rule, then one writes; the other's
+    // version is gone by the time its write runs, so it answers 412 (not 409: it named a version) and rotates nothing.
+    const current = String((await read()).headers.etag);
+    const before = await audited();
+    const holder = await holdLocks(t, databaseUrl);
+    await holder.query('SELECT id FROM automations WHERE id = $1 FOR UPDATE', [created.id]);
+    const one = track(rotateIf(current));
+    const two = track(rotateIf(current));
+    await holder.waitForLockWaiters(2, () => one.settled() || two.settled());
+    await holder.release();
+    const answers = await Promise.all([one.promise, two.promise]);
+    t.same(answers.map((a) => a.statusCode).sort(), [200, 412]);
+    t.equal(await audited(), before + 1, 'one rotation audited');
+    const winner = json(answers.find((a) => a.statusCode === 200)!);
+    t.ok(verifies(winner.secret, await deliver(t, created.id)), "the winner's secret signs");
+  },
+);

@@ -5,7 +5,8 @@ import { defaultEmptyBody } from '../../http/optional-body.js';
 import { PageQuerySchema, pageOf, pageResponse } from '../../lib/pagination.js';
 import { sendPage } from '../../http/pagination.js';
 import { requestAudit, requireTenant } from '../../http/request.js';
-import { CONDITIONAL_GET_NOTE, conditionalRead, sendRecord } from '../../http/etag.js';
+import { CONDITIONAL_GET_NOTE, conditionalRead, conditionalWrite, ifMatch, sendRecord, tagged } from '../../http/etag.js';
+import { etagOf } from '../../lib/etag.js';
 import {
   AutomationCreateSchema,
   AutomationParamsSchema,
@@ -114,13 +115,21 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           '`previous_secret_expires_at`) every delivery carries two signatures in `webhook-signature`, by the new and by ' +
           'the replaced secret, so a receiver can switch secrets without losing deliveries; then only the new one signs. ' +
           'A rule without a secret gets one (its deliveries are signed from now on). 400 `automation_not_webhook` for a ' +
-          '`send_email` rule; 409 `automation_changed` when another rotation won the race.',
+          "`send_email` rule. The answer carries the rule's new `ETag`. With `If-Match` (the `ETag` of `GET`), only a rule " +
+          'still at that version is rotated: 412 `precondition_failed` otherwise (also when another rotation won the ' +
+          'race), so two people rotating from the same reading rotate once. Without it, 409 `automation_changed` when ' +
+          'another rotation won the race.',
         params: AutomationParamsSchema,
-        response: responses({ 200: Ref(WebhookSecretRotationSchema) }, 401, 403, 404, 409),
+        ...conditionalWrite({ 200: tagged(Ref(WebhookSecretRotationSchema)) }, 409),
       },
       config: { access: 'MANAGE_AUTOMATIONS', apiKeys: true },
     },
-    async (request) => automations.rotateSecret(requireTenant(request), request.params.automation_id, requestAudit(request)),
+    async (request, reply) => {
+      const tenant = requireTenant(request);
+      const rotated = await automations.rotateSecret(tenant, request.params.automation_id, requestAudit(request), ifMatch(request));
+      reply.header('etag', etagOf({ updated_at: rotated.updatedAt.toISOString() }));
+      return rotated.rotation;
+    },
   );
 
   app.get(
@@ -132,7 +141,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'One automation rule.',
         description:
           `${READ_NOTE + WEBHOOK_URL_NOTE}404 for a rule of another organization. ${CONDITIONAL_GET_NOTE} Rules are not ` +
-          "changed or deleted through the API (no If-Match here); a secret rotation is a new version. The tag is the rule's " +
+          "changed or deleted through the API; a secret rotation is a new version (and takes If-Match). The tag is the rule's " +
           'version whoever reads it: a caller whose role changes should read the rule again without `If-None-Match`, ' +
           'as the webhook `url` it is shown depends on the role.',
         params: AutomationParamsSchema,

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Automation, AutomationRun, Prisma } from '../../generated/prisma/client.js';
 import { encryptSecret } from '../../lib/crypto.js';
-import { nextVersion } from '../../lib/etag.js';
+import { changedSince, nextVersion, versionMatches, type ExpectedVersions } from '../../lib/etag.js';
 import { afterPosition, newestFirst, pageOfDtos, type Page, type PageRequest } from '../../lib/pagination.js';
 import { badRequest, conflict, notFound, validationFailed } from '../../lib/problem.js';
 import type { Tenant } from '../../db/tenant.js';
@@ -126,15 +126,19 @@ export async function createAutomation(
 
 /**
  * Replaces a webhook rule's secret by a generated one; the replaced secret keeps signing beside it for
- * WEBHOOK_SECRET_OVERLAP_MS. A rotation racing another one (or any change of the rule) is a 409, never a lost secret.
+ * WEBHOOK_SECRET_OVERLAP_MS. With `expected` (If-Match), only a rule at one of those versions: else 412, checked before
+ * anything else, and again by the write's condition. A rotation racing another one (or any change of the rule) is never
+ * a lost secret: 412 with an If-Match (the version it named is gone), else 409. Answers the rule's new version too.
  */
 export async function rotateWebhookSecret(
   tenant: Tenant,
   id: string,
   encryptionKey: Buffer | null,
   audit: AuditContext,
-): Promise<WebhookSecretRotation> {
+  expected: ExpectedVersions = undefined,
+): Promise<{ rotation: WebhookSecretRotation; updatedAt: Date }> {
   const automation = await getAutomation(tenant, id);
+  if (!versionMatches(expected, automation.updatedAt)) throw changedSince();
   if (automation.actionType !== 'webhook') {
     throw badRequest('automation_not_webhook', 'Only webhook rules have a signing secret to rotate.');
   }
@@ -149,16 +153,18 @@ export async function rotateWebhookSecret(
       ? { previous_secret_encrypted: current.secret_encrypted, previous_secret_expires_at: previousExpiresAt }
       : {}),
   };
+  const updatedAt = nextVersion(automation.updatedAt);
   await tenant.db.$transaction(async (tx) => {
     // A new version (the rule's ETag) even within the millisecond of the one it replaces: the condition holds it still.
     const { count } = await tx.automation.updateMany({
       where: { id, updatedAt: automation.updatedAt },
-      data: { actionConfig: asJson(rotated), updatedAt: nextVersion(automation.updatedAt) },
+      data: { actionConfig: asJson(rotated), updatedAt },
     });
+    if (count === 0 && Array.isArray(expected)) throw changedSince();
     if (count === 0) throw conflict('automation_changed', 'The rule changed meanwhile (another rotation?); read it again and retry.');
     await recordAutomation(tx, tenant, audit, 'automation.secret_rotated', id);
   });
-  return { secret, previous_secret_expires_at: previousExpiresAt };
+  return { rotation: { secret, previous_secret_expires_at: previousExpiresAt }, updatedAt };
 }
 
 export function listAutomations(tenant: Tenant, page: PageRequest): Promise<Automation[]> {
@@ -229,7 +235,8 @@ export function createAutomationService(deps: ActionSettings) {
       const dto = toAutomationDto(automation, true);
       return generatedSecret ? { ...dto, action_config: { ...dto.action_config, secret: generatedSecret } } : dto;
     },
-    rotateSecret: (tenant: Tenant, id: string, audit: AuditContext) => rotateWebhookSecret(tenant, id, deps.encryptionKey, audit),
+    rotateSecret: (tenant: Tenant, id: string, audit: AuditContext, expected?: ExpectedVersions) =>
+      rotateWebhookSecret(tenant, id, deps.encryptionKey, audit, expected),
     test: async (tenant: Tenant, id: string, input: AutomationTest, log: ActionDeps['log']) => {
       const run = await testAutomation(tenant, id, input, { ...deps, db: tenant.db, log });
       return { status: run.status, run: toRunDto(run) };
