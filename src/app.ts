@@ -11,6 +11,7 @@ import errorsPlugin, { renderClientError, renderError } from './plugins/errors.j
 import storableTextPlugin from './plugins/storable-text.js';
 import securityHeadersPlugin from './plugins/security-headers.js';
 import corsPlugin from './plugins/cors.js';
+import compressionPlugin from './plugins/compression.js';
 import dbPlugin from './plugins/db.js';
 import readReplicaPlugin from './plugins/read-replica.js';
 import authPlugin from './plugins/auth.js';
@@ -136,6 +137,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(storableTextPlugin);
   await app.register(securityHeadersPlugin);
   await app.register(corsPlugin);
+  // Before any route, and before Swagger UI's static files (@fastify/compress must come first for them).
+  await app.register(compressionPlugin);
   await app.register(dbPlugin);
   await app.register(readReplicaPlugin);
   await app.register(metricsPlugin);

@@ -185,7 +185,8 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
           "as an attachment. Accepts the list's `search` and filters, not its page parameters. A cell starting with `=`, `+`, " +
           "`-` or `@` is prefixed with `'` so that a spreadsheet does not run it as a formula (an import strips it again). " +
           'Empty cells are null fields. Each export is written to the audit log (`crm.exported`) with its caller, a user or a ' +
-          'workspace API key.',
+          'workspace API key. Sent compressed (`Content-Encoding: br` or `gzip`) when `Accept-Encoding` asks for it: a ' +
+          'million companies are about 220 MB as CSV and 45 MB in gzip.',
         params: OrganizationParamsSchema,
         querystring: Type.Omit(schemas.listQuery, ['limit', 'cursor']),
         response: responses(
@@ -202,6 +203,8 @@ export function registerRecordRoutes<S extends RecordSchemas, Filters>(
         ),
       },
       config: read,
+      // A bulk download: compressed when the client accepts it (plugins/compression.ts).
+      compress: {},
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
       const query = request.query as Static<S['listQuery']> & { sort?: string };
