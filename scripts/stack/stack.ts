@@ -120,6 +120,12 @@ function haproxyConfig(frontPort: number, instances: Array<{ name: string; port:
     '  option forwardfor',
     'frontend api',
     `  bind 127.0.0.1:${frontPort}`,
+    // The API's JSON answers are compressed here, at the edge (the service compresses only its document and its
+    // exports: README, Compression), for reads only: an answer to a write may hold a token or secret beside what the
+    // caller sent, and its compressed length would tell it (BREACH). Answers already compressed pass as they are.
+    '  http-request del-header accept-encoding if !METH_GET !METH_HEAD',
+    '  compression algo gzip',
+    '  compression type application/json application/problem+json',
     '  default_backend instances',
     'backend instances',
     '  balance roundrobin',

@@ -71,6 +71,25 @@ function steadyTraffic() {
   };
 }
 
+t.test("the load balancer compresses the API's JSON reads in gzip, never an answer to a write", async (t) => {
+  const headers = { authorization: `Bearer ${access}`, 'accept-encoding': 'gzip, br' };
+  const created = await fetch(`${stack.origin}/api/v1${companies}`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Compressed at the edge', notes: 'A long note. '.repeat(200) }),
+  });
+  t.equal(created.status, 201);
+  t.equal(created.headers.get('content-encoding'), null, 'a write: as it is');
+  const company = (await created.json()) as { id: string };
+  const read = await fetch(`${stack.origin}/api/v1${companies}${company.id}/`, { headers });
+  t.equal(read.status, 200);
+  t.equal(read.headers.get('content-encoding'), 'gzip', 'a read: gzip');
+  t.match(await read.json(), { id: company.id, name: 'Compressed at the edge' });
+  const document = await fetch(`${stack.origin}/openapi.json`, { headers });
+  t.equal(document.headers.get('content-encoding'), 'br', "the service's own compression passes as it is");
+  t.match(await document.json(), { openapi: /^3\.1/ });
+});
+
 t.test('a rolling restart of both instances drops no request', async (t) => {
   const traffic = steadyTraffic();
   await sleep(1_000);
