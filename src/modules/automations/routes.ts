@@ -5,8 +5,7 @@ import { defaultEmptyBody } from '../../http/optional-body.js';
 import { PageQuerySchema, pageOf, pageResponse } from '../../lib/pagination.js';
 import { sendPage } from '../../http/pagination.js';
 import { requestAudit, requireTenant } from '../../http/request.js';
-import { CONDITIONAL_GET_NOTE, conditionalRead, conditionalWrite, ifMatch, sendRecord, tagged } from '../../http/etag.js';
-import { etagOf } from '../../lib/etag.js';
+import { CONDITIONAL_GET_NOTE, conditionalRead, conditionalWrite, ifMatch, sendRecord, tagged, withEtag } from '../../http/etag.js';
 import {
   AutomationCreateSchema,
   AutomationParamsSchema,
@@ -127,7 +126,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const tenant = requireTenant(request);
       const rotated = await automations.rotateSecret(tenant, request.params.automation_id, requestAudit(request), ifMatch(request));
-      reply.header('etag', etagOf({ updated_at: rotated.updatedAt.toISOString() }));
+      withEtag(reply, { updated_at: rotated.updatedAt.toISOString() });
       return rotated.rotation;
     },
   );

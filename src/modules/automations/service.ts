@@ -160,8 +160,11 @@ export async function rotateWebhookSecret(
       where: { id, updatedAt: automation.updatedAt },
       data: { actionConfig: asJson(rotated), updatedAt },
     });
-    if (count === 0 && Array.isArray(expected)) throw changedSince();
-    if (count === 0) throw conflict('automation_changed', 'The rule changed meanwhile (another rotation?); read it again and retry.');
+    if (count === 0) {
+      throw Array.isArray(expected)
+        ? changedSince()
+        : conflict('automation_changed', 'The rule changed meanwhile (another rotation?); read it again and retry.');
+    }
     await recordAutomation(tx, tenant, audit, 'automation.secret_rotated', id);
   });
   return { rotation: { secret, previous_secret_expires_at: previousExpiresAt }, updatedAt };
