@@ -32,7 +32,10 @@ await app.pg.query(
   [b.id],
 );
 
-/** Pieces of names and terms: ASCII, wildcards, a backslash, letters whose lower case PostgreSQL and JavaScript may differ on. */
+/**
+ * Pieces of names and terms: ASCII, wildcards, a backslash, letters whose lower case PostgreSQL and JavaScript may
+ * differ on, and tsquery's syntax characters.
+ */
 const PIECES = [
   'a',
   'b',
@@ -59,6 +62,14 @@ const PIECES = [
   'é',
   'zürich',
   'ZÜRICH',
+  // What tsquery input treats as syntax (the pairs index is asked through one): each must stay a literal character.
+  "'",
+  ':',
+  '*',
+  '&',
+  '!',
+  '|',
+  '(',
 ];
 const text = (maxPieces: number) =>
   fc.array(fc.constantFrom(...PIECES), { minLength: 1, maxLength: maxPieces }).map((pieces) => pieces.join(''));
@@ -139,7 +150,10 @@ t.test(
       fc.asyncProperty(
         // Emails unique in a workspace (issue 27): a run's records never share one.
         fc.uniqueArray(companyArbitrary, { minLength: 1, maxLength: 12, selector: (c) => c.email?.toLowerCase() ?? Symbol() }),
-        fc.oneof(text(3), fc.constantFrom('ab%_c', 'zürich', 'ZÜRICH', 'İ', 'ß', '\\', '%', '_', 'qqzzqq', 'ex.example', '555-01')),
+        fc.oneof(
+          text(3),
+          fc.constantFrom('ab%_c', 'zürich', 'ZÜRICH', 'İ', 'ß', '\\', '%', '_', 'qqzzqq', 'ex.example', '555-01', "'", "a'b", ':*', '&!'),
+        ),
         fc.constantFrom(...SORTS),
         fc.integer({ min: 1, max: 7 }),
         async (companies, term, sort, limit) => {
@@ -211,6 +225,30 @@ t.test('search terms in every layout answer complete pages in one request each',
     t.equal(page.length, Math.min(20, expected), `"${term}": ${Math.min(20, expected)} records on the first page`);
     t.equal(res.headers.link !== undefined, expected > 20, `"${term}": a next link only when more follow`);
   }
+});
+
+t.test("short terms from the pairs index: tsquery's syntax characters are literal", async (t) => {
+  // Older than every filler, so only the index finds them; each term has no three word characters in a row, so the
+  // index is crm_gram_pairs, asked through a tsquery in which these characters are syntax.
+  const names = ["O'Brien Ltd", 'A:B Partners', 'Star*Co', 'Back\\slash', 'R&D!x', 'Pipe|Co', '(Paren', "it's"];
+  await app.pg.query(
+    `INSERT INTO companies (id, organization_id, name, created_at, updated_at)
+     SELECT gen_random_uuid(), $1, name, now() - make_interval(days => 2000 + n::int), now() - make_interval(days => 2000 + n::int)
+     FROM unnest($2::text[]) WITH ORDINALITY AS v(name, n)`,
+    [a.id, names],
+  );
+  const terms = ["'", "'b", "o'", "'s", ':', ':b', 'a:', '*', '*c', '\\', '\\s', '&', '&d', 'd!', '!x', '|', '|c', '(', '(p', ':*', "'&"];
+  for (const term of terms) {
+    const res = await a.call(viewerA, 'GET', `companies/?search=${encodeURIComponent(term)}&limit=50`);
+    t.equal(res.statusCode, 200, `"${term}": 200`);
+    const expected = await reference(term, '-created_at');
+    t.same(
+      json<Array<{ id: string }>>(res).map((c) => c.id),
+      expected.slice(0, 50),
+      `"${term}": the ${Math.min(50, expected.length)} matches of the reference, in order`,
+    );
+  }
+  t.ok((await reference("'b", '-created_at')).length > 0, 'the terms do match old records');
 });
 
 t.test('a cursor of one sort is refused by another, and a tampered one is a 400', async (t) => {

@@ -111,7 +111,7 @@ t.test('a search reads in order, then from the index, and both only inside its o
   await fill(A, 'A filler ', 0);
   await fill(B, 'A company look-alike ', SEARCH_SCAN_ROWS);
   const pages = scopePages(app.pg, A);
-  // Older than every filler: the ordered part never reaches them, the GIN indexes do (trigrams, then short grams).
+  // Older than every filler: the ordered part never reaches them, the GIN indexes do (trigrams, then pairs).
   const old = (organizationId: string, name: string) =>
     db.company.create({ data: { organizationId, name, createdAt: new Date(Date.now() - 86_400_000) } });
   const needles = [await old(A, 'Oldneedle of A'), await old(A, 'Qz of A')];
