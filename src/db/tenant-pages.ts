@@ -282,8 +282,8 @@ const TRIGRAM_TERM = /[\p{L}\p{N}]{3}/u;
 /**
  * The indexed part of a search: every match after `after` in list order, from a GIN index (pg_trgm for a term with
  * three word characters in a row; else crm_gram_pairs, asked for the term's 2-character substrings, or the pairs
- * its one character begins: see crm_gram_pairs_query), sorted, `wanted` of them. Its cost follows the number of candidates the index
- * yields, not the rows.
+ * its one character begins: see crm_gram_pairs_query), sorted, `wanted` of them. Its cost follows the number of
+ * candidates the index yields, not the rows.
  */
 function indexedQuery<Filter extends string>(
   organizationId: string,

@@ -15,18 +15,16 @@ CREATE FUNCTION crm_gram_pairs(t text) RETURNS tsvector LANGUAGE sql IMMUTABLE S
     || string_to_array(regexp_replace(substr(t || E'\x02', 2), '(..)', E'\\1\x01', 'g'), E'\x01'), ''))
 $$;
 
--- What a search asks crm_gram_pairs for (the term lower-cased): one character, every pair beginning with it (a prefix
--- query); a longer term, all of its pairs. Each of its characters is in one of those pairs, so the rows holding them
--- are a superset of the matches (the search tests each candidate for the whole term). Each pair is quoted as tsquery
--- input wants it (a backslash or a quote escaped), so every character stays literal.
--- IMMUTABLE, so the planner folds it over a known term.
+-- What a search asks crm_gram_pairs for (the term lower-cased): all of a term's pairs; for a term of one character,
+-- that character as a prefix (every pair beginning with it). Each of its characters is in one of those pairs, so the
+-- rows holding them are a superset of the matches (the search tests each candidate for the whole term). Each piece is
+-- quoted as tsquery input wants it (a backslash or a quote escaped), so every character stays literal; an empty term
+-- asks for nothing (NULL). IMMUTABLE, so the planner folds it over a known term.
 CREATE FUNCTION crm_gram_pairs_query(t text) RETURNS tsquery LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
-  SELECT CASE
-    WHEN length(t) = 0 THEN NULL
-    WHEN length(t) = 1 THEN ('''' || replace(replace(t, '\', '\\'), '''', '''''') || ''':*')::tsquery
-    ELSE (SELECT string_agg('''' || replace(replace(pair, '\', '\\'), '''', '''''') || '''', ' & ')::tsquery
-          FROM (SELECT DISTINCT substr(t, i, 2) AS pair FROM generate_series(1, length(t) - 1) AS i) AS pairs)
-  END
+  SELECT string_agg('''' || replace(replace(piece, '\', '\\'), '''', '''''') || CASE WHEN length(piece) = 1 THEN ''':*' ELSE '''' END,
+                    ' & ')::tsquery
+  FROM (SELECT DISTINCT substr(t, i, 2) AS piece FROM generate_series(1, greatest(length(t) - 1, 1)) AS i) AS pieces
+  WHERE piece <> ''
 $$;
 
 CREATE INDEX "companies_search_text_pairs_idx" ON "companies" USING GIN (crm_gram_pairs("search_text"))
