@@ -428,18 +428,29 @@ export function probeOf(term: string, sample: readonly string[]): string {
 }
 
 /**
- * The candidates (by the planner's estimate) above which a far ordered part goes first. Measured on the bench's
- * 1.95 million companies, warm: the GIN path cost 2.1 ms for a term with 950 candidates, 4.1 ms for 1,950 and 125 ms
- * for 20,000 (2–6 µs each: posting lists read, row visited, rechecked and sorted); a far ordered part costs 25–50 ms.
- * The estimate tells them apart since search_text's histogram has 300 entries (migration crm_search_statistics): a
- * term found in one of them counts as 0.33 % of the rows (6,500 of two million), where with 100 it counted as 1 %.
+ * How a search with many candidates goes on in list order before it asks the index (see `searchPage`); tests lower
+ * these to take that path on a few thousand rows.
+ *
+ * - `indexCandidates`: the candidates (by the planner's estimate) above which a far ordered part goes first. Measured on
+ *   the bench's 1.95 million companies, warm: the GIN path cost 2.1 ms for a term with 950 candidates, 4.1 ms for
+ *   1,950 and 125 ms for 20,000 (2–6 µs each: posting lists read, row visited, rechecked and sorted); a far ordered
+ *   part costs 25–50 ms. The estimate tells them apart since search_text's histogram has 300 entries (migration
+ *   crm_search_statistics): a term found in one of them counts as 0.33 % of the rows (6,500 of two million), where
+ *   with 100 it counted as 1 %.
+ * - `farRows`: the fewest rows of a far ordered part (about 15–25 ms of index scan).
+ * - `rowsPerCandidate`: its rows per candidate beyond that, so that it reads about what the index would cost. Measured on
+ *   the bench (2.1 million companies, warm): the index path cost 0.85 µs a candidate for `k` (363,000 candidates,
+ *   305 ms) and 2.4 µs for `draymar` (20,000, 48 ms); an ordered part 0.27–0.3 µs a row. The matches' position is
+ *   unknown until they are read: reading in order until that cost is spent, then asking the index, costs at most
+ *   about twice the cheaper of the two. A term absent from the newest 110,000 rows (the bench's after its creates)
+ *   took 66 ms (`draymar`) and 334 ms (`k`) with a part of 65,536 rows and then the index.
  */
-const SEARCH_INDEX_CANDIDATES = 8_000;
+export const searchTuning = { indexCandidates: 8_000, farRows: 65_536, rowsPerCandidate: 6 };
 /**
  * The planner's count of a term's candidates, kept from an earlier search of it in this workspace and process whose
  * ordered parts did not fill its page (only such a search counts them). The next search of the term there skips
  * those parts: most likely they would find as little again, and with a count known the plan is chosen without them
- * (the index for a rare term, else the far ordered part, which stops as soon as the page is full). The count depends
+ * (the index for a rare term, else the far ordered parts, which stop as soon as the page is full). The count depends
  * on the table's statistics alone, like the sample of `sampleOf`; what is kept never changes an answer, only what is
  * read to find it.
  */
@@ -452,8 +463,6 @@ const estimates = new Memory<number>(1_000);
  */
 const densities = new Memory<number>(1_000);
 
-/** The rows of that far ordered part: about 25 ms of index scan. */
-const SEARCH_FAR_ROWS = 65_536;
 /**
  * Search statements this process runs at once. Each costs PostgreSQL up to milliseconds of CPU: with more running
  * than its cores can serve they only take turns, and fill the pool that every other request needs for its round trips.
@@ -511,15 +520,20 @@ async function searchPage<Row extends pg.QueryResultRow, Filter extends string>(
     if (expected * 2 <= SEARCH_MORE_ROWS && (await ordered(Math.ceil(expected * 2)))) return found;
   }
   const probe = TRIGRAM_TERM.test(search) ? probeOf(search, await sampleOf(pool, spec.table)) : search;
-  const { estimate, page } = indexedQuery(organizationId, spec, filter, after, wanted - found.length, probe);
+  const indexedPart = () => indexedQuery(organizationId, spec, filter, after, wanted - found.length, probe);
   // A term whose candidates are many (common in older rows): an ordered part, far, costs less than visiting them all;
   // it is complete when it fills the page or reaches the end. Phone digits are asked like any other term: with the
   // index asked for their rare part (probeOf), the bench's `555-0012` after row 500,000 (no match left) takes a full
   // page in 6-9 ms, where a far ordered part going first made it 84-119 ms.
   // The estimate needs no transaction of its own: the plan settings change how rows are found, not how many.
-  const candidates = known ?? (await count(estimate));
-  if (candidates > SEARCH_INDEX_CANDIDATES && (await ordered(SEARCH_FAR_ROWS))) return found;
-  return [...found, ...(await indexed<Row>(page))];
+  const candidates = known ?? (await count(indexedPart().estimate));
+  // A far ordered part reads as many rows as the index's candidates would cost: it stops as soon as the page is full,
+  // so a larger part costs more only when the index then has to finish the page.
+  const far = Math.max(searchTuning.farRows, Math.ceil(candidates * searchTuning.rowsPerCandidate));
+  if (candidates > searchTuning.indexCandidates && (await ordered(far))) return found;
+  // Built now: from where the ordered parts stopped, for what the page still needs (one built before them handed out
+  // their matches a second time).
+  return [...found, ...(await indexed<Row>(indexedPart().page))];
 
   /** The planner's count of the candidates (`estimate`), kept for the next search of the term in this workspace. */
   async function count(estimate: pg.QueryConfig): Promise<number> {

@@ -4,8 +4,8 @@
 // records are created and renamed between pages (a renamed record, whose key moved, may show at either place). Enough filler rows make the service take both of its paths (the ordered part
 // and the GIN indexes).
 import fc from 'fast-check';
-import t from 'tap';
-import { SEARCH_SCAN_ROWS } from '../../src/db/tenant-pages.js';
+import t, { type Test } from 'tap';
+import { SEARCH_SCAN_ROWS, searchTuning } from '../../src/db/tenant-pages.js';
 import { buildTestApp, json } from '../helpers/app.js';
 import { crmWorkspaces, type Workspace } from '../tenancy/crm-workspaces.js';
 
@@ -142,73 +142,92 @@ async function walk(ws: Workspace, term: string, sort: string, limit: number, to
   return { ids, pageSizes, changed };
 }
 
-t.test(
-  'generated records and terms: pages equal the reference, in order, full unless last, while records are created and renamed',
-  async (t) => {
-    let runs = 0;
-    await fc.assert(
-      fc.asyncProperty(
-        // Emails unique in a workspace (issue 27): a run's records never share one.
-        fc.uniqueArray(companyArbitrary, { minLength: 1, maxLength: 12, selector: (c) => c.email?.toLowerCase() ?? Symbol() }),
-        fc.oneof(
-          text(3),
-          fc.constantFrom('ab%_c', 'zürich', 'ZÜRICH', 'İ', 'ß', '\\', '%', '_', 'qqzzqq', 'ex.example', '555-01', "'", "a'b", ':*', '&!'),
-        ),
-        fc.constantFrom(...SORTS),
-        fc.integer({ min: 1, max: 7 }),
-        async (companies, term, sort, limit) => {
-          runs += 1;
-          // Generated records, placed among the newest or beyond every filler (only an index finds those).
-          const inserted = await app.pg.query<{ id: string }>(
-            `INSERT INTO companies (id, organization_id, name, email, phone_number, created_at, updated_at)
+/**
+ * The property: generated records (among the newest or beyond every filler) and terms, each walked in a generated sort
+ * and page size; `numRuns` cases from `seed`.
+ */
+async function pagesEqualTheReference(t: Test, numRuns: number, seed: number) {
+  let runs = 0;
+  await fc.assert(
+    fc.asyncProperty(
+      // Emails unique in a workspace (issue 27): a run's records never share one.
+      fc.uniqueArray(companyArbitrary, { minLength: 1, maxLength: 12, selector: (c) => c.email?.toLowerCase() ?? Symbol() }),
+      fc.oneof(
+        text(3),
+        fc.constantFrom('ab%_c', 'zürich', 'ZÜRICH', 'İ', 'ß', '\\', '%', '_', 'qqzzqq', 'ex.example', '555-01', "'", "a'b", ':*', '&!'),
+      ),
+      fc.constantFrom(...SORTS),
+      fc.integer({ min: 1, max: 7 }),
+      async (companies, term, sort, limit) => {
+        runs += 1;
+        // Generated records, placed among the newest or beyond every filler (only an index finds those).
+        const inserted = await app.pg.query<{ id: string }>(
+          `INSERT INTO companies (id, organization_id, name, email, phone_number, created_at, updated_at)
            SELECT gen_random_uuid(), $1, c.name, c.email, c.phone_number, c.at, c.at
            FROM jsonb_to_recordset($2::jsonb) AS c(name text, email text, phone_number text, at timestamptz) RETURNING id`,
-            [
-              a.id,
-              JSON.stringify(
-                companies.map((c, i) => ({
-                  ...c,
-                  at: new Date(Date.now() + (c.oldest ? -86_400_000 * (i + 1) : 86_400_000 * (i + 1))).toISOString(),
-                })),
-              ),
-            ],
+          [
+            a.id,
+            JSON.stringify(
+              companies.map((c, i) => ({
+                ...c,
+                at: new Date(Date.now() + (c.oldest ? -86_400_000 * (i + 1) : 86_400_000 * (i + 1))).toISOString(),
+              })),
+            ),
+          ],
+        );
+        try {
+          const expected = await reference(term, sort);
+          // Renamed during the walk: the generated records the term matches (their sort keys move; the rest stay).
+          const touch = inserted.rows.map((row) => row.id).filter((id) => expected.includes(id));
+          const { ids, pageSizes, changed } = await walk(a, term, sort, limit, touch);
+          const kept = ids.filter((id) => !changed.has(id));
+          t.equal(new Set(kept).size, kept.length, `"${term}" ${sort}: no record whose key stayed appears twice`);
+          t.ok(
+            pageSizes.slice(0, -1).every((size) => size === limit),
+            `"${term}" ${sort}: every page but the last holds ${limit} (${pageSizes.join(', ')})`,
           );
-          try {
-            const expected = await reference(term, sort);
-            // Renamed during the walk: the generated records the term matches (their sort keys move; the rest stay).
-            const touch = inserted.rows.map((row) => row.id).filter((id) => expected.includes(id));
-            const { ids, pageSizes, changed } = await walk(a, term, sort, limit, touch);
-            const kept = ids.filter((id) => !changed.has(id));
-            t.equal(new Set(kept).size, kept.length, `"${term}" ${sort}: no record whose key stayed appears twice`);
-            t.ok(
-              pageSizes.slice(0, -1).every((size) => size === limit),
-              `"${term}" ${sort}: every page but the last holds ${limit} (${pageSizes.join(', ')})`,
-            );
-            // Records created during the walk may be included where their sort key places them (after the cursor), and a
-            // renamed one at its old or its new place; every other record that existed before it is there exactly once,
-            // in the reference's order.
-            const before = new Set(expected.filter((id) => !changed.has(id)));
-            const seenBefore = kept.filter((id) => before.has(id));
-            t.same(seenBefore, [...before], `"${term}" ${sort}: the reference's ${before.size} unchanged matches, in its order`);
-            const after = (await reference(term, sort)).filter((id) => !changed.has(id));
-            const order = new Map(after.map((id, i) => [id, i]));
-            t.ok(
-              kept.every((id, i) => i === 0 || (order.get(id) ?? -1) > (order.get(kept[i - 1]!) ?? -1)),
-              `"${term}" ${sort}: everything else handed out, in the list order`,
-            );
-          } finally {
-            await app.pg.query(`DELETE FROM companies WHERE organization_id = $1 AND (id = ANY($2::uuid[]) OR name LIKE 'meanwhile %')`, [
-              a.id,
-              inserted.rows.map((row) => row.id),
-            ]);
-          }
-        },
-      ),
-      { numRuns: 40, seed: 20261125 },
-    );
-    t.ok(runs >= 40, `${runs} generated cases`);
-  },
+          // Records created during the walk may be included where their sort key places them (after the cursor), and a
+          // renamed one at its old or its new place; every other record that existed before it is there exactly once,
+          // in the reference's order.
+          const before = new Set(expected.filter((id) => !changed.has(id)));
+          const seenBefore = kept.filter((id) => before.has(id));
+          t.same(seenBefore, [...before], `"${term}" ${sort}: the reference's ${before.size} unchanged matches, in its order`);
+          const after = (await reference(term, sort)).filter((id) => !changed.has(id));
+          const order = new Map(after.map((id, i) => [id, i]));
+          t.ok(
+            kept.every((id, i) => i === 0 || (order.get(id) ?? -1) > (order.get(kept[i - 1]!) ?? -1)),
+            `"${term}" ${sort}: everything else handed out, in the list order`,
+          );
+        } finally {
+          await app.pg.query(`DELETE FROM companies WHERE organization_id = $1 AND (id = ANY($2::uuid[]) OR name LIKE 'meanwhile %')`, [
+            a.id,
+            inserted.rows.map((row) => row.id),
+          ]);
+        }
+      },
+    ),
+    { numRuns, seed },
+  );
+  t.ok(runs >= numRuns, `${runs} generated cases`);
+}
+
+t.test('generated records and terms: pages equal the reference, in order, full unless last, while records are created and renamed', (t) =>
+  pagesEqualTheReference(t, 40, 20261125),
 );
+
+t.test('the same through a far ordered part sized by the candidates, then the index', async (t) => {
+  // Every term goes far (any count of candidates is "many"), in a part that ends within the fillers (the index then
+  // takes the rest of the page from where it stopped) or one that reads them all.
+  const tuning = { ...searchTuning };
+  t.teardown(() => Object.assign(searchTuning, tuning));
+  for (const [rowsPerCandidate, seed] of [
+    [2, 20261128],
+    [1_000_000, 20261129],
+  ] as const) {
+    Object.assign(searchTuning, { indexCandidates: -1, farRows: 97, rowsPerCandidate });
+    await t.test(`${rowsPerCandidate} rows a candidate`, (t) => pagesEqualTheReference(t, 20, seed));
+  }
+});
 
 t.test('search terms in every layout answer complete pages in one request each', async (t) => {
   // Matches only among the oldest rows, beyond the ordered part: the first page is full, in one request.
