@@ -18,6 +18,7 @@ import { companyPage, companyService } from '../src/modules/companies/service.js
 import { ContactSchema } from '../src/modules/contacts/schemas.js';
 import { contactService } from '../src/modules/contacts/service.js';
 import { COMPONENT_SCHEMAS } from '../src/http/components.js';
+import { Ref } from '../src/lib/http-schemas.js';
 import { authenticateClaims, authenticateMember } from '../src/db/authentication.js';
 import type { CurrentUser } from '../src/lib/current-user.js';
 
@@ -74,7 +75,9 @@ async function serveBaseline(databaseUrl: string, jwtSecret: string, port: numbe
   ] as const) {
     app.get(
       `/api/v1/organizations/:organization_id/${path}/`,
-      { schema: { response: { 200: Type.Array(item) } } },
+      // By reference, as the service's routes do: an item schema inlined with its $id made fast-json-stringify resolve
+      // its own references (`LifecycleStage`) against it, and every company list answered 500.
+      { schema: { response: { 200: Type.Array(Ref(item)) } } },
       async (request: OrgRequest, reply: FastifyReply) => {
         const organizationId = request.params.organization_id;
         await authenticate(request, organizationId);
@@ -99,7 +102,7 @@ async function serveBaseline(databaseUrl: string, jwtSecret: string, port: numbe
   // The service's statement: the company and its automation runs.
   app.post(
     '/api/v1/organizations/:organization_id/companies/',
-    { schema: { response: { 201: CompanySchema } } },
+    { schema: { response: { 201: Ref(CompanySchema) } } },
     async (request: OrgRequest, reply) => {
       const organizationId = request.params.organization_id;
       await authenticate(request, organizationId);

@@ -383,6 +383,9 @@ async function measure(
   const result = await wrk({ ...options, seconds });
   const after = await cpuNow();
   const perRequest = (seconds: number) => (seconds * 1e6) / Math.max(result.requests, 1);
+  if (result.errors + result.non2xx > 0) {
+    log(`${scenario.name} on ${server.origin}: ${result.non2xx} answers not 2xx, ${result.errors} socket errors of ${result.requests}`);
+  }
   if (server.process.exitCode !== null || server.process.signalCode !== null) {
     throw new Error(`the server exited (${server.process.exitCode ?? server.process.signalCode}) during "${scenario.name}"`);
   }
