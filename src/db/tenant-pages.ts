@@ -438,19 +438,19 @@ export function probeOf(term: string, sample: readonly string[]): string {
  *   crm_search_statistics): a term found in one of them counts as 0.33 % of the rows (6,500 of two million), where
  *   with 100 it counted as 1 %.
  * - `farRows`: the fewest rows of a far ordered part (about 15–25 ms of index scan).
- * - `rowsPerCandidate`: its rows per candidate beyond that, so that it reads about what the index would cost. Measured on
- *   the bench (2.1 million companies, warm): the index path cost 0.85 µs a candidate for `k` (363,000 candidates,
- *   305 ms) and 2.4 µs for `draymar` (20,000, 48 ms); an ordered part 0.27–0.3 µs a row. The matches' position is
- *   unknown until they are read: reading in order until that cost is spent, then asking the index, costs at most
- *   about twice the cheaper of the two. A term absent from the newest 110,000 rows (the bench's after its creates)
- *   took 66 ms (`draymar`) and 334 ms (`k`) with a part of 65,536 rows and then the index.
+ * - `rowsPerCandidate`: its rows per candidate, where that is more, so that it reads about what the index would cost.
+ *   Measured on the bench (2.1 million companies, warm): the index path cost 0.85 µs a candidate for `k` (363,000
+ *   candidates, 305 ms) and 2.4 µs for `draymar` (20,000, 48 ms); an ordered part 0.27–0.3 µs a row. The matches'
+ *   position is unknown until they are read: reading in order until that cost is spent, then asking the index, costs
+ *   at most about twice the cheaper of the two. A term absent from the newest 110,000 rows (the bench's after its
+ *   creates) took 66 ms (`draymar`) and 334 ms (`k`) with a part of 65,536 rows and then the index.
  */
 export const searchTuning = { indexCandidates: 8_000, farRows: 65_536, rowsPerCandidate: 6 };
 /**
  * The planner's count of a term's candidates, kept from an earlier search of it in this workspace and process whose
  * ordered parts did not fill its page (only such a search counts them). The next search of the term there skips
  * those parts: most likely they would find as little again, and with a count known the plan is chosen without them
- * (the index for a rare term, else the far ordered parts, which stop as soon as the page is full). The count depends
+ * (the index for a rare term, else the far ordered part, which stops as soon as the page is full). The count depends
  * on the table's statistics alone, like the sample of `sampleOf`; what is kept never changes an answer, only what is
  * read to find it.
  */
