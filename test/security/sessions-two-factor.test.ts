@@ -55,9 +55,9 @@ t.test('sessions: listed with client and current flag; ending another one stops 
   const phone = await device(ada, 'Phone/2.0');
   const listed = await sessions(phone.access);
   t.equal(listed.statusCode, 200);
-  const rows = json<{
-    results: { id: string; user_agent: string; client_ip: string; current: boolean; created_at: string; last_used_at: string }[];
-  }>(listed).results;
+  const rows =
+    json<{ id: string; user_agent: string; client_ip: string; current: boolean; created_at: string; last_used_at: string }[]>(listed);
+  t.ok(Array.isArray(rows), 'a JSON array, as every list');
   t.equal(rows.length, 3, 'the fixture sign-in, the laptop and the phone');
   t.equal(rows[0]!.user_agent, 'Phone/2.0', 'newest use first');
   t.ok(rows[0]!.current, 'the phone asked');
@@ -68,7 +68,7 @@ t.test('sessions: listed with client and current flag; ending another one stops 
   // A refresh moves the laptop to the top and keeps its session id.
   const laptopId = rows[1]!.id;
   const rotated = json<{ access: string; refresh: string }>(await refresh(laptop.refresh));
-  const after = json<{ results: { id: string }[] }>(await sessions(phone.access)).results;
+  const after = json<{ id: string }[]>(await sessions(phone.access));
   t.equal(after[0]!.id, laptopId, 'refreshing is a use of the session');
 
   t.equal((await me(rotated.access)).statusCode, 200, 'the laptop works before');
@@ -78,7 +78,7 @@ t.test('sessions: listed with client and current flag; ending another one stops 
   t.equal((await me(rotated.access)).statusCode, 401, "the ended session's access token is refused at once");
   t.equal((await refresh(rotated.refresh)).statusCode, 401, 'and its refresh token');
   t.equal((await me(phone.access)).statusCode, 200, 'the phone stays signed in');
-  t.notOk(json<{ results: { id: string }[] }>(await sessions(phone.access)).results.some((row) => row.id === laptopId));
+  t.notOk(json<{ id: string }[]>(await sessions(phone.access)).some((row) => row.id === laptopId));
   t.equal(await auditCount('account.session_ended', ada.id), 1);
 
   const again = await call({ method: 'DELETE', url: `/api/v1/auth/sessions/${laptopId}/`, headers: bearer(phone.access) });
@@ -86,7 +86,7 @@ t.test('sessions: listed with client and current flag; ending another one stops 
   t.equal(json(again).code, 'session_not_found');
   t.equal((await call({ method: 'DELETE', url: '/api/v1/auth/sessions/not-a-uuid/', headers: bearer(phone.access) })).statusCode, 404);
   // Someone else's session is not yours to end.
-  const ownersSession = json<{ results: { id: string }[] }>(await sessions(owner.access)).results[0]!.id;
+  const ownersSession = json<{ id: string }[]>(await sessions(owner.access))[0]!.id;
   t.equal(
     (await call({ method: 'DELETE', url: `/api/v1/auth/sessions/${ownersSession}/`, headers: bearer(phone.access) })).statusCode,
     404,
@@ -104,13 +104,13 @@ t.test('revoke-others ends every session but the current one', async (t) => {
   t.equal((await refresh(bob.refresh)).statusCode, 401);
   t.equal((await me(tablet.access)).statusCode, 200);
   t.equal((await refresh(tablet.refresh)).statusCode, 200, 'the current session refreshes on');
-  t.equal(json<{ results: unknown[] }>(await sessions(tablet.access)).results.length, 1);
+  t.equal(json<unknown[]>(await sessions(tablet.access)).length, 1);
 });
 
 t.test('a refresh racing the end of its session never yields a live successor', async (t) => {
   const eve = await createUser(app);
   const laptop = await device(eve, 'Racing laptop');
-  const laptopId = json<{ results: { id: string; user_agent: string }[] }>(await sessions(eve.access)).results.find(
+  const laptopId = json<{ id: string; user_agent: string }[]>(await sessions(eve.access)).find(
     (row) => row.user_agent === 'Racing laptop',
   )!.id;
   // Both wait on the user row held here, then run in whichever order PostgreSQL wakes them.
@@ -127,7 +127,7 @@ t.test('a refresh racing the end of its session never yields a live successor', 
     t.equal((await me(successor.access)).statusCode, 401, "the successor's access token is dead");
     t.equal((await refresh(successor.refresh)).statusCode, 401, 'and its refresh token');
   } else t.equal(rotated.statusCode, 401);
-  t.notOk(json<{ results: { id: string }[] }>(await sessions(eve.access)).results.some((row) => row.id === laptopId));
+  t.notOk(json<{ id: string }[]>(await sessions(eve.access)).some((row) => row.id === laptopId));
 });
 
 // Ada's two-factor life: enrol, confirm, sign in, replay, skew, recovery, limits, disable.

@@ -1,8 +1,9 @@
 // Routes of the signed-in user's sessions: list them, end one, end all but the current one.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
 import { NoContent, Ref, responses } from '../../lib/http-schemas.js';
 import { requestSessionId, requireUser, userAudit } from '../../http/request.js';
-import { SessionListSchema, SessionParamsSchema, SessionsEndedSchema } from './schemas.js';
+import { SessionParamsSchema, SessionSchema, SessionsEndedSchema } from './schemas.js';
 
 const tags = ['auth'];
 const REVOCATION =
@@ -22,10 +23,10 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'One entry per sign-in (refresh-token family), with the client of its last sign-in or refresh; `current` marks ' +
           'the session of the access token used. Not paginated: a user has one entry per live sign-in.',
-        response: responses({ 200: Ref(SessionListSchema) }, 401),
+        response: responses({ 200: Type.Array(Ref(SessionSchema), { description: 'Live sessions, most recently used first.' }) }, 401),
       },
     },
-    async (request) => ({ results: await sessions.list(requireUser(request).id, requestSessionId(request)) }),
+    async (request) => sessions.list(requireUser(request).id, requestSessionId(request)),
   );
 
   app.delete(

@@ -1,6 +1,6 @@
 // Response bodies and parameters of the session endpoints.
 import { Type } from '@sinclair/typebox';
-import { named, Nullable, Ref, Timestamp, Uuid } from '../../lib/http-schemas.js';
+import { named, Nullable, Timestamp, Uuid } from '../../lib/http-schemas.js';
 
 export const SessionSchema = Type.Object(
   {
@@ -16,11 +16,6 @@ export const SessionSchema = Type.Object(
   { ...named('Session'), description: 'A sign-in (a refresh-token family) that is still live.' },
 );
 
-export const SessionListSchema = Type.Object(
-  { results: Type.Array(Ref(SessionSchema), { description: 'Live sessions, most recently used first.' }) },
-  named('SessionList'),
-);
-
 export const SessionsEndedSchema = Type.Object(
   { ended: Type.Integer({ minimum: 0, description: 'How many sessions were ended.' }) },
   named('SessionsEnded'),
@@ -29,4 +24,4 @@ export const SessionsEndedSchema = Type.Object(
 export const SessionParamsSchema = Type.Object({ session_id: Type.String({ description: 'Session id.' }) });
 
 /** The named components of this module, for app.addSchema (src/http/components.ts). */
-export const SESSION_SCHEMAS = [SessionSchema, SessionListSchema, SessionsEndedSchema];
+export const SESSION_SCHEMAS = [SessionSchema, SessionsEndedSchema];
