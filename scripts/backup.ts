@@ -1,4 +1,4 @@
-// `make backup`: an online, consistent physical backup of the embedded database into BACKUP_DIR (see the README).
+// `make backup`: an online, consistent physical backup of the embedded database into BACKUP_DIR (see docs/operations.md, Backups).
 import { loadBootstrapConfig } from '../src/config.js';
 import { takeBackup } from '../src/db/embedded-backup.js';
 

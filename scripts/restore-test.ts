@@ -1,4 +1,4 @@
-// `make restore-test`: restores a backup into a scratch directory and checks migrations and row counts (see the README).
+// `make restore-test`: restores a backup into a scratch directory and checks migrations and row counts (see docs/operations.md, Backups).
 import { loadBootstrapConfig } from '../src/config.js';
 import { latestBackup, restoreTest } from '../src/db/embedded-backup.js';
 

@@ -121,8 +121,9 @@ function haproxyConfig(frontPort: number, instances: Array<{ name: string; port:
     'frontend api',
     `  bind 127.0.0.1:${frontPort}`,
     // The API's JSON answers are compressed here, at the edge (the service compresses only its document and its
-    // exports: README, Compression), for reads only: an answer to a write may hold a token or secret beside what the
-    // caller sent, and its compressed length would tell it (BREACH). Answers already compressed pass as they are.
+    // exports: docs/integrators.md, Compression), for reads only: an answer to a write may hold a token or secret
+    // beside what the caller sent, and its compressed length would tell it (BREACH). Answers already compressed pass
+    // as they are.
     '  http-request del-header accept-encoding if !METH_GET !METH_HEAD',
     '  compression algo gzip',
     '  compression type application/json application/problem+json',

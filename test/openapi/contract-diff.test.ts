@@ -260,7 +260,7 @@ t.test('every breaking change since openapi/baseline.json is declared in openapi
     undeclared.map(changeLine),
     [],
     'Undeclared breaking changes: undo them, or declare each under "## Unreleased" in openapi/CHANGELOG.md as ' +
-      '"- breaking: `<kind> <where>`" with what clients must do (README: Breaking changes).',
+      '"- breaking: `<kind> <where>`" with what clients must do (docs/api-conventions.md: Breaking changes).',
   );
 });
 

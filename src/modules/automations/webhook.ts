@@ -24,7 +24,7 @@ export interface WebhookDelivery {
  * Legacy `X-Webhook-Signature` value: hex HMAC-SHA256 of the raw body with the rule's secret as given. Deprecated:
  * it dates nothing, so a captured delivery replays; sent until LEGACY_SIGNATURE_UNTIL beside the Standard Webhooks headers.
  */
-/** The announced end of the deprecated `X-Webhook-Signature` (README, OpenAPI `webhooks`). */
+/** The announced end of the deprecated `X-Webhook-Signature` (docs/integrators.md, OpenAPI `webhooks`). */
 export const LEGACY_SIGNATURE_UNTIL = '2027-06-01';
 
 export const webhookSignature = (body: string, secret: string): string =>
