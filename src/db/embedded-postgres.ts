@@ -33,9 +33,8 @@ const MAX_SHARED_BUFFERS_MB = 8192;
 /**
  * The embedded server's buffer cache: a quarter of the host's memory (PostgreSQL's documented starting point for a
  * database server), between PostgreSQL's default of 128 MB and 8 GB. With the default 128 MB, a workspace of a million
- * companies (about 1.5 GB of table and indexes) kept cycling between PostgreSQL's buffers and the kernel's page cache:
- * on the bench data an import spent a fifth more CPU, and a search's first page after other work read up to 1,900
- * blocks back in (see README, Benchmark). Memory is taken only as buffers are used.
+ * companies (about 1.5 GB of table and indexes) keeps cycling between PostgreSQL's buffers and the kernel's page cache
+ * (docs/benchmarks.md, Embedded PostgreSQL's buffer cache). Memory is taken only as buffers are used.
  */
 export function embeddedSharedBuffersMb(hostBytes = totalmem()): number {
   const quarter = Math.floor(hostBytes / MIB / 4);

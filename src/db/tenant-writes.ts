@@ -62,14 +62,14 @@ export interface Queryable {
 
 /** How many write shapes a process prepares on its connections; later ones run unnamed (planned on every call). */
 const MAX_PREPARED_SHAPES = 200;
-/** The name of each prepared shape, by its text: a map lookup per write, where hashing the text cost ~10 µs. */
+/** The name of each prepared shape, by its text: a map lookup per write, cheaper than hashing the text each time. */
 const preparedShapes = new Map<string, string>();
 
 /**
  * A single-record write as a named prepared statement, named by its text (a shape: the table, the columns a body set,
  * the parts it adds): each connection parses and plans a shape once and keeps its generic plan, where an unnamed
- * statement was planned on every call (about 0.35 ms of PostgreSQL's CPU for a company create with its timeline entry,
- * more than executing it). Bodies may combine their fields in many ways, and every connection keeps each prepared
+ * statement is planned on every call, which costs PostgreSQL more than executing it (docs/benchmarks.md, Writes).
+ * Bodies may combine their fields in many ways, and every connection keeps each prepared
  * shape until it closes: the first MAX_PREPARED_SHAPES shapes (the ones clients use) are prepared, the rest are not.
  */
 function statement(text: string, values: unknown[]): pg.QueryConfig {

@@ -6,9 +6,9 @@ import type { RouteOptions } from 'fastify';
 /**
  * What is compressed: the reads of /openapi.json (828 kB, 59 kB in gzip) and of Swagger UI (1.5 MB of script), and the
  * routes that ask for it with the route option `compress: {}` (the CSV exports of companies and contacts: hundreds of
- * megabytes that compress about 5×). Not the API's JSON answers: on these 2-core machines compressing a 26 kB page of
- * 50 companies cost about 0.2 ms of CPU, 16–22 % of the list's throughput under load (wrk, alternated), for bytes a
- * network edge (the load balancer, a CDN) compresses as well; the README says so. Never an answer that holds a secret
+ * megabytes that compress about 5×). Not the API's JSON answers: compressing a page takes a large share of a list's
+ * CPU (docs/benchmarks.md, Compression) for bytes a network edge (the load balancer, a CDN) compresses as well, as
+ * docs/integrators.md tells operators. Never an answer that holds a secret
  * beside something the requester chose (BREACH): no answer to a write, no console page (a CSRF token beside an echoed
  * query).
  */

@@ -3,9 +3,9 @@ import fp from 'fastify-plugin';
 import helmet from 'helmet';
 
 /**
- * The headers helmet's middleware sets, recorded once. @fastify/helmet built helmet's middleware again for every
- * request (and its CSP string with it): about 9 µs and 9 KB of garbage a request for headers that never change here,
- * since no route uses nonces or per-route options. The console replaces some of them for its pages (console/routes.ts).
+ * The headers helmet's middleware sets, recorded once rather than built again for every request as @fastify/helmet
+ * does (docs/benchmarks.md, The list path): they never change here, since no route uses nonces or per-route options.
+ * The console replaces some of them for its pages (console/routes.ts).
  */
 export function helmetHeaders(): Readonly<Record<string, string>> {
   const headers: Record<string, string> = {};

@@ -139,11 +139,10 @@ export const PARSE_SLICE = 16 * 1024;
 
 /**
  * The texts in slices of at most PARSE_SLICE characters, each after a turn of the event loop. csv-parse parses a
- * chunk in one go: given a stored piece of the file (1 MiB, some 13,000 rows) it held the process's event loop for
- * 94–152 ms, and every API request of the process waited meanwhile (a list's p99 went from 8.5 to 22–44 ms
- * during an import, where the import's SQL alone left it at 9–11 ms). Uploads and jobs are parsed on the import
- * thread now, whose tasks (an upload's check beside a running job) still take turns between slices. A slice never
- * ends between the two halves of a surrogate pair: csv-parse encodes each chunk to UTF-8 on its own.
+ * chunk in one go, so a whole stored piece of the file (1 MiB) would hold the event loop, and every task waiting on
+ * it, for the whole parse (docs/benchmarks.md, Imports and exports). Uploads and jobs are parsed on the import
+ * thread, whose tasks (an upload's check beside a running job) take turns between slices. A slice never ends between
+ * the two halves of a surrogate pair: csv-parse encodes each chunk to UTF-8 on its own.
  */
 export async function* sliced(texts: AsyncIterable<string>): AsyncGenerator<string> {
   for await (const text of texts) {

@@ -7,7 +7,7 @@ import { invalidFile } from './import-file.js';
 
 /**
  * The thread's niceness: under contention it yields the CPU to the API's threads (an import is background work; a
- * request has someone waiting). Measured in `make bench-csv`, see the README.
+ * request has someone waiting). Measured in `make bench-csv`: docs/benchmarks.md, Imports and exports.
  */
 export const IMPORT_THREAD_NICENESS = 5;
 
