@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { CrmEventName } from '../lib/crm-events.js';
 import { RUN_JOBS_SQL } from '../jobs/queue.js';
-import type { PageTable } from './tenant-pages.js';
+import type { PageTable } from './page-table.js';
 
 /** Column values of a write: undefined leaves a column alone (its default on insert), null clears it. */
 export type ColumnValues = Record<string, unknown>;

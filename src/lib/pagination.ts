@@ -180,7 +180,7 @@ export function pageOfDtos<Row extends PagePosition, Dto>(rows: Row[], limit: nu
   return { items: page.items.map(toDto), next: page.next };
 }
 
-/** Where an incremental sync continues (see db/tenant-pages.ts): a transaction id (xid8, as text) and a record id. */
+/** Where an incremental sync continues (see db/sync-changes.ts): a transaction id (xid8, as text) and a record id. */
 export interface SyncCursor {
   xid: string;
   id: string;

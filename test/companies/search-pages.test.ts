@@ -5,7 +5,7 @@
 // and the GIN indexes).
 import fc from 'fast-check';
 import t, { type Test } from 'tap';
-import { SEARCH_SCAN_ROWS, searchTuning } from '../../src/db/tenant-pages.js';
+import { SEARCH_SCAN_ROWS, searchTuning } from '../../src/db/search-statistics.js';
 import { buildTestApp, json } from '../helpers/app.js';
 import { crmWorkspaces, type Workspace } from '../tenancy/crm-workspaces.js';
 

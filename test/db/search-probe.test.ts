@@ -2,7 +2,7 @@
 // the term's trigrams in most rows (`per` of `person4242`), and tests every candidate for the whole term: the answer
 // is the term's matches only, never a row that holds just the part.
 import t from 'tap';
-import { probeOf } from '../../src/db/tenant-pages.js';
+import { probeOf } from '../../src/db/search-statistics.js';
 import { buildTestApp, json } from '../helpers/app.js';
 import { setupInstallation } from '../helpers/fixtures.js';
 

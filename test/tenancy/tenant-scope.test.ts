@@ -2,7 +2,9 @@
 // read, update, delete and create only the bound organization's rows; nested queries that could cross tenants are refused.
 import t from 'tap';
 import { scopeToOrganization, TenantScopeError } from '../../src/db/tenant-scope.js';
-import { positionIn, scopePages, SEARCH_SCAN_ROWS } from '../../src/db/tenant-pages.js';
+import { positionIn } from '../../src/db/page-query.js';
+import { SEARCH_SCAN_ROWS } from '../../src/db/search-statistics.js';
+import { scopePages } from '../../src/db/tenant-pages.js';
 import type { ListPosition } from '../../src/lib/pagination.js';
 import { scopeWrites } from '../../src/db/tenant-writes.js';
 import { companyPage, companyService } from '../../src/modules/companies/service.js';

@@ -3,12 +3,12 @@
 // checks of their profile fields (country, duplicates of tax_id and email).
 import countries from 'i18n-iso-countries';
 import type { Prisma } from '../../generated/prisma/client.js';
-import { pageTable } from '../../db/tenant-pages.js';
+import { pageTable } from '../../db/page-table.js';
 import type { Numbering } from '../../db/tenant-writes.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
 import { assigneeName, assigneeNameSql, assigneeSelect } from '../crm/assignee.js';
 import { recordService } from '../crm/record-service.js';
-import type { ArchivedFilter } from '../../db/tenant-pages.js';
+import type { ArchivedFilter } from '../../db/page-query.js';
 import type { CompanyDto } from './schemas.js';
 
 /** The columns of the API body (not `organizationId`, not the trigger-kept `searchText`). */
@@ -61,7 +61,7 @@ export function toCompanyDto(company: CompanyRow): CompanyDto {
   };
 }
 
-/** The list reads the API fields straight from SQL (see db/tenant-pages.ts). */
+/** The list reads the API fields straight from SQL (see db/page-query.ts). */
 export const companyPage = pageTable<CompanyDto, 'lifecycle_stage'>(
   'companies',
   [

@@ -2,7 +2,8 @@
 // filter and keyset pages, read, create, partial update, delete). A contact's company must belong to the same
 // organization: the composite foreign key (organization_id, company_id) guarantees it, and its violation is a 400.
 import type { Prisma } from '../../generated/prisma/client.js';
-import { pageTable, type ArchivedFilter } from '../../db/tenant-pages.js';
+import type { ArchivedFilter } from '../../db/page-query.js';
+import { pageTable } from '../../db/page-table.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
 import { assigneeName, assigneeNameSql, assigneeSelect } from '../crm/assignee.js';
 import { recordService } from '../crm/record-service.js';
@@ -46,7 +47,7 @@ export function toContactDto(contact: ContactRow): ContactDto {
   };
 }
 
-/** The list reads the API fields straight from SQL (see db/tenant-pages.ts). */
+/** The list reads the API fields straight from SQL (see db/page-query.ts). */
 export const contactPage = pageTable<ContactDto, 'company_id'>(
   'contacts',
   [

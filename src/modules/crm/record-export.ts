@@ -1,5 +1,5 @@
 // The cells of the CRM's CSV files written in JavaScript (an import's errors CSV); the exports' cells are the same,
-// written by PostgreSQL (see `csvCopy` in db/tenant-pages.ts).
+// written by PostgreSQL (see `csvCopy` in db/csv-export.ts).
 
 /** A spreadsheet runs a cell starting with one of these as a formula (CSV injection). */
 const FORMULA_START = /^[=+\-@]/;

@@ -4,7 +4,9 @@ import type { Readable } from 'node:stream';
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantDb } from '../../db/tenant-scope.js';
-import { positionIn, type PageTable, type TenantPages } from '../../db/tenant-pages.js';
+import { positionIn } from '../../db/page-query.js';
+import type { PageTable } from '../../db/page-table.js';
+import type { TenantPages } from '../../db/tenant-pages.js';
 import { NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
 import {
   DEFAULT_LIMIT,

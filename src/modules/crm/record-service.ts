@@ -3,7 +3,9 @@
 // record type supplies its queries.
 import type { TenantDb } from '../../db/tenant-scope.js';
 import type { Readable } from 'node:stream';
-import type { ExportFilter, PageTable, TenantPages } from '../../db/tenant-pages.js';
+import type { ExportFilter } from '../../db/csv-export.js';
+import type { PageTable } from '../../db/page-table.js';
+import type { TenantPages } from '../../db/tenant-pages.js';
 import type { ActivityActor, ColumnValues, Numbering, TenantWrites } from '../../db/tenant-writes.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import type { ListOrder, ListPageRequest } from '../../lib/pagination.js';

@@ -1,6 +1,7 @@
 // The deletions feed of a workspace: tombstones of deleted companies and contacts, in the order of the incremental
-// sync (db/tenant-pages.ts), kept 30 days by the database (the migration crm_sync purges older ones).
-import type { TenantPages, SyncPosition } from '../../db/tenant-pages.js';
+// sync (db/sync-changes.ts), kept 30 days by the database (the migration crm_sync purges older ones).
+import type { SyncPosition } from '../../db/sync-changes.js';
+import type { TenantPages } from '../../db/tenant-pages.js';
 import { ProblemError } from '../../lib/problem.js';
 import type { DeletionDto } from './schemas.js';
 

@@ -11,7 +11,7 @@ import { COMPANY_SCHEMAS, CompanyBodySchemas } from '../companies/schemas.js';
 import { COMPANY_NUMBERING, companyPage } from '../companies/service.js';
 import { CONTACT_SCHEMAS, ContactBodySchemas } from '../contacts/schemas.js';
 import { contactPage } from '../contacts/service.js';
-import type { PageTable } from '../../db/tenant-pages.js';
+import type { PageTable } from '../../db/page-table.js';
 import type { Numbering } from '../../db/tenant-writes.js';
 
 /** The largest file accepted (also stated in the README). */
