@@ -1,6 +1,6 @@
 // TypeBox schemas of the automations area: rules, their per-action settings, runs and the test result.
 import { Type, type Static, type TSchema, type TUnion } from '@sinclair/typebox';
-import { IgnoredOrganizationFields } from '../crm/record-schemas.js';
+import { IgnoredOrganizationFields } from '../../records/record-schemas.js';
 import {
   Email,
   named,

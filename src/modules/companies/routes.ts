@@ -1,6 +1,6 @@
 // Routes of CRM companies: list (search, lifecycle stage, keyset pages), create, read, update, delete.
 import type { FastifyPluginAsync } from 'fastify';
-import { registerRecordRoutes } from '../crm/record-routes.js';
+import { registerRecordRoutes } from '../../records/record-routes.js';
 import { CompanyBodySchemas, CompanyListQuerySchema, CompanyParamsSchema, CompanySchema } from './schemas.js';
 import { companyPage } from './service.js';
 

@@ -2,7 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Email, named, Nullable, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
-import { ArchivedQuery } from '../crm/activity-schemas.js';
+import { ArchivedQuery } from '../../records/activity-schemas.js';
 import {
   AssignedToField,
   RecordParamsSchema,
@@ -10,7 +10,7 @@ import {
   SortParameterSchema,
   UpdatedSinceSchema,
   recordBodySchemas,
-} from '../crm/record-schemas.js';
+} from '../../records/record-schemas.js';
 
 const LIFECYCLE_STAGES = ['lead', 'prospect', 'customer', 'inactive'] as const;
 

@@ -6,8 +6,8 @@ import type { Prisma } from '../../generated/prisma/client.js';
 import { pageTable } from '../../db/page-table.js';
 import type { Numbering } from '../../db/tenant-writes.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
-import { assigneeName, assigneeNameSql, assigneeSelect } from '../crm/assignee.js';
-import { recordService } from '../crm/record-service.js';
+import { assigneeName, assigneeNameSql, assigneeSelect } from '../../records/assignee.js';
+import { recordService } from '../../records/record-service.js';
 import type { ArchivedFilter } from '../../db/page-query.js';
 import type { CompanyDto } from './schemas.js';
 

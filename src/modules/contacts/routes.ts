@@ -1,6 +1,6 @@
 // Routes of CRM contacts: list (search, company filter, keyset pages), create, read, update, delete.
 import type { FastifyPluginAsync } from 'fastify';
-import { registerRecordRoutes } from '../crm/record-routes.js';
+import { registerRecordRoutes } from '../../records/record-routes.js';
 import { ContactBodySchemas, ContactListQuerySchema, ContactParamsSchema, ContactSchema } from './schemas.js';
 import { contactPage } from './service.js';
 

@@ -5,8 +5,8 @@ import type { Prisma } from '../../generated/prisma/client.js';
 import type { ArchivedFilter } from '../../db/page-query.js';
 import { pageTable } from '../../db/page-table.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
-import { assigneeName, assigneeNameSql, assigneeSelect } from '../crm/assignee.js';
-import { recordService } from '../crm/record-service.js';
+import { assigneeName, assigneeNameSql, assigneeSelect } from '../../records/assignee.js';
+import { recordService } from '../../records/record-service.js';
 import type { ContactDto } from './schemas.js';
 
 /** The columns of the API body (not `organizationId`, not the trigger-kept `searchText`). */

@@ -16,7 +16,7 @@ import {
   tagged,
   withEtag,
 } from '../../http/etag.js';
-import { actorOf } from '../crm/record-routes.js';
+import { actorOf } from '../../records/record-routes.js';
 import { DealBodySchemas, DealListQuerySchema, DealMoveSchema, DealParamsSchema, DealPipelineStageSchema, DealSchema } from './schemas.js';
 import { Type } from '@sinclair/typebox';
 

@@ -2,8 +2,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { named, Nullable, NullableTimestamp, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
-import { ArchivedFilterSchema } from '../crm/activity-schemas.js';
-import { RecordParamsSchema, recordBodySchemas } from '../crm/record-schemas.js';
+import { ArchivedFilterSchema } from '../../records/activity-schemas.js';
+import { RecordParamsSchema, recordBodySchemas } from '../../records/record-schemas.js';
 
 export const DEAL_STAGES = ['lead', 'qualified', 'proposal', 'negotiation', 'won', 'lost'] as const;
 export type DealStage = (typeof DEAL_STAGES)[number];

@@ -11,9 +11,9 @@ import { isUuid } from '../../lib/http-schemas.js';
 import { afterPosition, newestFirst, type PageRequest } from '../../lib/pagination.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
 import { dispatchEvent } from '../automations/dispatch.js';
-import { archivedCondition } from '../crm/archive-schemas.js';
-import { moved, recordAttachments, UNATTACHED } from '../crm/attachments.js';
-import { checkReferences, writeReferencing as write } from '../crm/references.js';
+import { archivedCondition } from '../../records/archive-schemas.js';
+import { moved, recordAttachments, UNATTACHED } from '../../records/attachments.js';
+import { checkReferences, writeReferencing as write } from '../../records/references.js';
 import { lockStages, renumberStage } from './board.js';
 import {
   DEAL_STAGES,

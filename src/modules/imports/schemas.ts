@@ -2,7 +2,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { named, Nullable, NullableTimestamp, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
-import { RecordParamsSchema } from '../crm/record-schemas.js';
+import { RecordParamsSchema } from '../../records/record-schemas.js';
 
 export const IMPORT_KINDS = ['companies', 'contacts'] as const;
 export const ImportKindSchema = StringEnum(IMPORT_KINDS, {

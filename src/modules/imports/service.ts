@@ -9,7 +9,7 @@ import { isUuid } from '../../lib/http-schemas.js';
 import { afterPosition, newestFirst, type PageRequest } from '../../lib/pagination.js';
 import { conflict, notFound } from '../../lib/problem.js';
 import { dispatchEvent } from '../automations/dispatch.js';
-import { exportCell } from '../crm/record-export.js';
+import { exportCell } from '../../records/record-export.js';
 import {
   columnFields,
   decodeImportFile,

@@ -5,7 +5,7 @@ import { bindOrganization } from '../../db/tenant.js';
 import { hashPassword } from '../../lib/passwords.js';
 import { companyService } from '../companies/service.js';
 import { contactService } from '../contacts/service.js';
-import type { CrmScope } from '../crm/record-service.js';
+import type { CrmScope } from '../../records/record-service.js';
 import * as deals from '../deals/service.js';
 import * as tasks from '../tasks/service.js';
 

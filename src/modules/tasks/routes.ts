@@ -7,7 +7,7 @@ import { paginate } from '../../http/pagination.js';
 import { requireTenant } from '../../http/request.js';
 import { CONDITIONAL_GET_NOTE, conditionalRead, conditionalWrite, ifMatch, sendRecord, tagged, withEtag } from '../../http/etag.js';
 import { TaskBodySchemas, TaskListQuerySchema, TaskParamsSchema, TaskSchema } from './schemas.js';
-import { actorOf } from '../crm/record-routes.js';
+import { actorOf } from '../../records/record-routes.js';
 import { positionOf } from './service.js';
 
 const documented = { tags: ['tasks'] };

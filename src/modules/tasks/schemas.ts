@@ -2,7 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { named, Nullable, NullableTimestamp, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
-import { RecordParamsSchema, recordBodySchemas } from '../crm/record-schemas.js';
+import { RecordParamsSchema, recordBodySchemas } from '../../records/record-schemas.js';
 
 export const TaskKindSchema = StringEnum(['task', 'call', 'email', 'meeting'], {
   $id: 'TaskKind',

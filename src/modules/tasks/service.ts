@@ -12,8 +12,8 @@ import { newestFirst, type PagePosition, type PageRequest } from '../../lib/pagi
 import { afterPosition } from '../../lib/pagination.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
 import { dispatchEvent } from '../automations/dispatch.js';
-import { moved, recordAttachments, UNATTACHED } from '../crm/attachments.js';
-import { checkReferences, writeReferencing } from '../crm/references.js';
+import { moved, recordAttachments, UNATTACHED } from '../../records/attachments.js';
+import { checkReferences, writeReferencing } from '../../records/references.js';
 import type { TaskCreate, TaskDto, TaskEffectiveStatus, TaskListQuery, TaskUpdate } from './schemas.js';
 
 type TaskRow = Prisma.TaskGetPayload<object>;

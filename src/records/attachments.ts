@@ -1,7 +1,7 @@
 // Timeline entries of a deal or task attached to (or detached from) a company or contact: written by the deal and
 // task writes inside their own transaction, before the row itself changes, so a write that fails leaves none.
-import type { TenantTx } from '../../db/tenant-scope.js';
-import type { ActivityActor } from '../../db/tenant-writes.js';
+import type { TenantTx } from '../db/tenant-scope.js';
+import type { ActivityActor } from '../db/tenant-writes.js';
 
 /** Where a deal or task hangs: its company and contact (null when none, or before it exists). */
 export interface Attachment {

@@ -1,8 +1,8 @@
 // The activity timeline of a company or contact: its entries newest first, in keyset pages. The entries are written
 // by the record writes themselves (db/tenant-writes.ts), in the same statement as the change.
-import type { CrmActivity } from '../../generated/prisma/client.js';
-import type { TenantDb } from '../../db/tenant-scope.js';
-import { afterPosition, newestFirst, pageOfDtos, type Page, type PageRequest } from '../../lib/pagination.js';
+import type { CrmActivity } from '../generated/prisma/client.js';
+import type { TenantDb } from '../db/tenant-scope.js';
+import { afterPosition, newestFirst, pageOfDtos, type Page, type PageRequest } from '../lib/pagination.js';
 import type { ActivityDto } from './activity-schemas.js';
 
 export const toActivityDto = (entry: CrmActivity): ActivityDto => ({

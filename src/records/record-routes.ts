@@ -3,11 +3,11 @@
 import type { Readable } from 'node:stream';
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { TenantDb } from '../../db/tenant-scope.js';
-import { positionIn } from '../../db/page-query.js';
-import type { PageTable } from '../../db/page-table.js';
-import type { TenantPages } from '../../db/tenant-pages.js';
-import { NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
+import type { TenantDb } from '../db/tenant-scope.js';
+import { positionIn } from '../db/page-query.js';
+import type { PageTable } from '../db/page-table.js';
+import type { TenantPages } from '../db/tenant-pages.js';
+import { NoContent, OrganizationParamsSchema, Ref, responses } from '../lib/http-schemas.js';
 import {
   DEFAULT_LIMIT,
   decodeListCursor,
@@ -20,13 +20,13 @@ import {
   pageResponse,
   type ListOrder,
   type ListPageRequest,
-} from '../../lib/pagination.js';
-import { linkNext, sendPage } from '../../http/pagination.js';
-import { validationFailed } from '../../lib/problem.js';
+} from '../lib/pagination.js';
+import { linkNext, sendPage } from '../http/pagination.js';
+import { validationFailed } from '../lib/problem.js';
 import { ActivityQuerySchema, ActivitySchema } from './activity-schemas.js';
 import { activityPage } from './activity-service.js';
-import { requestAudit, requireTenant } from '../../http/request.js';
-import { recordAudit } from '../audit/audit-log.js';
+import { requestAudit, requireTenant } from '../http/request.js';
+import { recordAudit } from '../modules/audit/audit-log.js';
 import {
   archiveIfMatchNote,
   CONDITIONAL_GET_NOTE,
@@ -36,7 +36,7 @@ import {
   sendRecord,
   tagged,
   withEtag,
-} from '../../http/etag.js';
+} from '../http/etag.js';
 import type { CrmScope } from './record-service.js';
 
 export interface RecordSchemas {

@@ -1,7 +1,7 @@
 // Schemas of the CRM records' archive state and activity timeline (companies, contacts).
 import { Type, type Static } from '@sinclair/typebox';
-import { named, Nullable, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
-import { PageQuerySchema } from '../../lib/pagination.js';
+import { named, Nullable, Ref, StringEnum, Timestamp, Uuid } from '../lib/http-schemas.js';
+import { PageQuerySchema } from '../lib/pagination.js';
 
 export const ArchivedFilterSchema = StringEnum(['active', 'archived', 'all'], {
   $id: 'ArchivedFilter',

@@ -1,7 +1,7 @@
 // Schema pieces shared by the CRM record endpoints (companies, contacts).
 import { Type, type TProperties } from '@sinclair/typebox';
-import { named, Nullable, OrganizationParamsSchema, Ref, StringEnum, Uuid } from '../../lib/http-schemas.js';
-import { SEARCH_TERM_PATTERN } from '../../lib/text-search.js';
+import { named, Nullable, OrganizationParamsSchema, Ref, StringEnum, Uuid } from '../lib/http-schemas.js';
+import { SEARCH_TERM_PATTERN } from '../lib/text-search.js';
 
 const ignored = Type.Optional(
   Type.Unknown({ description: 'Ignored: the organization always comes from the path (accepted for older clients).' }),

@@ -1,16 +1,16 @@
 // The behaviour every CRM record shares (companies, contacts): reads that answer 404 for unknown and malformed
 // ids, writes in one statement with their automation event, database errors mapped to the API's answers. Each
 // record type supplies its queries.
-import type { TenantDb } from '../../db/tenant-scope.js';
+import type { TenantDb } from '../db/tenant-scope.js';
 import type { Readable } from 'node:stream';
-import type { ExportFilter } from '../../db/csv-export.js';
-import type { PageTable } from '../../db/page-table.js';
-import type { TenantPages } from '../../db/tenant-pages.js';
-import type { ActivityActor, ColumnValues, Numbering, TenantWrites } from '../../db/tenant-writes.js';
-import { isUuid } from '../../lib/http-schemas.js';
-import type { ListOrder, ListPageRequest } from '../../lib/pagination.js';
-import { changedSince, versionMatches } from '../../lib/etag.js';
-import { validationFailed, type ProblemError } from '../../lib/problem.js';
+import type { ExportFilter } from '../db/csv-export.js';
+import type { PageTable } from '../db/page-table.js';
+import type { TenantPages } from '../db/tenant-pages.js';
+import type { ActivityActor, ColumnValues, Numbering, TenantWrites } from '../db/tenant-writes.js';
+import { isUuid } from '../lib/http-schemas.js';
+import type { ListOrder, ListPageRequest } from '../lib/pagination.js';
+import { changedSince, versionMatches } from '../lib/etag.js';
+import { validationFailed, type ProblemError } from '../lib/problem.js';
 
 /** The organization a CRM service works in, its tenant-scoped client and its tenant-bound writer, and who acts. */
 export interface CrmScope {

@@ -1,9 +1,9 @@
 // Checks of the references a deal or task body makes (company, contact, deal, assignee): each must be of the
 // request's workspace, else 400 on that field. Read through the tenant-scoped client, so another workspace's id is
 // simply not found.
-import type { Tenant } from '../../db/tenant.js';
-import type { TenantTx } from '../../db/tenant-scope.js';
-import { validationFailed } from '../../lib/problem.js';
+import type { Tenant } from '../db/tenant.js';
+import type { TenantTx } from '../db/tenant-scope.js';
+import { validationFailed } from '../lib/problem.js';
 
 /** The references a body may name; undefined or null ones are not checked. */
 export interface References {

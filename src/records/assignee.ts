@@ -1,5 +1,5 @@
 // The `assigned_to_name` of a CRM record: the assignee's display name, else their username, read with the record.
-import type { Prisma } from '../../generated/prisma/client.js';
+import type { Prisma } from '../generated/prisma/client.js';
 
 /** The SQL expression of a row of `table` (its page reads and writes select it by this name). */
 export const assigneeNameSql = (table: string) => ({
