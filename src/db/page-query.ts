@@ -2,7 +2,7 @@
 // after the cursor, and the sort.
 import type pg from 'pg';
 import type { ListOrder, ListPageRequest, ListPosition } from '../lib/pagination.js';
-import { pageTypes, type PageTable } from './page-table.js';
+import { pageTypes, type PageTable, type SortKey } from './page-table.js';
 
 /** The page (`limit + 1` rows are read, so the pager knows whether more remain) and its conditions. */
 export interface PageFilter<Filter extends string> extends ListPageRequest {
@@ -12,7 +12,18 @@ export interface PageFilter<Filter extends string> extends ListPageRequest {
   search?: string;
   /** Of a table with `archived_at`: `active` (not archived), `archived`, or `all`; absent: no condition. */
   archived?: ArchivedFilter;
+  /** Further conditions of a record type's own filters (a task's effective status), besides the equality ones. */
+  conditions?: readonly PageCondition[];
 }
+
+/**
+ * A condition a record type's definition writes in SQL over the table's columns; each request value goes through
+ * `parameter` (a placeholder of its SQL type), never into the text.
+ */
+export type PageCondition = (parameter: (value: unknown, type: string) => string) => string;
+
+/** The value a nulls-last sort key has for null (see `SortKey`), in cursors too. */
+export const NULL_LAST = 'infinity';
 
 export type ArchivedFilter = 'active' | 'archived' | 'all';
 const ARCHIVED_CONDITIONS: Record<ArchivedFilter, string | undefined> = {
@@ -25,8 +36,15 @@ const ARCHIVED_CONDITIONS: Record<ArchivedFilter, string | undefined> = {
 export function sortOf(spec: PageTable<unknown, string>, order: ListOrder) {
   const keys = spec.sorts[order.sort];
   if (!keys) throw new Error(`${spec.table} has no sort ${order.sort}`);
+  /** A sort key as SQL, of the rows of `alias` when given: a nulls-last key puts null after every value. */
+  const expression = (key: SortKey, alias?: string) => {
+    const column = alias ? `${alias}.${key.column}` : key.column;
+    return key.nullsLast ? `coalesce(${column}, '${NULL_LAST}'::timestamptz)` : column;
+  };
   return {
     columns: [...keys.map((key) => key.column), 'id'],
+    /** The columns as the order compares them. */
+    expressions: (alias?: string) => [...keys.map((key) => expression(key, alias)), alias ? `${alias}.id` : 'id'],
     types: [...keys.map((key) => (key.type === 'timestamp' ? 'timestamptz' : 'text')), 'uuid'],
     direction: order.descending ? 'DESC' : 'ASC',
     /** Rows after a position in this order: a row comparison, which the sort's (organization, keys…, id) index seeks. */
@@ -36,8 +54,10 @@ export function sortOf(spec: PageTable<unknown, string>, order: ListOrder) {
 
 /** `ORDER BY` the sort of `order`, of the rows of `alias`: qualified, because `readList` names output columns alike. */
 export function orderBy(spec: PageTable<unknown, string>, order: ListOrder, alias: string): string {
-  const { columns, direction } = sortOf(spec, order);
-  return `ORDER BY ${columns.map((column) => `${alias}.${column} ${direction}`).join(', ')}`;
+  const { expressions, direction } = sortOf(spec, order);
+  return `ORDER BY ${expressions(alias)
+    .map((expression) => `${expression} ${direction}`)
+    .join(', ')}`;
 }
 
 /**
@@ -65,6 +85,7 @@ export function conditionsOf<Filter extends string>(
   }
   const archived = filter.archived && ARCHIVED_CONDITIONS[filter.archived];
   if (archived) where.push(archived);
+  for (const condition of filter.conditions ?? []) where.push(`(${condition(parameter)})`);
   if (after) where.push(afterPosition(spec, filter.order, after, parameter));
   return { values, where, parameter };
 }
@@ -76,12 +97,12 @@ function afterPosition(
   position: ListPosition,
   parameter: (value: unknown, type: string) => string,
 ): string {
-  const { columns, types, comparison } = sortOf(spec, order);
+  const { expressions, types, comparison } = sortOf(spec, order);
   // Timestamps go to SQL as `Date#toISOString` writes them: a cursor's text was only checked to be a date.
   const keys = [...position.values, position.id].map((value, i) =>
-    parameter(types[i] === 'timestamptz' ? new Date(value).toISOString() : value, types[i] ?? 'text'),
+    parameter(types[i] === 'timestamptz' && value !== NULL_LAST ? new Date(value).toISOString() : value, types[i] ?? 'text'),
   );
-  return `(${columns.join(', ')}) ${comparison} (${keys.join(', ')})`;
+  return `(${expressions().join(', ')}) ${comparison} (${keys.join(', ')})`;
 }
 
 /** The page in list order: `limit` rows of `source`, which is aliased to the table's name. */
@@ -103,16 +124,17 @@ export function shapeName<Filter extends string>(
 /**
  * A list without search. Filterless shapes (the first page and the cursor pages of a plain list, the hot path) are
  * named prepared statements whose values the planner cannot see: a custom plan for the visible values looks cheaper
- * than the generic one (a big workspace's 51 rows, a known LIMIT), so PostgreSQL would plan every page again; opaque, the custom plans cost no less and the plan cache keeps the generic plan (the same index
- * scan of the sort's index) after five executions. Filtered shapes are planned per execution with their values (one
- * company's contacts use the company index).
+ * than the generic one (a big workspace's 51 rows, a known LIMIT), so PostgreSQL would plan every page again; opaque,
+ * the custom plans cost no less and the plan cache keeps the generic plan (the same index scan of the sort's index)
+ * after five executions. Filtered shapes are planned per execution with their values (one company's contacts use the
+ * company index).
  */
 export function listQuery<Filter extends string>(
   organizationId: string,
   spec: PageTable<unknown, Filter>,
   filter: PageFilter<Filter>,
 ): pg.QueryConfig {
-  const filtered = spec.filterColumns.some((column) => filter.equals?.[column] !== undefined);
+  const filtered = spec.filterColumns.some((column) => filter.equals?.[column] !== undefined) || (filter.conditions?.length ?? 0) > 0;
   const { values, where, parameter } = conditionsOf(organizationId, spec, filter, filter.after, !filtered);
   const text = pageFrom(
     spec,
@@ -127,5 +149,10 @@ export function listQuery<Filter extends string>(
 /** The position of an API row in `order`: its sort key values (timestamps as the API writes them) and its id. */
 export function positionIn(spec: PageTable<unknown, string>, order: ListOrder, row: Record<string, unknown>): ListPosition {
   const keys = spec.sorts[order.sort] ?? [];
-  return { values: keys.map((key) => String(row[key.column])), id: String(row.id) };
+  // A timestamp column outside the timestamps `readList` formats (a task's due time) is read as a Date.
+  const value = (key: SortKey) => {
+    const field = row[key.column] ?? (key.nullsLast ? NULL_LAST : null);
+    return field instanceof Date ? field.toISOString() : String(field);
+  };
+  return { values: keys.map(value), id: String(row.id) };
 }

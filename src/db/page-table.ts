@@ -27,6 +27,8 @@ export interface PageTable<Row, Filter extends string> {
 export interface SortKey {
   column: string;
   type: SortKeyType;
+  /** Of a nullable timestamp column: null sorts after every time (ascending), as `infinity` (a task without a due time). */
+  nullsLast?: boolean;
 }
 
 /** The sorts every list has: by creation (the default, newest first) and by last change. */
@@ -99,10 +101,18 @@ export function isoFromTimestamp(text: string): string {
 }
 
 const TIMESTAMP_OID = 1114;
-/** The type parsers of page reads: `timestamp` (the UTC timestamps of `readList`) as API text, every other type as usual. */
+const DATE_OID = 1082;
+/**
+ * The type parsers of page reads: `timestamp` (the UTC timestamps of `readList`) as API text, `date` as its text
+ * (`YYYY-MM-DD`, the API's format: pg's own parser makes it a local midnight), every other type as usual.
+ */
 export const pageTypes: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: string) =>
-    oid === TIMESTAMP_OID && format !== 'binary'
-      ? isoFromTimestamp
-      : pg.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser'],
+    format === 'binary'
+      ? pg.types.getTypeParser(oid, format as 'text')
+      : oid === TIMESTAMP_OID
+        ? isoFromTimestamp
+        : oid === DATE_OID
+          ? String
+          : pg.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser'],
 };

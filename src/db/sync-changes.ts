@@ -1,6 +1,6 @@
 // The SQL of an incremental sync: the rows changed after a position, in the order of the transactions that wrote them.
 import { NEWEST_FIRST } from '../lib/pagination.js';
-import { conditionsOf } from './page-query.js';
+import { conditionsOf, type PageCondition } from './page-query.js';
 import { pageTypes, type PageTable } from './page-table.js';
 
 /** Where an incremental sync continues: the writing transaction (xid8 as text) and id of the last change handed out. */
@@ -15,6 +15,7 @@ export interface ChangeFilter<Filter extends string> {
   after?: SyncPosition;
   limit: number;
   equals?: Partial<Record<Filter, string>>;
+  conditions?: readonly PageCondition[];
 }
 
 /**
@@ -39,7 +40,7 @@ export function changesQuery<Filter extends string>(
     organizationId,
     spec,
     // A sync has no list cursor: none of the conditions built here depends on the order.
-    { equals: filter.equals, limit: filter.limit, order: NEWEST_FIRST },
+    { equals: filter.equals, conditions: filter.conditions, limit: filter.limit, order: NEWEST_FIRST },
     undefined,
   );
   const since = parameter(filter.since.toISOString(), 'timestamptz');
@@ -60,7 +61,7 @@ export function changesQuery<Filter extends string>(
 
 /** A deletion of the sync's feed: the record's type and id, when, and its position in the feed. */
 export interface DeletionRow {
-  record_type: 'company' | 'contact';
+  record_type: 'company' | 'contact' | 'deal' | 'task';
   id: string;
   deleted_at: string;
   sync_xid: string;

@@ -19,7 +19,7 @@ export function scopePages(pool: pg.Pool, organizationId: string) {
     ): Promise<Array<Row & { sync_xid: string }>> {
       return (await pool.query<Row & { sync_xid: string }>(changesQuery(organizationId, spec, filter))).rows;
     },
-    /** Deleted companies and contacts (tombstones kept 30 days), in the sync's order, below the same horizon. */
+    /** Deleted CRM records (tombstones kept 30 days), in the sync's order, below the same horizon. */
     async deletions(filter: { since: Date; after?: SyncPosition; limit: number; recordType?: string }): Promise<DeletionRow[]> {
       const values: unknown[] = [organizationId, filter.since.toISOString(), filter.limit];
       const where = ['organization_id = $1', 'deleted_at > $2::timestamptz', `changed_xid < ${SYNC_HORIZON}`];

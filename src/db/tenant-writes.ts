@@ -90,7 +90,9 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
       .filter(([column, value]) => value !== undefined && column !== 'id' && spec.columns.includes(column))
       .map(([column, value]) => ({ column, parameter: `$${parameters.push(value)}` }));
   }
-  const eventParameters = (parameters: unknown[], event: CrmEventName) => {
+  /** The runs of `event` and the written record; a record type without events (a task) queues none. */
+  const eventParameters = (parameters: unknown[], event: CrmEventName | null) => {
+    if (event === null) return ' SELECT record.* FROM record';
     const name = `$${parameters.push(event)}`;
     return queueRuns(name, `$${parameters.push(new Date().toISOString())}`);
   };
@@ -136,7 +138,7 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
     async insert<Row extends pg.QueryResultRow>(
       spec: PageTable<Row, string>,
       values: ColumnValues,
-      event: CrmEventName,
+      event: CrmEventName | null,
       options: { activity?: ActivityEntry; numbering?: Numbering } = {},
     ): Promise<Row> {
       const parameters: unknown[] = [organizationId];
@@ -171,7 +173,7 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
       spec: PageTable<Row, string>,
       id: string,
       values: ColumnValues,
-      event: CrmEventName,
+      event: CrmEventName | null,
       /** Only when the record's updated_at is one of these (an If-Match); undefined when it is not, as when absent. */
       expected?: Date[],
       activity?: ActivityEntry,
@@ -214,7 +216,7 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
     async delete<Row extends pg.QueryResultRow>(
       spec: PageTable<Row, string>,
       id: string,
-      event: CrmEventName,
+      event: CrmEventName | null,
       expected?: Date[],
     ): Promise<Row | undefined> {
       const parameters: unknown[] = [organizationId, id];

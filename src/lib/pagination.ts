@@ -79,8 +79,11 @@ export function encodeListCursor(order: ListOrder, position: ListPosition): stri
 /** The type of a sort key value: text (a name) or a timestamp (API text, compared as `timestamptz`). */
 export type SortKeyType = 'text' | 'timestamp';
 
+/** A timestamp key's value: a time, or `infinity` (null in a nulls-last sort, see db/page-table.ts). */
 const validKey = (value: string, type: SortKeyType) =>
-  type === 'timestamp' ? /^\d{4}-\d\d-\d\dT/.test(value) && !Number.isNaN(Date.parse(value)) : !value.includes('\u0000');
+  type === 'timestamp'
+    ? value === 'infinity' || (/^\d{4}-\d\d-\d\dT/.test(value) && !Number.isNaN(Date.parse(value)))
+    : !value.includes('\u0000');
 
 /**
  * Decodes the cursor of a sorted list read in `order`, whose sort keys have `types`; a tampered one, or one of

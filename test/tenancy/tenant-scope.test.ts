@@ -7,7 +7,8 @@ import { SEARCH_SCAN_ROWS } from '../../src/db/search-statistics.js';
 import { scopePages } from '../../src/db/tenant-pages.js';
 import type { ListPosition } from '../../src/lib/pagination.js';
 import { scopeWrites } from '../../src/db/tenant-writes.js';
-import { companyPage, companyService } from '../../src/modules/companies/service.js';
+import { companyPage } from '../../src/modules/companies/record.js';
+import { companyService } from '../../src/modules/companies/service.js';
 import { contactService } from '../../src/modules/contacts/service.js';
 import { buildTestApp } from '../helpers/app.js';
 import { createUser } from '../helpers/fixtures.js';
@@ -86,7 +87,7 @@ t.test('the raw-SQL page reader of a list, called with no filter, reads only its
   );
   t.same(await companyService.list(pages, { search: 'B company' }, { order: NEWEST, limit: 100 }), [], 'a term only the other tenant has');
   t.same(
-    await contactService.list(pages, { companyId: b.companies[0]!.id }, { order: NEWEST, limit: 100 }),
+    await contactService.list(pages, { equals: { company_id: b.companies[0]!.id } }, { order: NEWEST, limit: 100 }),
     [],
     "the other tenant's company",
   );
@@ -145,7 +146,7 @@ t.test('a search reads in order, then from the index, and both only inside its o
     'a cursor from B only positions',
   );
   t.same(
-    await contactService.list(pages, { companyId: b.companies[0]!.id, search: 'b' }, { order: NEWEST, limit: 100 }),
+    await contactService.list(pages, { equals: { company_id: b.companies[0]!.id }, search: 'b' }, { order: NEWEST, limit: 100 }),
     [],
     "B's company as the sought filter",
   );

@@ -112,6 +112,7 @@ export const CompanyListQuerySchema = Type.Object({
   sort: SortParameterSchema,
   updated_since: UpdatedSinceSchema,
 });
+export type CompanyListQuery = Static<typeof CompanyListQuerySchema>;
 
 export const CompanyParamsSchema = RecordParamsSchema('company_id', 'Company');
 

@@ -80,6 +80,7 @@ export const ContactListQuerySchema = Type.Object({
   sort: SortParameterSchema,
   updated_since: UpdatedSinceSchema,
 });
+export type ContactListQuery = Static<typeof ContactListQuerySchema>;
 
 export const ContactParamsSchema = RecordParamsSchema('contact_id', 'Contact');
 

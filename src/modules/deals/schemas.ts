@@ -3,7 +3,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { named, Nullable, NullableTimestamp, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { ArchivedFilterSchema } from '../../records/activity-schemas.js';
-import { RecordParamsSchema, recordBodySchemas } from '../../records/record-schemas.js';
+import { RecordParamsSchema, recordBodySchemas, UpdatedSinceSchema } from '../../records/record-schemas.js';
 
 export const DEAL_STAGES = ['lead', 'qualified', 'proposal', 'negotiation', 'won', 'lost'] as const;
 export type DealStage = (typeof DEAL_STAGES)[number];
@@ -163,6 +163,7 @@ export const DealListQuerySchema = Type.Object({
   company_id: Type.Optional(Uuid({ description: "Only this company's deals." })),
   assigned_to: Type.Optional(Uuid({ description: 'Only deals assigned to this user.' })),
   archived: Type.Optional(Ref(ArchivedFilterSchema)),
+  updated_since: UpdatedSinceSchema,
 });
 export type DealListQuery = Static<typeof DealListQuerySchema>;
 

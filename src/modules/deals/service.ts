@@ -1,63 +1,31 @@
-// Deals of one organization: list with filters, create, read, update, delete, archive and restore, kanban moves
-// (see board.ts) and the pipeline summary. Money is PostgreSQL numeric end to end: the API's decimal strings go in
+// Deals of one organization: the deal's own rules on top of the record kernel (record.ts: lists, reads, sync, export):
+// create, update, delete, archive and restore with the board's positions, kanban moves (see board.ts) and the pipeline
+// summary. Money is PostgreSQL numeric end to end: the API's decimal strings go in
 // as they are, net/tax/gross are generated columns, sums are numeric sums, and answers print them as strings.
 import { randomUUID } from 'node:crypto';
 import type { Prisma } from '../../generated/prisma/client.js';
-import type { Tenant } from '../../db/tenant.js';
-import type { TenantTx } from '../../db/tenant-scope.js';
-import type { ActivityActor } from '../../db/tenant-writes.js';
+import type { TenantDb, TenantTx } from '../../db/tenant-scope.js';
 import { changedSince, nextVersion, versionMatches, type ExpectedVersions } from '../../lib/etag.js';
 import { isUuid } from '../../lib/http-schemas.js';
-import { afterPosition, newestFirst, type PageRequest } from '../../lib/pagination.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
 import { dispatchEvent } from '../automations/dispatch.js';
-import { archivedCondition } from '../../records/archive-schemas.js';
 import { moved, recordAttachments, UNATTACHED } from '../../records/attachments.js';
+import { recordService, type CrmScope } from '../../records/record-service.js';
 import { checkReferences, writeReferencing as write } from '../../records/references.js';
 import { lockStages, renumberStage } from './board.js';
+import { dealRecord, toDealDto, type DealRow } from './record.js';
 import {
   DEAL_STAGES,
   DEFAULT_CURRENCY,
   type DealCreate,
   type DealDto,
-  type DealListQuery,
   type DealMove,
   type DealPipelineStage,
   type DealStage,
   type DealUpdate,
 } from './schemas.js';
 
-type DealRow = Prisma.DealGetPayload<object>;
-
 const CURRENCIES: ReadonlySet<string> = new Set(Intl.supportedValuesOf('currency'));
-
-const money = (value: Prisma.Decimal | null) => (value ?? 0).toFixed(2);
-
-export function toDealDto(deal: DealRow): DealDto {
-  return {
-    id: deal.id,
-    title: deal.title,
-    company_id: deal.companyId,
-    contact_id: deal.contactId,
-    assigned_to: deal.assignedTo,
-    value: money(deal.value),
-    currency: deal.currency,
-    tax_rate: money(deal.taxRate),
-    amount_includes_tax: deal.amountIncludesTax,
-    net_value: money(deal.netValue),
-    tax_value: money(deal.taxValue),
-    gross_value: money(deal.grossValue),
-    probability: deal.probability,
-    stage: deal.stage,
-    position: deal.position,
-    expected_close_date: deal.expectedCloseDate?.toISOString().slice(0, 10) ?? null,
-    lost_reason: deal.lostReason,
-    notes: deal.notes,
-    archived_at: deal.archivedAt?.toISOString() ?? null,
-    created_at: deal.createdAt.toISOString(),
-    updated_at: deal.updatedAt.toISOString(),
-  };
-}
 
 const dealNotFound = () => notFound('Deal not found.', 'deal_not_found');
 const lostReasonRequired = () => validationFailed({ lost_reason: ['Required when the stage is lost.'] });
@@ -142,36 +110,15 @@ async function place(
   return moved;
 }
 
-export function list(tenant: Tenant, query: DealListQuery, page: PageRequest): Promise<DealDto[]> {
-  return tenant.db.deal
-    .findMany({
-      where: {
-        stage: query.stage,
-        companyId: query.company_id,
-        assignedTo: query.assigned_to,
-        ...archivedCondition(query.archived),
-        ...afterPosition(page.after),
-      },
-      orderBy: newestFirst,
-      take: page.limit + 1,
-    })
-    .then((rows) => rows.map(toDealDto));
-}
-
-export async function get(tenant: Tenant, id: string): Promise<DealDto> {
-  const deal = isUuid(id) ? await tenant.db.deal.findFirst({ where: { id } }) : null;
-  if (!deal) throw dealNotFound();
-  return toDealDto(deal);
-}
-
 /** A new deal goes last in its stage (default `lead`); its company's (and contact's) timeline gets `deal_attached`. */
-export async function create(tenant: Tenant, actor: ActivityActor, body: DealCreate): Promise<DealDto> {
+async function create(scope: CrmScope, body: DealCreate): Promise<DealDto> {
+  const { actor } = scope;
   const stage = body.stage ?? 'lead';
   if (stage === 'lost' && !body.lost_reason) throw lostReasonRequired();
-  const organizationId = tenant.organization.id;
+  const { organizationId } = scope;
   const columns = columnsOf(body);
   const id = randomUUID();
-  const deal = await write(tenant, async (tx) => {
+  const deal = await write(scope, async (tx) => {
     await checkReferences(tx, body);
     await lockStages(tx, organizationId, [stage]);
     const position = await renumberStage(tx, organizationId, stage, null, null);
@@ -196,16 +143,10 @@ export async function create(tenant: Tenant, actor: ActivityActor, body: DealCre
  * contact adds `deal_detached` and `deal_attached` to the timelines it leaves and joins. With `expected` (an If-Match),
  * only a deal still at one of those versions changes: 412 otherwise, with nothing written.
  */
-export async function update(
-  tenant: Tenant,
-  actor: ActivityActor,
-  id: string,
-  body: DealUpdate,
-  expected?: ExpectedVersions,
-): Promise<DealDto> {
-  const organizationId = tenant.organization.id;
+async function update(scope: CrmScope, id: string, body: DealUpdate, expected?: ExpectedVersions): Promise<DealDto> {
+  const { organizationId, actor } = scope;
   const columns = columnsOf(body);
-  const deal = await write(tenant, async (tx) => {
+  const deal = await write(scope, async (tx) => {
     await checkReferences(tx, body);
     const current = await lockDeal(tx, organizationId, id, body.stage, expected);
     await recordAttachments(tx, { organizationId, actor, type: 'deal', id: current.id, ...moved(current, body) });
@@ -224,9 +165,9 @@ export async function update(
  * The kanban move: the deal goes to `position` of `stage`; the places of both stages stay 0, 1, 2, … With `expected`
  * (an If-Match), only a deal still at one of those versions moves: 412 otherwise.
  */
-export async function move(tenant: Tenant, id: string, body: DealMove, expected?: ExpectedVersions): Promise<DealDto> {
-  const organizationId = tenant.organization.id;
-  const deal = await write(tenant, async (tx) => {
+async function move(scope: CrmScope, id: string, body: DealMove, expected?: ExpectedVersions): Promise<DealDto> {
+  const { organizationId } = scope;
+  const deal = await write(scope, async (tx) => {
     const current = await lockDeal(tx, organizationId, id, body.stage, expected);
     if (current.archivedAt !== null) throw validationFailed({ stage: ['An archived deal is not on the board: restore it first.'] });
     const lostReason = body.lost_reason ?? current.lostReason;
@@ -237,9 +178,9 @@ export async function move(tenant: Tenant, id: string, body: DealMove, expected?
 }
 
 /** Deletes the deal (with `expected`, an If-Match, only at one of those versions: 412 otherwise); its stage closes the gap. */
-export async function remove(tenant: Tenant, id: string, expected?: ExpectedVersions): Promise<void> {
-  const organizationId = tenant.organization.id;
-  await write(tenant, async (tx) => {
+async function remove(scope: CrmScope, id: string, expected?: ExpectedVersions): Promise<void> {
+  const { organizationId } = scope;
+  await write(scope, async (tx) => {
     const current = await lockDeal(tx, organizationId, id, undefined, expected);
     await tx.deal.delete({ where: { id: current.id } });
     if (current.archivedAt === null) await renumberStage(tx, organizationId, current.stage, null, null);
@@ -250,9 +191,9 @@ export async function remove(tenant: Tenant, id: string, expected?: ExpectedVers
  * Archiving takes the deal off the board (its stage closes the gap); restoring puts it last in its stage. With
  * `expected` (an If-Match), only a deal at one of those versions: 412 otherwise, even when nothing would change.
  */
-export async function setArchived(tenant: Tenant, id: string, archived: boolean, expected?: ExpectedVersions): Promise<DealDto> {
-  const organizationId = tenant.organization.id;
-  const deal = await write(tenant, async (tx) => {
+async function setArchived(scope: CrmScope, id: string, archived: boolean, expected?: ExpectedVersions): Promise<DealDto> {
+  const { organizationId } = scope;
+  const deal = await write(scope, async (tx) => {
     const current = await lockDeal(tx, organizationId, id, undefined, expected);
     if ((current.archivedAt !== null) === archived) return current;
     if (archived) {
@@ -270,11 +211,11 @@ export async function setArchived(tenant: Tenant, id: string, archived: boolean,
 }
 
 /** Every stage in board order: its active deals' count and, per currency, the sums (kept by a trigger: see the migration). */
-export async function pipeline(tenant: Tenant): Promise<DealPipelineStage[]> {
-  const rows = await tenant.db.$queryRaw<{ stage: DealStage; currency: string; count: number; net: string; gross: string }[]>`
+async function pipeline(db: TenantDb, organizationId: string): Promise<DealPipelineStage[]> {
+  const rows = await db.$queryRaw<{ stage: DealStage; currency: string; count: number; net: string; gross: string }[]>`
     SELECT stage::text AS stage, currency, count, round(net_value, 2)::text AS net, round(gross_value, 2)::text AS gross
     FROM deal_pipeline_totals
-    WHERE organization_id = ${tenant.organization.id}::uuid AND count > 0
+    WHERE organization_id = ${organizationId}::uuid AND count > 0
     ORDER BY currency`;
   return DEAL_STAGES.map((stage) => {
     const own = rows.filter((row) => row.stage === stage);
@@ -285,3 +226,15 @@ export async function pipeline(tenant: Tenant): Promise<DealPipelineStage[]> {
     };
   });
 }
+
+/** Deals: the record kernel's reads, lists, syncs and exports (record.ts), with the deal's own writes and board. */
+export const dealService = {
+  ...recordService<DealRow, DealDto>(dealRecord),
+  create,
+  update,
+  remove,
+  archive: (scope: CrmScope, id: string, expected?: ExpectedVersions) => setArchived(scope, id, true, expected),
+  restore: (scope: CrmScope, id: string, expected?: ExpectedVersions) => setArchived(scope, id, false, expected),
+  move,
+  pipeline,
+};

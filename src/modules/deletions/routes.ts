@@ -1,5 +1,5 @@
-// The deletions feed (`GET …/deletions/`): how a client that keeps a copy of companies and contacts learns which were
-// deleted, alongside the lists' incremental sync (`updated_since`).
+// The deletions feed (`GET …/deletions/`): how a client that keeps a copy of CRM records learns which were deleted,
+// alongside the lists' incremental sync (`updated_since`).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
 import { DEFAULT_LIMIT, decodeSyncCursor, encodeSyncCursor, pageResponse } from '../../lib/pagination.js';
@@ -15,10 +15,10 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['sync'],
         operationId: 'listDeletions',
-        summary: 'Companies and contacts deleted since an instant, for clients that keep a copy (VIEW_CRM).',
+        summary: 'Companies, contacts, deals and tasks deleted since an instant, for clients that keep a copy (VIEW_CRM).',
         description:
-          "The feed that completes a list's incremental sync (`updated_since`): every company or contact deleted after " +
-          "`since` (a company's contacts included, when the company took them with it), in the order the deletions " +
+          "The feed that completes a list's incremental sync (`updated_since`): every company, contact, deal or task " +
+          "deleted after `since` (a company's contacts, deals and tasks included, when the company took them with it), in the order the deletions " +
           'committed, each once. Like the sync, it never ends: every page links on, a page shorter than `limit` means ' +
           '"caught up for now". Tombstones are kept 30 days; a deleted workspace leaves none.',
         params: OrganizationParamsSchema,

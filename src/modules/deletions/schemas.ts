@@ -1,11 +1,12 @@
-// Schemas of the deletions feed: the companies and contacts deleted in a workspace, for clients that keep a copy.
+// Schemas of the deletions feed: the CRM records (companies, contacts, deals, tasks) deleted in a workspace, for
+// clients that keep a copy.
 import { Type, type Static } from '@sinclair/typebox';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { Ref, StringEnum, Uuid } from '../../lib/http-schemas.js';
 
-export const RecordTypeSchema = StringEnum(['company', 'contact'], {
+export const RecordTypeSchema = StringEnum(['company', 'contact', 'deal', 'task'], {
   $id: 'RecordType',
-  description: 'The kind of CRM record: `company` or `contact`.',
+  description: 'The kind of CRM record: `company`, `contact`, `deal` or `task`.',
 });
 
 export const DeletionSchema = Type.Object(
@@ -14,7 +15,7 @@ export const DeletionSchema = Type.Object(
     id: Uuid({ description: 'The deleted record.' }),
     deleted_at: Type.String({ format: 'date-time' }),
   },
-  { $id: 'Deletion', title: 'Deletion', additionalProperties: false, description: 'A deleted company or contact.' },
+  { $id: 'Deletion', title: 'Deletion', additionalProperties: false, description: 'A deleted company, contact, deal or task.' },
 );
 export type DeletionDto = Static<typeof DeletionSchema>;
 

@@ -1,4 +1,4 @@
-// The deletions feed of a workspace: tombstones of deleted companies and contacts, in the order of the incremental
+// The deletions feed of a workspace: tombstones of deleted companies, contacts, deals and tasks, in the order of the incremental
 // sync (db/sync-changes.ts), kept 30 days by the database (the migration crm_sync purges older ones).
 import type { SyncPosition } from '../../db/sync-changes.js';
 import type { TenantPages } from '../../db/tenant-pages.js';
@@ -12,7 +12,7 @@ export interface DeletionQuery {
   since: Date;
   after?: SyncPosition;
   limit: number;
-  recordType?: 'company' | 'contact';
+  recordType?: 'company' | 'contact' | 'deal' | 'task';
 }
 
 /** The deletions after `since` (or after the cursor), and where the feed goes on (the last one handed out). */

@@ -8,9 +8,9 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { badRequest, ProblemError } from '../../lib/problem.js';
 import { COMPANY_SCHEMAS, CompanyBodySchemas } from '../companies/schemas.js';
-import { COMPANY_NUMBERING, companyPage } from '../companies/service.js';
+import { COMPANY_NUMBERING, companyPage } from '../companies/record.js';
 import { CONTACT_SCHEMAS, ContactBodySchemas } from '../contacts/schemas.js';
-import { contactPage } from '../contacts/service.js';
+import { contactPage } from '../contacts/record.js';
 import type { PageTable } from '../../db/page-table.js';
 import type { Numbering } from '../../db/tenant-writes.js';
 

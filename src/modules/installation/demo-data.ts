@@ -6,8 +6,8 @@ import { hashPassword } from '../../lib/passwords.js';
 import { companyService } from '../companies/service.js';
 import { contactService } from '../contacts/service.js';
 import type { CrmScope } from '../../records/record-service.js';
-import * as deals from '../deals/service.js';
-import * as tasks from '../tasks/service.js';
+import { dealService } from '../deals/service.js';
+import { taskService } from '../tasks/service.js';
 
 export const DEMO = {
   username: 'demo',
@@ -150,7 +150,7 @@ export async function seedDemo(db: Db, pool: pg.Pool): Promise<DemoResult> {
     for (const [index, title, stage, value, lostReason] of DEALS) {
       const company = companies[index];
       if (!company) continue;
-      await deals.create(tenant, scope.actor, {
+      await dealService.create(scope, {
         title,
         company_id: company.id,
         stage,
@@ -168,7 +168,7 @@ export async function seedDemo(db: Db, pool: pg.Pool): Promise<DemoResult> {
     for (const [index, title, kind, priority, status, dueDays] of TASKS) {
       const company = companies[index];
       if (!company) continue;
-      await tasks.create(tenant, scope.actor, {
+      await taskService.create(scope, {
         title,
         company_id: company.id,
         kind,

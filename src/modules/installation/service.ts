@@ -6,7 +6,6 @@ import type { Config } from '../../config.js';
 import type { Db } from '../../db/client.js';
 import { pendingMigrations } from '../../db/migrate.js';
 import { bindTenant } from '../../db/tenant.js';
-import type { ActivityActor } from '../../db/tenant-writes.js';
 import type { CurrentUser } from '../../lib/current-user.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import {
@@ -128,41 +127,25 @@ const toAuditDto = (row: AuditRow, memberOf: ReadonlySet<string>): AuditEntryDto
 });
 
 /** The CRM reads of the data export: the same services the API lists with. */
+/** The records a CRM record type's service lists (the record kernel's `list`: archived ones too, with `archived: 'all'`). */
+interface RecordReader {
+  list(
+    pages: ReturnType<typeof bindTenant>['pages'],
+    filter: { archived: 'all' },
+    page: ListPageRequest,
+  ): Promise<Array<{ id: string; created_at: string }>>;
+}
+
 export interface ExportReaders {
-  companies: {
-    list(
-      pages: ReturnType<typeof bindTenant>['pages'],
-      filters: object,
-      page: ListPageRequest,
-    ): Promise<Array<{ id: string; created_at: string }>>;
-  };
-  contacts: {
-    list(
-      pages: ReturnType<typeof bindTenant>['pages'],
-      filters: object,
-      page: ListPageRequest,
-    ): Promise<Array<{ id: string; created_at: string }>>;
-  };
+  companies: RecordReader;
+  contacts: RecordReader;
+  deals: RecordReader;
+  tasks: RecordReader;
   automations: {
     list(
       tenant: ReturnType<typeof bindTenant>,
       page: PageRequest,
     ): Promise<{ items: Array<{ id: string; created_at: string }>; next: PagePosition | undefined }>;
-  };
-  deals: {
-    list(
-      tenant: ReturnType<typeof bindTenant>,
-      query: { archived: 'all' },
-      page: PageRequest,
-    ): Promise<Array<{ id: string; created_at: string }>>;
-  };
-  tasks: {
-    list(
-      tenant: ReturnType<typeof bindTenant>,
-      actor: ActivityActor,
-      query: Record<string, never>,
-      page: PageRequest,
-    ): Promise<Array<{ id: string; created_at: string }>>;
   };
 }
 
@@ -453,6 +436,8 @@ export function createInstallationService(deps: { db: Db; pool: pg.Pool; config:
         for (const [type, reader] of [
           ['company', crm.companies],
           ['contact', crm.contacts],
+          ['deal', crm.deals],
+          ['task', crm.tasks],
         ] as const) {
           // Archived records too: the lists' default leaves them out, an export must not.
           const records = newestFirst(
@@ -468,18 +453,6 @@ export function createInstallationService(deps: { db: Db; pool: pg.Pool; config:
           for (const automation of items) yield line('automation', { workspace_id, ...automation });
           if (!next) break;
           after = next;
-        }
-        // Deals (archived ones too) and tasks, in the API's shape; the actor only resolves `assigned_to=me`, unused here.
-        const actor: ActivityActor = { type: 'user', id: user.id, name: user.username };
-        for (const [type, read] of [
-          ['deal', (page: PageRequest) => crm.deals.list(tenant, { archived: 'all' }, page)],
-          ['task', (page: PageRequest) => crm.tasks.list(tenant, actor, {}, page)],
-        ] as const) {
-          const records = newestFirst(
-            (after: PagePosition | undefined) => read({ after, limit: EXPORT_BATCH }),
-            (last): PagePosition => ({ createdAt: new Date(last.created_at), id: last.id }),
-          );
-          for await (const record of records) yield line(type, { workspace_id, ...record });
         }
       }
       yield line('end', { complete: true });

@@ -2,7 +2,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { named, Nullable, NullableTimestamp, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
-import { RecordParamsSchema, recordBodySchemas } from '../../records/record-schemas.js';
+import { ArchivedFilterSchema } from '../../records/activity-schemas.js';
+import { RecordParamsSchema, recordBodySchemas, UpdatedSinceSchema } from '../../records/record-schemas.js';
 
 export const TaskKindSchema = StringEnum(['task', 'call', 'email', 'meeting'], {
   $id: 'TaskKind',
@@ -48,6 +49,7 @@ export const TaskSchema = Type.Object(
     completed_by_api_key_id: Nullable(
       Uuid({ description: 'The workspace API key that completed it (never the user who created the key); null when a user did.' }),
     ),
+    archived_at: NullableTimestamp(),
     created_at: Timestamp(),
     updated_at: Timestamp(),
   },
@@ -72,6 +74,7 @@ export const TaskSchema = Type.Object(
         completed_at: null,
         completed_by: null,
         completed_by_api_key_id: null,
+        archived_at: null,
         created_at: '2026-02-20T09:30:00.000Z',
         updated_at: '2026-02-20T09:30:00.000Z',
       },
@@ -118,6 +121,8 @@ export const TaskListQuerySchema = Type.Object({
   company_id: Type.Optional(Uuid({ description: "Only this company's tasks." })),
   deal_id: Type.Optional(Uuid({ description: "Only this deal's tasks." })),
   sort: Type.Optional(Ref(TaskSortSchema)),
+  archived: Type.Optional(Ref(ArchivedFilterSchema)),
+  updated_since: UpdatedSinceSchema,
 });
 export type TaskListQuery = Static<typeof TaskListQuerySchema>;
 

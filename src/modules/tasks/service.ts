@@ -1,127 +1,23 @@
-// Tasks of one organization: list with filters (assignee or `me`, effective status, due before, company, deal; newest
-// first or soonest due), create, read, update, delete. Completing a task stamps who and when and queues
-// `task.completed` in the same transaction; leaving `completed` clears the stamp.
+// Tasks of one organization: the task's own rules on top of the record kernel (record.ts: lists with their filters and
+// orders, reads, sync, export, delete, archive and restore): create and update. Completing a task stamps who and when
+// and queues `task.completed` in the same transaction; leaving `completed` clears the stamp.
 import { randomUUID } from 'node:crypto';
 import type { Prisma } from '../../generated/prisma/client.js';
-import type { Tenant } from '../../db/tenant.js';
 import type { TenantTx } from '../../db/tenant-scope.js';
 import type { ActivityActor } from '../../db/tenant-writes.js';
 import { changedSince, nextVersion, versionMatches, type ExpectedVersions } from '../../lib/etag.js';
 import { isUuid } from '../../lib/http-schemas.js';
-import { newestFirst, type PagePosition, type PageRequest } from '../../lib/pagination.js';
-import { afterPosition } from '../../lib/pagination.js';
-import { notFound, validationFailed } from '../../lib/problem.js';
 import { dispatchEvent } from '../automations/dispatch.js';
 import { moved, recordAttachments, UNATTACHED } from '../../records/attachments.js';
+import { recordService, type CrmScope } from '../../records/record-service.js';
 import { checkReferences, writeReferencing } from '../../records/references.js';
-import type { TaskCreate, TaskDto, TaskEffectiveStatus, TaskListQuery, TaskUpdate } from './schemas.js';
-
-type TaskRow = Prisma.TaskGetPayload<object>;
+import { taskRecord, toTaskDto, type TaskRow } from './record.js';
+import type { TaskCreate, TaskDto, TaskUpdate } from './schemas.js';
 
 /** The user who acts, or null for a workspace API key (which is no user). */
 const userOf = (actor: ActivityActor): string | null => (actor.type === 'user' ? actor.id : null);
 /** The workspace API key that acts, or null for a user. */
 const apiKeyOf = (actor: ActivityActor): string | null => (actor.type === 'api_key' ? actor.id : null);
-
-export function effectiveStatus(task: Pick<TaskRow, 'workflowStatus' | 'dueAt'>, now: Date): TaskEffectiveStatus {
-  if (task.workflowStatus === 'completed') return 'completed';
-  return task.dueAt !== null && task.dueAt < now ? 'overdue' : 'open';
-}
-
-export function toTaskDto(task: TaskRow, now = new Date()): TaskDto {
-  return {
-    id: task.id,
-    title: task.title,
-    kind: task.kind,
-    priority: task.priority,
-    workflow_status: task.workflowStatus,
-    effective_status: effectiveStatus(task, now),
-    due_at: task.dueAt?.toISOString() ?? null,
-    reminder_at: task.reminderAt?.toISOString() ?? null,
-    company_id: task.companyId,
-    contact_id: task.contactId,
-    deal_id: task.dealId,
-    assigned_to: task.assignedTo,
-    notes: task.notes,
-    completed_at: task.completedAt?.toISOString() ?? null,
-    completed_by: task.completedBy,
-    completed_by_api_key_id: task.completedByApiKeyId,
-    created_at: task.createdAt.toISOString(),
-    updated_at: task.updatedAt.toISOString(),
-  };
-}
-
-const taskNotFound = () => notFound('Task not found.', 'task_not_found');
-
-/** The cursor position of tasks without a due time in `due_at` order: after every real time. */
-const NO_DUE_TIME = new Date(8.64e15);
-
-/** Where a row stands in the list's order (the cursor of the next page). */
-export const positionOf =
-  (sort: TaskListQuery['sort']) =>
-  (task: TaskDto): PagePosition =>
-    sort === 'due_at'
-      ? { createdAt: task.due_at === null ? NO_DUE_TIME : new Date(task.due_at), id: task.id }
-      : { createdAt: new Date(task.created_at), id: task.id };
-
-/** The rows after `after` in soonest-due order (due_at ascending, no due time last, then id). */
-function afterDue(after: PagePosition | undefined): Prisma.TaskWhereInput {
-  if (!after) return {};
-  if (after.createdAt.getTime() >= NO_DUE_TIME.getTime()) return { dueAt: null, id: { gt: after.id } };
-  return { OR: [{ dueAt: { gt: after.createdAt } }, { dueAt: after.createdAt, id: { gt: after.id } }, { dueAt: null }] };
-}
-
-/** The condition of one effective status at `now` (open and overdue read only unfinished tasks: completed_at null). */
-function statusCondition(status: TaskEffectiveStatus, now: Date): Prisma.TaskWhereInput {
-  if (status === 'completed') return { completedAt: { not: null } };
-  if (status === 'overdue') return { completedAt: null, dueAt: { lt: now } };
-  return { completedAt: null, OR: [{ dueAt: null }, { dueAt: { gte: now } }] };
-}
-
-/** Open and overdue together are the unfinished tasks: one condition the partial open-tasks index serves. */
-function statusesCondition(statuses: TaskEffectiveStatus[], now: Date): Prisma.TaskWhereInput {
-  if (statuses.length === 0) return {};
-  if (statuses.includes('open') && statuses.includes('overdue')) {
-    return statuses.includes('completed') ? {} : { completedAt: null };
-  }
-  return { OR: statuses.map((status) => statusCondition(status, now)) };
-}
-
-export async function list(tenant: Tenant, actor: ActivityActor, query: TaskListQuery, page: PageRequest): Promise<TaskDto[]> {
-  let assignedTo = query.assigned_to;
-  if (assignedTo === 'me') {
-    const user = userOf(actor);
-    if (user === null)
-      throw validationFailed({ assigned_to: ['`me` needs a signed-in user; an API key is none.'] }, 'Query parameters are invalid.');
-    assignedTo = user;
-  }
-  const now = new Date();
-  const statuses = [...new Set(query.effective_status ?? [])];
-  const byDue = query.sort === 'due_at';
-  const rows = await tenant.db.task.findMany({
-    where: {
-      AND: [
-        {
-          assignedTo,
-          companyId: query.company_id,
-          dealId: query.deal_id,
-          ...(query.due_before ? { dueAt: { lt: new Date(query.due_before) } } : {}),
-        },
-        statusesCondition(statuses, now),
-        byDue ? afterDue(page.after) : afterPosition(page.after),
-      ],
-    },
-    orderBy: byDue ? [{ dueAt: { sort: 'asc', nulls: 'last' } }, { id: 'asc' }] : newestFirst,
-    take: page.limit + 1,
-  });
-  return rows.map((row) => toTaskDto(row, now));
-}
-
-export async function get(tenant: Tenant, id: string): Promise<TaskDto> {
-  const task = isUuid(id) ? await tenant.db.task.findFirst({ where: { id } }) : null;
-  if (!task) throw taskNotFound();
-  return toTaskDto(task);
-}
 
 function columnsOf(body: TaskUpdate): Prisma.TaskUncheckedUpdateInput {
   const time = (value: string | null | undefined) => (value === undefined ? undefined : value && new Date(value));
@@ -149,18 +45,18 @@ function completion(before: TaskRow['workflowStatus'] | null, after: TaskRow['wo
 }
 
 /** Queues `task.completed` when the task just became completed. */
-async function dispatchCompletion(tx: TenantTx, tenant: Tenant, before: TaskRow['workflowStatus'] | null, task: TaskRow) {
+async function dispatchCompletion(tx: TenantTx, organizationId: string, before: TaskRow['workflowStatus'] | null, task: TaskRow) {
   if (task.workflowStatus === 'completed' && before !== 'completed') {
-    await dispatchEvent(tx, { organizationId: tenant.organization.id, name: 'task.completed', data: toTaskDto(task) });
+    await dispatchEvent(tx, { organizationId, name: 'task.completed', data: toTaskDto(task) });
   }
 }
 
 /** The task's company (and contact) get `task_attached` on their timelines. */
-export async function create(tenant: Tenant, actor: ActivityActor, body: TaskCreate): Promise<TaskDto> {
+async function create(scope: CrmScope, body: TaskCreate): Promise<TaskDto> {
   const columns = columnsOf(body);
-  const organizationId = tenant.organization.id;
+  const { organizationId, actor } = scope;
   const id = randomUUID();
-  const task = await writeReferencing(tenant, async (tx) => {
+  const task = await writeReferencing(scope, async (tx) => {
     await checkReferences(tx, body);
     const after = { companyId: body.company_id, contactId: body.contact_id ?? null };
     await recordAttachments(tx, { organizationId, actor, type: 'task', id, before: UNATTACHED, after });
@@ -172,7 +68,7 @@ export async function create(tenant: Tenant, actor: ActivityActor, body: TaskCre
         ...completion(null, body.workflow_status, actor),
       },
     });
-    await dispatchCompletion(tx, tenant, null, made);
+    await dispatchCompletion(tx, organizationId, null, made);
     return made;
   });
   return toTaskDto(task);
@@ -183,39 +79,26 @@ export async function create(tenant: Tenant, actor: ActivityActor, body: TaskCre
  * contact adds `task_detached` and `task_attached` to the timelines it leaves and joins. With `expected` (an If-Match),
  * only a task still at one of those versions changes: 412 otherwise, with nothing written.
  */
-export async function update(
-  tenant: Tenant,
-  actor: ActivityActor,
-  id: string,
-  body: TaskUpdate,
-  expected?: ExpectedVersions,
-): Promise<TaskDto> {
+async function update(scope: CrmScope, id: string, body: TaskUpdate, expected?: ExpectedVersions): Promise<TaskDto> {
   const columns = columnsOf(body);
-  const task = await writeReferencing(tenant, async (tx) => {
-    if (!isUuid(id)) throw taskNotFound();
-    await tx.$executeRaw`SELECT 1 FROM tasks WHERE organization_id = ${tenant.organization.id}::uuid AND id = ${id}::uuid FOR UPDATE`;
+  const { organizationId, actor } = scope;
+  const task = await writeReferencing(scope, async (tx) => {
+    if (!isUuid(id)) throw taskRecord.notFound();
+    await tx.$executeRaw`SELECT 1 FROM tasks WHERE organization_id = ${organizationId}::uuid AND id = ${id}::uuid FOR UPDATE`;
     const current = await tx.task.findFirst({ where: { id } });
-    if (!current) throw taskNotFound();
+    if (!current) throw taskRecord.notFound();
     if (!versionMatches(expected, current.updatedAt)) throw changedSince();
     await checkReferences(tx, body);
-    await recordAttachments(tx, { organizationId: tenant.organization.id, actor, type: 'task', id, ...moved(current, body) });
+    await recordAttachments(tx, { organizationId, actor, type: 'task', id, ...moved(current, body) });
     const changed = await tx.task.update({
       where: { id },
       data: { ...columns, ...completion(current.workflowStatus, body.workflow_status, actor), updatedAt: nextVersion(current.updatedAt) },
     });
-    await dispatchCompletion(tx, tenant, current.workflowStatus, changed);
+    await dispatchCompletion(tx, organizationId, current.workflowStatus, changed);
     return changed;
   });
   return toTaskDto(task);
 }
 
-/** Deletes the task; with `expected` (an If-Match), only at one of those versions, decided in the DELETE: 412 otherwise. */
-export async function remove(tenant: Tenant, id: string, expected?: ExpectedVersions): Promise<void> {
-  const versions = expected === '*' ? undefined : expected;
-  const where = { id, ...(versions ? { updatedAt: { in: versions } } : {}) };
-  const { count } = isUuid(id) ? await tenant.db.task.deleteMany({ where }) : { count: 0 };
-  if (count > 0) return;
-  throw versions && isUuid(id) && (await tenant.db.task.findFirst({ select: { id: true }, where: { id } }))
-    ? changedSince()
-    : taskNotFound();
-}
+/** Tasks: the record kernel's behaviour (record.ts: lists, reads, sync, export, delete, archive, restore), with the task's own creates and updates. */
+export const taskService = { ...recordService<TaskRow, TaskDto>(taskRecord), create, update };
