@@ -62,6 +62,8 @@ export interface RecordType<Row = unknown, Dto extends Record<string, unknown> =
    */
   notes: {
     list: string;
+    /** The list answer's description (default: in the order of `sort`). */
+    page?: string;
     create: string;
     update: string;
     delete: string;

@@ -49,7 +49,12 @@ export function registerListRoutes<Row, Dto extends Record<string, unknown>, Que
         description: notes.list,
         params: OrganizationParamsSchema,
         querystring: schemas.listQuery,
-        response: responses({ 200: pageResponse(Ref(schemas.record), `${names.many}, in the order of \`sort\`.`) }, 401, 403, 404),
+        response: responses(
+          { 200: pageResponse(Ref(schemas.record), notes.page ?? `${names.many}, in the order of \`sort\`.`) },
+          401,
+          403,
+          404,
+        ),
       },
       config: read,
     },

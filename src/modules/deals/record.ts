@@ -99,6 +99,7 @@ export const dealRecord: RecordType<DealRow, DealDto, DealListQuery> = {
     restore: 'Restore an archived deal (MANAGE_CRM): it goes last in its stage; idempotent.',
   },
   notes: {
+    page: 'Deals, newest first.',
     list:
       '`stage`, `company_id`, `assigned_to`: only those deals. `archived`: `active` (default), `archived` or `all`. ' +
       'Pages follow the `Link: rel="next"` header.',

@@ -136,6 +136,7 @@ export const taskRecord: RecordType<TaskRow, TaskDto, TaskListQuery> = {
   sync: true,
   summaries: { list: 'Tasks of a workspace, newest first or soonest due (VIEW_CRM).' },
   notes: {
+    page: 'Tasks in the requested order.',
     list:
       '"My open tasks, soonest due": `assigned_to=me&effective_status=open&effective_status=overdue&sort=due_at`. ' +
       'Pages follow the `Link: rel="next"` header.',
