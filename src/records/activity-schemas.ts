@@ -1,4 +1,4 @@
-// Schemas of the CRM records' archive state and activity timeline (companies, contacts).
+// Schemas of the records' archive state (every record type) and of the activity timeline (companies, contacts).
 import { Type, type Static } from '@sinclair/typebox';
 import { named, Nullable, Ref, StringEnum, Timestamp, Uuid } from '../lib/http-schemas.js';
 import { PageQuerySchema } from '../lib/pagination.js';

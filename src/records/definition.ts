@@ -30,13 +30,11 @@ export type RecordFilter = Omit<PageFilter<string>, 'order' | 'after' | 'limit'>
 export type TimelineColumn = 'company_id' | 'contact_id';
 
 export interface RecordType<Row = unknown, Dto extends Record<string, unknown> = Record<string, unknown>, Query = never> {
-  /** The OpenAPI tag, the CSV file's name and the audit target type: `companies`. */
-  tag: string;
-  /** Names in operationIds and summaries: `{one: 'Company', many: 'Companies'}`. */
+  /**
+   * Names in operationIds and summaries: `{one: 'Company', many: 'Companies'}`; the rest follows (`routesOf`): the
+   * collection `/companies/`, its OpenAPI tag `companies`, the record's path parameter `company_id`.
+   */
   names: { one: string; many: string };
-  /** The collection path under the tenant prefix, e.g. `/companies/`. */
-  path: string;
-  idParam: string;
   schemas: RecordSchemas;
   /** The table, its API fields, its equality filters and its sorts: what lists, syncs, exports and writes read. */
   table: PageTable<Dto, string>;
@@ -86,3 +84,9 @@ export interface RecordType<Row = unknown, Dto extends Record<string, unknown> =
 /** The event name of a kernel write of `type`, or null for a type without events. */
 export const eventOf = (type: Pick<RecordType, 'events'>, change: 'created' | 'updated' | 'deleted'): CrmEventName | null =>
   type.events === null ? null : (`${type.events}.${change}` as CrmEventName);
+
+/** The collection's tag (also the CSV file's name and the audit target type), path and id parameter, from its names. */
+export function routesOf(type: Pick<RecordType, 'names'>) {
+  const tag = type.names.many.toLowerCase();
+  return { tag, path: `/${tag}/`, idParam: `${type.names.one.toLowerCase()}_id` };
+}

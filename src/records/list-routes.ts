@@ -20,7 +20,7 @@ import {
 } from '../lib/pagination.js';
 import { validationFailed } from '../lib/problem.js';
 import { recordAudit } from '../modules/audit/audit-log.js';
-import type { RecordType } from './definition.js';
+import { routesOf, type RecordType } from './definition.js';
 import type { RecordService } from './record-service.js';
 import { actorOf } from './scope.js';
 
@@ -33,7 +33,8 @@ export function registerListRoutes<Row, Dto extends Record<string, unknown>, Que
   service: RecordService<Dto, Create, Update>,
   summary: string,
 ): void {
-  const { tag, names, path, schemas, notes, table } = type;
+  const { names, schemas, notes, table } = type;
+  const { tag, path } = routesOf(type);
   const one = names.one.toLowerCase();
   const read = { access: 'VIEW_CRM', apiKeys: true } as const;
   const common = { tags: [tag] };

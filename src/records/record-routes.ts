@@ -18,7 +18,7 @@ import { NoContent, OrganizationParamsSchema, Ref, responses } from '../lib/http
 import { pageOf, pageResponse } from '../lib/pagination.js';
 import { ActivityQuerySchema, ActivitySchema } from './activity-schemas.js';
 import { activityPage } from './activity-service.js';
-import type { RecordOperation, RecordType } from './definition.js';
+import { routesOf, type RecordOperation, type RecordType } from './definition.js';
 import { registerListRoutes } from './list-routes.js';
 import type { RecordService } from './record-service.js';
 import { scopeOf } from './scope.js';
@@ -42,7 +42,8 @@ export function registerRecordRoutes<Row, Dto extends Versioned & Record<string,
   type: RecordType<Row, Dto, Query>,
   service: RecordService<Dto, Create, Update>,
 ): void {
-  const { tag, names, path, idParam, schemas, notes } = type;
+  const { names, schemas, notes } = type;
+  const { tag, path, idParam } = routesOf(type);
   const item = `${path}:${idParam}/`;
   const one = names.one.toLowerCase();
   const summary = (operation: RecordOperation, generated: string) => type.summaries?.[operation] ?? generated;

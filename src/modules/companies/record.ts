@@ -114,10 +114,7 @@ function checkedCountry<T extends Record<string, unknown>>(body: T): T {
 
 /** The company record type: what the record kernel serves companies from. */
 export const companyRecord: RecordType<CompanyRow, CompanyDto, CompanyListQuery> = {
-  tag: 'companies',
   names: { one: 'Company', many: 'Companies' },
-  path: '/companies/',
-  idParam: 'company_id',
   schemas: {
     record: CompanySchema,
     create: CompanyBodySchemas.create,

@@ -81,10 +81,7 @@ export const contactPage = pageTable<ContactDto, 'company_id'>(
 
 /** The contact record type: what the record kernel serves contacts from. */
 export const contactRecord: RecordType<ContactRow, ContactDto, ContactListQuery> = {
-  tag: 'contacts',
   names: { one: 'Contact', many: 'Contacts' },
-  path: '/contacts/',
-  idParam: 'contact_id',
   schemas: {
     record: ContactSchema,
     create: ContactBodySchemas.create,

@@ -69,10 +69,7 @@ const VERSION_NOTE =
   "another deal's move, insert, archive or deletion in its stage too. ";
 
 export const dealRecord: RecordType<DealRow, DealDto, DealListQuery> = {
-  tag: 'deals',
   names: { one: 'Deal', many: 'Deals' },
-  path: '/deals/',
-  idParam: 'deal_id',
   schemas: {
     record: DealSchema,
     create: DealBodySchemas.create,

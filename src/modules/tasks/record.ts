@@ -102,10 +102,7 @@ function assigneeOf(assignedTo: string | undefined, actor: ActivityActor): strin
 }
 
 export const taskRecord: RecordType<TaskRow, TaskDto, TaskListQuery> = {
-  tag: 'tasks',
   names: { one: 'Task', many: 'Tasks' },
-  path: '/tasks/',
-  idParam: 'task_id',
   schemas: {
     record: TaskSchema,
     create: TaskBodySchemas.create,
