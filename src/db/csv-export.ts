@@ -1,4 +1,5 @@
-// A list as a CSV file: every row of its conditions and order, written by PostgreSQL's COPY and streamed with back-pressure.
+// A list as a CSV file: every row of its conditions and order, written by PostgreSQL's COPY and streamed with
+// back-pressure.
 import { pipeline, Transform, type Readable, type TransformCallback } from 'node:stream';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';

@@ -1,4 +1,5 @@
-// The search planner: a search page from ordered parts in list order and, when the matches are too sparse, the GIN index.
+// The search planner: a search page from ordered parts in list order and, when the matches are too sparse, from the
+// GIN index.
 import { availableParallelism } from 'node:os';
 import type pg from 'pg';
 import { Slots } from '../lib/slots.js';

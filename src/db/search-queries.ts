@@ -1,4 +1,5 @@
-// The SQL statements of a search page: the ordered part, read in list order, and the indexed part, asked of a GIN index.
+// The SQL statements of a search page: the ordered part, read in list order, and the indexed part, asked of a GIN
+// index.
 import type pg from 'pg';
 import type { ListPosition } from '../lib/pagination.js';
 import { conditionsOf, orderBy, pageFrom, shapeName, sortOf, type PageFilter } from './page-query.js';

@@ -12,6 +12,10 @@ import type { ProblemError } from '../lib/problem.js';
 /** The kernel's operations, whose generated summary a definition may replace (`summaries`). */
 export type RecordOperation = 'list' | 'create' | 'get' | 'update' | 'delete' | 'archive' | 'restore';
 
+/** The record types whose kernel writes have events: each `X` with `X.created` among the CRM events. */
+type EventPrefix<Name> = Name extends `${infer Record}.created` ? Record : never;
+export type RecordEvents = EventPrefix<CrmEventName>;
+
 /** The request and response schemas of a record type's endpoints. */
 export interface RecordSchemas {
   record: TObject;
@@ -46,8 +50,11 @@ export interface RecordType<Row = unknown, Dto extends Record<string, unknown> =
   filters(query: Query, actor: ActivityActor): RecordFilter;
   /** The order of a `sort` parameter (default: `name` ascending, `-name` descending; none: newest first). */
   orderOf?(sort: string): ListOrder;
-  /** The events the kernel's own writes dispatch: `company` → `company.created`, `.updated`, `.deleted`; none: null. */
-  events: 'company' | 'contact' | null;
+  /**
+   * The events the kernel's own writes dispatch: `company` → `company.created`, `.updated`, `.deleted` (names of
+   * lib/crm-events.ts and of the automation triggers); null for a type whose events are its own rules.
+   */
+  events: RecordEvents | null;
   /** The record's timeline (its activity endpoint and the entries of its writes), when it has one. */
   timeline?: TimelineColumn;
   /** The CSV export's columns, in order (its endpoint exists when given). */

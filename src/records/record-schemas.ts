@@ -1,4 +1,5 @@
-// Schema pieces shared by the record types' endpoints: create and update bodies, search, sort, path parameters and sync.
+// Schema pieces shared by the record types' endpoints: create and update bodies, search, sort, path parameters and
+// sync.
 import { Type, type TProperties } from '@sinclair/typebox';
 import { named, Nullable, OrganizationParamsSchema, Ref, StringEnum, Uuid } from '../lib/http-schemas.js';
 import { SEARCH_TERM_PATTERN } from '../lib/text-search.js';

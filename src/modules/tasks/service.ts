@@ -100,5 +100,5 @@ async function update(scope: CrmScope, id: string, body: TaskUpdate, expected?: 
   return toTaskDto(task);
 }
 
-/** Tasks: the record kernel's behaviour (record.ts: lists, reads, sync, export, delete, archive, restore), with the task's own creates and updates. */
+/** Tasks: the kernel's behaviour (record.ts: lists, reads, sync, export, delete, archive, restore), the task's own writes. */
 export const taskService = { ...recordService<TaskRow, TaskDto>(taskRecord), create, update };
