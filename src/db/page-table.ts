@@ -40,7 +40,8 @@ const TIMESTAMP_SORTS = {
 /**
  * Defines the list of a tenant table whose API field names are its column names. `created_at` and `updated_at` are
  * added, written as `Date#toISOString` writes them (the columns are `timestamptz(3)`: milliseconds, like cursors).
- * The table needs `organization_id`, `created_at`, `id` and a trigger-kept `search_text`.
+ * The table needs `organization_id`, `created_at` and `id`; a search needs a trigger-kept `search_text`, a sync
+ * `changed_xid`.
  */
 export function pageTable<Row extends { id: string; created_at: string }, Filter extends string = never>(
   table: string,
