@@ -24,12 +24,44 @@ declare module 'fastify' {
 const BEARER = [{ bearerAuth: [] }];
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-/** Adds the problem responses a context can answer before the route runs, keeping the ones a route declares itself. */
-function addResponses(route: RouteOptions, statuses: number[]): void {
+/** Why a caller of a context is refused before the route runs, and with which `code`: what each status says in the document. */
+const NO_USER = 'No access token, or one that is invalid, expired or revoked (`not_authenticated`, `token_not_valid`).';
+const KEY_REFUSED = 'A workspace API key was sent to an operation that needs a signed-in user (`api_key_not_allowed`).';
+const REFUSALS = {
+  user: { 401: NO_USER, 403: KEY_REFUSED },
+  installation: {
+    401: NO_USER,
+    403: `The caller is not an installation administrator (\`installation_admin_required\`). ${KEY_REFUSED}`,
+  },
+  tenant: {
+    401:
+      'No credential, or an access token or workspace API key that is invalid, expired or revoked (`not_authenticated`, ' +
+      '`token_not_valid`, `api_key_not_valid`).',
+    403:
+      "The caller's role or API key lacks the capability the operation needs (`permission_denied`); the workspace requires " +
+      'two-factor sign-in of a member who has not turned it on (`two_factor_required`); or an API key was sent to an ' +
+      'operation keys may not call (`api_key_not_allowed`).',
+    404: 'The workspace does not exist, or the caller is not its member or its API key (`organization_not_found`).',
+  },
+} satisfies Record<string, Record<number, string>>;
+
+/**
+ * Adds the problem responses a context can answer before the route runs, each saying why and with which code. A
+ * status the route declares itself keeps its own meaning, and the context's is added to it.
+ */
+function addResponses(route: RouteOptions, refusals: Record<number, string>): void {
   const schema = route.schema;
   if (!schema?.response) return;
-  const response = schema.response as Record<number, unknown>;
-  for (const status of statuses) response[status] ??= problemResponse(status);
+  const response = schema.response as Record<number, { description?: string }>;
+  for (const [key, reason] of Object.entries(refusals)) {
+    const status = Number(key);
+    const own = response[status];
+    const generic = problemResponse(status).description;
+    response[status] =
+      own === undefined || own.description === generic
+        ? { ...(own ?? problemResponse(status)), description: reason }
+        : { ...own, description: `${own.description} ${reason}` };
+  }
 }
 
 /**
@@ -48,7 +80,10 @@ function markRoutes(scope: FastifyInstance, context: AuthContext, document: (rou
     route.schema ??= {};
     // Fastify parses a body on these methods, declared or not: an oversized or non-JSON one is refused before the
     // handler runs, whatever the context.
-    if ([route.method].flat().some((method) => BODY_METHODS.has(method))) addResponses(route, [413, 415]);
+    const response = route.schema.response as Record<number, unknown> | undefined;
+    if (response && [route.method].flat().some((method) => BODY_METHODS.has(method))) {
+      for (const status of [413, 415]) response[status] ??= problemResponse(status);
+    }
     document(route, route.schema);
   });
 }
@@ -59,7 +94,7 @@ export function publicContext(routes: FastifyPluginAsync[]): FastifyPluginAsync 
     markRoutes(scope, 'public', (route, schema) => {
       if (!route.config?.identifyUser) return;
       schema.security = [{}, ...BEARER];
-      addResponses(route, [401]);
+      addResponses(route, REFUSALS.user);
       appendOnRequest(route, scope.authenticateOptional);
     });
     for (const plugin of routes) await scope.register(plugin);
@@ -71,7 +106,7 @@ export function userContext(routes: FastifyPluginAsync[]): FastifyPluginAsync {
   return async (scope) => {
     markRoutes(scope, 'user', (route, schema) => {
       schema.security = BEARER;
-      addResponses(route, [401]);
+      addResponses(route, REFUSALS.user);
     });
     scope.addHook('onRequest', scope.authenticate);
     for (const plugin of routes) await scope.register(plugin);
@@ -83,7 +118,7 @@ export function installationContext(routes: FastifyPluginAsync[]): FastifyPlugin
   return async (scope) => {
     markRoutes(scope, 'installation', (route, schema) => {
       schema.security = BEARER;
-      addResponses(route, [401, 403]);
+      addResponses(route, REFUSALS.installation);
     });
     scope.addHook('onRequest', scope.authenticate);
     scope.addHook('onRequest', async (request) => assertInstallationAdmin(requireUser(request), 'use the installation API'));
@@ -102,7 +137,8 @@ export function tenantContext(routes: FastifyPluginAsync[]): FastifyPluginAsync 
       const access = route.config?.access;
       if (access === undefined) throw new Error(`tenant route ${String(route.method)} ${route.url} declares no config.access`);
       schema.security = route.config?.apiKeys ? [...BEARER, { apiKeyAuth: [] }] : BEARER;
-      addResponses(route, access === 'member' ? [401, 404] : [401, 403, 404]);
+      // Every tenant route can refuse with 403: a workspace that requires two-factor, or a key where keys may not go.
+      addResponses(route, REFUSALS.tenant);
       addBudgetResponse(route);
       // The route's own hook, bound to its capability now (route hooks run after the context's resolveTenant),
       // rather than a context hook reading the route's options on every request.

@@ -1,4 +1,4 @@
-// Fuzzes every operation of the OpenAPI document as four callers over two workspaces (FUZZ_RUNS requests; `make fuzz`:
+// Fuzzes every operation of the OpenAPI document as five callers (an API key among them) over two workspaces (FUZZ_RUNS requests; `make fuzz`:
 // 10,000), then sends each of them every shape of request the schemas do not describe (deep, wide, duplicate keys, ...).
 import t from 'tap';
 import { buildTestApp, bearer, json } from '../helpers/app.js';
@@ -53,6 +53,13 @@ const a = await scenery(orgA, admin.headers);
 const b = await scenery(orgB, outsider.headers);
 const membership = (await app.db.membership.findFirstOrThrow({ where: { organizationId: orgA, userId: viewer.id } })).id;
 const idsOfA = [orgA, a.company, a.contact, a.automation];
+/** A workspace API key of A with every capability a key can hold: it reaches A's CRM operations and no other. */
+const keyOfA = (
+  (await post(`/api/v1/organizations/${orgA}/api-keys/`, admin.headers, {
+    name: 'Fuzz',
+    capabilities: ['VIEW_CRM', 'MANAGE_CRM', 'MANAGE_AUTOMATIONS'],
+  })) as { key?: string }
+).key;
 const idsOfB = [orgB, b.company, b.contact, b.automation];
 const pathValues = {
   organization_id: [orgA, orgB],
@@ -77,6 +84,7 @@ t.test(`${RUNS} generated requests: no 5xx, only declared answers, no write on a
         { name: 'owner of A', authorization: admin.headers.authorization, foreignIds: idsOfB, foreignWorkspaceIds: [orgB] },
         { name: 'viewer of A', authorization: viewer.headers.authorization, foreignIds: idsOfB },
         { name: 'outsider (owner of B)', authorization: outsider.headers.authorization, foreignIds: idsOfA },
+        { name: 'API key of A', authorization: `Bearer ${keyOfA}`, foreignIds: idsOfB },
       ],
       pathValues,
     },
