@@ -291,9 +291,13 @@ function requestOf(operation: Operation, scenery: Scenery): fc.Arbitrary<{ calle
 
 /**
  * The documented security bookkeeping a refused request may write (issue 25 allows it): a user's count of wrong
- * two-factor codes and its window (issue 30's per-account limit). Left out of the checksums; every other column counts.
+ * two-factor codes and its window (issue 30's per-account limit), and when an API key was last used (it authenticated,
+ * whatever the route answered). Left out of the checksums; every other column counts.
  */
-const BOOKKEEPING: Record<string, string[]> = { users: ['two_factor_failures', 'two_factor_failures_since'] };
+const BOOKKEEPING: Record<string, string[]> = {
+  users: ['two_factor_failures', 'two_factor_failures_since'],
+  api_keys: ['last_used_at'],
+};
 
 /** One checksum per table: any change of any row shows (but the bookkeeping columns). */
 async function checksums(client: pg.Client): Promise<Map<string, string>> {
