@@ -19,7 +19,7 @@ import { dealService } from './modules/deals/service.js';
 import { taskService } from './modules/tasks/service.js';
 import { importService } from './modules/imports/service.js';
 import { createAutomationService } from './modules/automations/service.js';
-import { createUserAdminService } from './modules/users/user-admin-service.js';
+import { createUserAdminService } from './users/user-admin-service.js';
 import { createSessionService } from './modules/sessions/service.js';
 import { createTwoFactorService } from './modules/two-factor/service.js';
 import { createInstallationService } from './modules/installation/service.js';

@@ -4,7 +4,7 @@ import { sessionDatabaseUrl } from './config.js';
 import { keepJobRunner } from './jobs/queue.js';
 import { WorkerLiveness } from './jobs/liveness.js';
 import { passwordResetTasks } from './modules/account/password-service.js';
-import { outboxTasks } from './modules/email/outbox.js';
+import { outboxTasks } from './email/outbox.js';
 import { automationTasks } from './modules/automations/run-queue.js';
 import { importTasks } from './modules/imports/import-job.js';
 import { threadConnection } from './modules/imports/import-thread.js';

@@ -2,7 +2,7 @@
 import type { Db } from '../db/client.js';
 import { burnPasswordCheck, verifyPassword } from '../lib/passwords.js';
 import { enqueueJob, JOBS, jobKey } from '../jobs/queue.js';
-import { recordAudit, type AuditContext } from '../modules/audit/audit-log.js';
+import { recordAudit, type AuditContext } from '../audit/audit-log.js';
 import { requestPasswordReset } from '../modules/account/password-service.js';
 import { visibleAuditTargetId, workspacesOf } from '../modules/installation/service.js';
 import { linkStatus, usableAt } from '../modules/invitations/invitation-link.js';

@@ -30,8 +30,8 @@ import {
 } from './console-service.js';
 import { actionButton, backupTable, dataTable, errorPage, layout, loginPage, pager, select, yesNo } from './views.js';
 import { requestTransport } from '../http/request.js';
-import { UserAdminError } from '../modules/users/user-admin-service.js';
-import { AUDIT_ACTIONS, type AuditContext } from '../modules/audit/audit-log.js';
+import { UserAdminError } from '../users/user-admin-service.js';
+import { AUDIT_ACTIONS, type AuditContext } from '../audit/audit-log.js';
 import { bindOrganization } from '../db/tenant.js';
 import { assertInstallationAdmin } from '../lib/current-user.js';
 import { ProblemError } from '../lib/problem.js';

@@ -14,7 +14,7 @@ import { DEAL_SCHEMAS } from '../modules/deals/schemas.js';
 import { TASK_SCHEMAS } from '../modules/tasks/schemas.js';
 import { ListSortSchema } from '../records/record-schemas.js';
 import { DELETION_SCHEMAS } from '../modules/deletions/schemas.js';
-import { SmtpAccountInputSchema } from '../modules/email/smtp-account-input.js';
+import { SmtpAccountInputSchema } from '../email/smtp-account-input.js';
 import { EMAIL_ACCOUNT_SCHEMAS } from '../modules/email-accounts/schemas.js';
 import { HealthStatusSchema } from '../modules/health/routes.js';
 import { IMPORT_SCHEMAS } from '../modules/imports/schemas.js';

@@ -2,7 +2,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Actor, CurrentUser } from '../lib/current-user.js';
 import { unauthorized } from '../lib/problem.js';
-import type { AuditContext } from '../modules/audit/audit-log.js';
+import type { AuditContext } from '../audit/audit-log.js';
 import type { SessionClient } from '../db/token-store.js';
 
 export { requireTenant } from '../plugins/tenancy.js';

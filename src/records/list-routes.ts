@@ -19,7 +19,7 @@ import {
   type ListOrder,
 } from '../lib/pagination.js';
 import { validationFailed } from '../lib/problem.js';
-import { recordAudit } from '../modules/audit/audit-log.js';
+import { recordAudit } from '../audit/audit-log.js';
 import { routesOf, type RecordType } from './definition.js';
 import type { RecordService } from './record-service.js';
 import { actorOf } from './scope.js';

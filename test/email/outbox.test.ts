@@ -2,8 +2,8 @@
 // failures, each message sent once by concurrent workers, and no body or link in the job queue.
 import t, { type Test } from 'tap';
 import { JOBS, runDueJobs } from '../../src/jobs/queue.js';
-import { emailAccountColumns, type SmtpAccountInput } from '../../src/modules/email/smtp-account-input.js';
-import { enqueueEmail, outboxTasks } from '../../src/modules/email/outbox.js';
+import { emailAccountColumns, type SmtpAccountInput } from '../../src/email/smtp-account-input.js';
+import { enqueueEmail, outboxTasks } from '../../src/email/outbox.js';
 import { buildTestApp, TEST_EMAIL_KEY } from '../helpers/app.js';
 import { setupInstallation } from '../helpers/fixtures.js';
 import { backoffMs, jobOf, makeDue, removeJob, storedJobOf } from '../helpers/jobs.js';

@@ -1,6 +1,6 @@
 // The outbox worker runs by itself while the app is up: a committed email arrives without anyone calling it.
 import t from 'tap';
-import { enqueueEmail } from '../../src/modules/email/outbox.js';
+import { enqueueEmail } from '../../src/email/outbox.js';
 import { buildTestApp } from '../helpers/app.js';
 import { setupInstallation } from '../helpers/fixtures.js';
 import { startMailbox } from '../helpers/mailbox.js';

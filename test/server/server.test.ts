@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { createTestDatabase } from '../helpers/database.js';
-import { enqueueEmail } from '../../src/modules/email/outbox.js';
+import { enqueueEmail } from '../../src/email/outbox.js';
 import { buildTestApp, TEST_EMAIL_KEY, TEST_SETUP_TOKEN } from '../helpers/app.js';
 import { ADMIN, setupInstallation } from '../helpers/fixtures.js';
 import { startMailbox } from '../helpers/mailbox.js';

@@ -5,10 +5,10 @@ import { badRequest, conflict, notFound, unauthorized, validationFailed } from '
 import { verifyPassword } from '../../lib/passwords.js';
 import { isUniqueViolation } from '../../lib/prisma-errors.js';
 import { randomToken, sha256Hex } from '../../lib/crypto.js';
-import { enqueueEmail } from '../email/outbox.js';
-import { renderEmail } from '../email/templates.js';
+import { enqueueEmail } from '../../email/outbox.js';
+import { renderEmail } from '../../email/templates.js';
 import { updateAccount } from './profile-service.js';
-import { recordAudit, type AuditContext } from '../audit/audit-log.js';
+import { recordAudit, type AuditContext } from '../../audit/audit-log.js';
 import type { SettingsPatch } from './schemas.js';
 
 const CONFIRMATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;

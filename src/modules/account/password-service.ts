@@ -6,10 +6,10 @@ import { hashPassword, passwordProblems, verifyPassword } from '../../lib/passwo
 import { randomToken, sha256Hex } from '../../lib/crypto.js';
 import type { TaskList } from 'graphile-worker';
 import { addJobSql, JOBS, rowIdOf } from '../../jobs/queue.js';
-import { enqueueEmail } from '../email/outbox.js';
-import { renderEmail } from '../email/templates.js';
+import { enqueueEmail } from '../../email/outbox.js';
+import { renderEmail } from '../../email/templates.js';
 import type { TokenService } from '../auth/token-service.js';
-import { recordAudit, type AuditContext } from '../audit/audit-log.js';
+import { recordAudit, type AuditContext } from '../../audit/audit-log.js';
 
 const RESET_LINK_TTL_MS = 60 * 60 * 1000;
 

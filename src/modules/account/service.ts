@@ -10,7 +10,7 @@ import { findAccount, profileFields, toProfileDto, toSettingsDto, updateAccount 
 import { confirmEmailChange, updateSettings } from './email-change-service.js';
 import { changePassword, confirmPasswordReset, requestPasswordReset } from './password-service.js';
 import type { TokenService } from '../auth/token-service.js';
-import { recordAudit, type AuditContext } from '../audit/audit-log.js';
+import { recordAudit, type AuditContext } from '../../audit/audit-log.js';
 import type { AccountExportDto, SettingsPatch } from './schemas.js';
 
 /**

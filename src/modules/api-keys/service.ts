@@ -5,7 +5,7 @@ import type { Db } from '../../db/client.js';
 import type { Tenant } from '../../db/tenant.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import { badRequest, notFound } from '../../lib/problem.js';
-import { recordAudit, type AuditContext } from '../audit/audit-log.js';
+import { recordAudit, type AuditContext } from '../../audit/audit-log.js';
 import { API_KEY_PREFIX, hashApiKey } from '../../lib/api-key-format.js';
 import type { ApiKeyCapability, ApiKeyCreate, ApiKeyCreatedDto, ApiKeyDto } from './schemas.js';
 

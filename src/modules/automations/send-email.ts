@@ -1,9 +1,9 @@
 // The send_email action: one message to the rule's recipients through the workspace's sending account, sent now.
 import { transactionView, type TenantDb } from '../../db/tenant-scope.js';
 import { lockOrganization } from '../../db/organization-lock.js';
-import { sendMail, settingsOfAccount, SmtpError, type SmtpSettings } from '../email/mailer.js';
-import { findSendingAccount, isWorkspaceAccount, type SendingAccount } from '../email/outbox.js';
-import { renderEmail } from '../email/templates.js';
+import { sendMail, settingsOfAccount, SmtpError, type SmtpSettings } from '../../email/mailer.js';
+import { findSendingAccount, isWorkspaceAccount, type SendingAccount } from '../../email/outbox.js';
+import { renderEmail } from '../../email/templates.js';
 import { ActionError, ActionSkipped } from './action-error.js';
 import type { EventPayload } from './dispatch.js';
 import type { SendEmailConfig } from './schemas.js';

@@ -6,7 +6,7 @@ import { changedSince, nextVersion, versionMatches, type ExpectedVersions } from
 import { afterPosition, newestFirst, pageOfDtos, type Page, type PageRequest } from '../../lib/pagination.js';
 import { badRequest, conflict, notFound, validationFailed } from '../../lib/problem.js';
 import type { Tenant } from '../../db/tenant.js';
-import { recordAudit, type AuditAction, type AuditContext, type AuditWriter } from '../audit/audit-log.js';
+import { recordAudit, type AuditAction, type AuditContext, type AuditWriter } from '../../audit/audit-log.js';
 import { eventNameOf, triggerOf, type EventPayload } from './dispatch.js';
 import { executeAction, type ActionDeps, type ActionSettings, type StoredWebhookConfig } from './run-executor.js';
 import type {

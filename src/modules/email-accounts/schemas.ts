@@ -1,7 +1,7 @@
 // Request and response schemas of a workspace's SMTP accounts: the shared `smtp` input object, the password write-only.
 import { Type, type Static } from '@sinclair/typebox';
 import { Email, named, Nullable, OrganizationParamsSchema, StrictObject, Timestamp, Uuid } from '../../lib/http-schemas.js';
-import { SmtpAccountInputSchema } from '../email/smtp-account-input.js';
+import { SmtpAccountInputSchema } from '../../email/smtp-account-input.js';
 
 const IsActive = Type.Object({
   is_active: Type.Optional(

@@ -8,9 +8,9 @@ import { isUuid } from '../../lib/http-schemas.js';
 import { afterPosition, newestFirst, pageOfDtos, type Page, type PageRequest } from '../../lib/pagination.js';
 import type { Tenant } from '../../db/tenant.js';
 import { badGateway, badRequest, notFound, validationFailed } from '../../lib/problem.js';
-import { sendMail, settingsOfAccount, SmtpError } from '../email/mailer.js';
-import { renderEmail } from '../email/templates.js';
-import { emailAccountColumns, smtpInputErrors } from '../email/smtp-account-input.js';
+import { sendMail, settingsOfAccount, SmtpError } from '../../email/mailer.js';
+import { renderEmail } from '../../email/templates.js';
+import { emailAccountColumns, smtpInputErrors } from '../../email/smtp-account-input.js';
 import { isObviouslyPrivateHost } from '../automations/network-policy.js';
 import type { EmailAccountCreate, EmailAccountDto, EmailAccountUpdate } from './schemas.js';
 

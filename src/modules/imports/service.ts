@@ -22,7 +22,7 @@ import {
 import { countRows } from './import-thread.js';
 import type { ImportDto, ImportStatus } from './schemas.js';
 import type { Actor } from '../../lib/current-user.js';
-import { recordAudit, type AuditContext } from '../audit/audit-log.js';
+import { recordAudit, type AuditContext } from '../../audit/audit-log.js';
 
 export function toImportDto(row: ImportRow): ImportDto {
   return {

@@ -6,12 +6,12 @@ import { conflict } from '../../lib/problem.js';
 import { sha256Hex } from '../../lib/crypto.js';
 import { newestFirst } from '../../lib/pagination.js';
 import type { TokenService } from '../auth/token-service.js';
-import { enqueueEmail } from '../email/outbox.js';
-import { renderEmail } from '../email/templates.js';
+import { enqueueEmail } from '../../email/outbox.js';
+import { renderEmail } from '../../email/templates.js';
 import { invalidLink, linkStatus, lockInvitee, newLinkToken, usableAt } from '../invitations/invitation-link.js';
 import { acceptingUser, identifyAcceptor } from '../invitations/acceptor.js';
 import type { AcceptBody } from '../invitations/schemas.js';
-import { recordAudit, type AuditContext } from '../audit/audit-log.js';
+import { recordAudit, type AuditContext } from '../../audit/audit-log.js';
 import type { AdminInvitationAcceptedDto, AdminInvitationDto, AdminOverviewDto } from './schemas.js';
 
 export interface AdminInvitationDeps {

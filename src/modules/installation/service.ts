@@ -18,7 +18,7 @@ import {
   type PagePosition,
 } from '../../lib/pagination.js';
 import { migrationsDir, projectRoot } from '../../lib/project-root.js';
-import { recordAudit, type AuditContext } from '../audit/audit-log.js';
+import { recordAudit, type AuditContext } from '../../audit/audit-log.js';
 import { linkStatus } from '../invitations/invitation-link.js';
 import { readinessReport, type ReadinessFacts } from './readiness.js';
 import type { AuditEntryDto, BackupEventKindValue, BackupEventStatusValue, BackupKindStatusDto } from './schemas.js';

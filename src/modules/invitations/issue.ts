@@ -1,8 +1,8 @@
 // Issues a workspace invitation: a single-use link token (only its hash stored) and the email, in one transaction.
 import type { Invitation, MembershipRole } from '../../generated/prisma/client.js';
 import { transactionView, type AnyTx } from '../../db/tenant-scope.js';
-import { enqueueEmail } from '../email/outbox.js';
-import { renderEmail } from '../email/templates.js';
+import { enqueueEmail } from '../../email/outbox.js';
+import { renderEmail } from '../../email/templates.js';
 import { newLinkToken } from './invitation-link.js';
 
 export interface IssueInvitationInput {

@@ -13,7 +13,7 @@ import type { TokenService } from '../auth/token-service.js';
 import { issueInvitation } from './issue.js';
 import { invalidLink, linkStatus, lockInvitee, usableAt } from './invitation-link.js';
 import { acceptingUser, identifyAcceptor } from './acceptor.js';
-import { recordAudit, type AuditAction, type AuditContext, type AuditWriter } from '../audit/audit-log.js';
+import { recordAudit, type AuditAction, type AuditContext, type AuditWriter } from '../../audit/audit-log.js';
 import type { AcceptBody, InvitationAcceptedDto, InvitationCreate, InvitationDto } from './schemas.js';
 
 export interface InvitationDeps {

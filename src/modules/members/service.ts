@@ -8,7 +8,7 @@ import { afterPosition, newestFirst, pageOfDtos, type Page, type PageRequest } f
 import type { Tenant } from '../../db/tenant.js';
 import { forbidden, notFound } from '../../lib/problem.js';
 import { organizationNotFound } from '../../lib/problem.js';
-import { recordAudit, type AuditContext } from '../audit/audit-log.js';
+import { recordAudit, type AuditContext } from '../../audit/audit-log.js';
 import type { MemberDto } from './schemas.js';
 
 /** The tenant a member endpoint works in, and whose request it is (by membership). */

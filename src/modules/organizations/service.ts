@@ -11,7 +11,7 @@ import type { Tenant } from '../../db/tenant.js';
 import type { TenantDb } from '../../db/tenant-scope.js';
 import { lockOrganization } from '../../db/organization-lock.js';
 import { issueInvitation } from '../invitations/issue.js';
-import { recordAudit, type AuditAction, type AuditContext, type AuditWriter } from '../audit/audit-log.js';
+import { recordAudit, type AuditAction, type AuditContext, type AuditWriter } from '../../audit/audit-log.js';
 import { toOrganizationDto, type OrganizationDto } from './organization-dto.js';
 import {
   SLUG_MAX_LENGTH,

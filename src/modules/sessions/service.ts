@@ -5,7 +5,7 @@ import type { Db } from '../../db/client.js';
 import { listSessions } from '../../db/token-store.js';
 import { notFound } from '../../lib/problem.js';
 import { isUuid } from '../../lib/http-schemas.js';
-import { recordAudit, type AuditContext } from '../audit/audit-log.js';
+import { recordAudit, type AuditContext } from '../../audit/audit-log.js';
 
 type Tx = Prisma.TransactionClient;
 

@@ -3,7 +3,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Email, named, Ref, StrictObject } from '../../lib/http-schemas.js';
 import { Password } from '../auth/schemas.js';
 import { NAME_MAX_LENGTH, SLUG_MAX_LENGTH, SLUG_PATTERN } from '../organizations/schemas.js';
-import { SmtpAccountInputSchema } from '../email/smtp-account-input.js';
+import { SmtpAccountInputSchema } from '../../email/smtp-account-input.js';
 
 export const SetupAvailabilitySchema = Type.Object(
   {

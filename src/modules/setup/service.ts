@@ -3,10 +3,10 @@ import type { Db } from '../../db/client.js';
 import { safeEqual } from '../../lib/crypto.js';
 import { hashPassword, passwordProblems } from '../../lib/passwords.js';
 import { badGateway, badRequest, forbidden, validationFailed, type FieldErrors } from '../../lib/problem.js';
-import { sendMail } from '../email/mailer.js';
-import { renderEmail } from '../email/templates.js';
-import { emailAccountColumns, smtpInputErrors, smtpSettingsOf } from '../email/smtp-account-input.js';
-import { recordAudit, type AuditContext } from '../audit/audit-log.js';
+import { sendMail } from '../../email/mailer.js';
+import { renderEmail } from '../../email/templates.js';
+import { emailAccountColumns, smtpInputErrors, smtpSettingsOf } from '../../email/smtp-account-input.js';
+import { recordAudit, type AuditContext } from '../../audit/audit-log.js';
 import type { SetupRequest, SmtpTestRequest } from './schemas.js';
 
 export interface SetupDeps {

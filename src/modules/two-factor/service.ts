@@ -5,7 +5,7 @@ import type { CurrentUser } from '../../lib/current-user.js';
 import { decryptSecret, encryptSecret, randomToken, sha256Hex } from '../../lib/crypto.js';
 import { verifyPassword } from '../../lib/passwords.js';
 import { badRequest, conflict, ProblemError, serviceUnavailable, unauthorized } from '../../lib/problem.js';
-import { recordAudit, type AuditContext } from '../audit/audit-log.js';
+import { recordAudit, type AuditContext } from '../../audit/audit-log.js';
 import type { SessionClient, TokenPair, TokenService } from '../auth/token-service.js';
 import { hashRecoveryCode, matchingStep, newRecoveryCodes, newTotpSecret } from './totp.js';
 import { endOtherSessions } from '../sessions/service.js';

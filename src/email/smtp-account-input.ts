@@ -1,8 +1,8 @@
 // The `smtp` object clients submit (setup, SMTP test, email accounts) and its two uses: sending now, or storing.
 import { Type, type Static } from '@sinclair/typebox';
-import { Email, named, StrictObject } from '../../lib/http-schemas.js';
-import { encryptSecret } from '../../lib/crypto.js';
-import type { FieldErrors } from '../../lib/problem.js';
+import { Email, named, StrictObject } from '../lib/http-schemas.js';
+import { encryptSecret } from '../lib/crypto.js';
+import type { FieldErrors } from '../lib/problem.js';
 import type { SmtpSettings } from './mailer.js';
 
 export const SmtpAccountInputSchema = StrictObject(

@@ -1,6 +1,6 @@
 // Writes rows of the append-only audit log, always on the caller's client so a row commits with the change it records.
-import type { Prisma } from '../../generated/prisma/client.js';
-import type { Db } from '../../db/client.js';
+import type { Prisma } from '../generated/prisma/client.js';
+import type { Db } from '../db/client.js';
 
 /** The actions the audit log records (admin-console.md); a row never names anything else. */
 export const AUDIT_ACTIONS = [

@@ -1,8 +1,8 @@
 // The email outbox: rows and their jobs written in the caller's transaction, and the job that sends one row.
-import type { EmailAccount, InstallationEmailAccount, Prisma } from '../../generated/prisma/client.js';
-import type { Db } from '../../db/client.js';
-import { badRequest } from '../../lib/problem.js';
-import { enqueueJob, isInterruptedAttempt, JOBS, mayRetry, RetryLater, rowIdOf } from '../../jobs/queue.js';
+import type { EmailAccount, InstallationEmailAccount, Prisma } from '../generated/prisma/client.js';
+import type { Db } from '../db/client.js';
+import { badRequest } from '../lib/problem.js';
+import { enqueueJob, isInterruptedAttempt, JOBS, mayRetry, RetryLater, rowIdOf } from '../jobs/queue.js';
 import { sendMail, settingsOfAccount, SmtpError, type OutgoingMessage, type SmtpSettings } from './mailer.js';
 import type { TaskList } from 'graphile-worker';
 

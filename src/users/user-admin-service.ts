@@ -1,5 +1,5 @@
 // Operator actions on accounts (deactivate, reactivate, sign out everywhere), each one transaction with its audit row.
-import type { Db } from '../../db/client.js';
+import type { Db } from '../db/client.js';
 import { recordAudit, type AuditContext } from '../audit/audit-log.js';
 
 export class UserAdminError extends Error {

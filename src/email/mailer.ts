@@ -1,7 +1,7 @@
 // Sends one message through an SMTP account with nodemailer; failures surface without credentials.
 import nodemailer from 'nodemailer';
-import { decryptSecret } from '../../lib/crypto.js';
-import { isPublicAddress, resolveHost } from '../automations/network-policy.js';
+import { decryptSecret } from '../lib/crypto.js';
+import { isPublicAddress, resolveHost } from '../modules/automations/network-policy.js';
 
 /** SMTP settings with the password in clear (decrypted, or as just submitted); never logged or returned. */
 export interface SmtpSettings {
