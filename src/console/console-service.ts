@@ -4,7 +4,7 @@ import { burnPasswordCheck, verifyPassword } from '../lib/passwords.js';
 import { enqueueJob, JOBS, jobKey } from '../jobs/queue.js';
 import { recordAudit, type AuditContext } from '../audit/audit-log.js';
 import { requestPasswordReset } from '../modules/account/password-service.js';
-import { visibleAuditTargetId, workspacesOf } from '../modules/installation/service.js';
+import { visibleAuditTargetId, workspacesOf } from '../modules/installation/audit-reader.js';
 import { linkStatus, usableAt } from '../modules/invitations/invitation-link.js';
 import { closeSession, openSession } from './sessions.js';
 

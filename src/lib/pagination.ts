@@ -149,16 +149,16 @@ export const positionOfApiRow = (row: { created_at: string; id: string }): PageP
 });
 
 /** One page of a list: its items, and where the next page starts (absent on the last page). */
-export interface Page<T> {
+export interface Page<T, P = PagePosition> {
   items: T[];
-  next: PagePosition | undefined;
+  next: P | undefined;
 }
 
 /**
  * Given `limit + 1` rows fetched in newest-first order, the page and whether more rows exist. `positionOf` tells the
  * position of a row already in API shape (see `positionOfApiRow`).
  */
-export function pageOfRows<T>(rows: T[], limit: number, positionOf = (row: T) => row as unknown as PagePosition): Page<T> {
+export function pageOfRows<T, P = PagePosition>(rows: T[], limit: number, positionOf = (row: T) => row as unknown as P): Page<T, P> {
   const items = rows.slice(0, limit);
   const last = items[items.length - 1];
   return { items, next: rows.length > limit && last !== undefined ? positionOf(last) : undefined };
