@@ -45,7 +45,7 @@ import { COMPONENT_SCHEMAS } from './http/components.js';
 import { installationContext, publicContext, TENANT_PREFIX, tenantContext, userContext } from './http/contexts.js';
 import { composeServices } from './services.js';
 import { startJobWorkers } from './workers.js';
-import consoleRoutes from './console/routes.js';
+import consolePlugin from './console/plugin.js';
 
 export type App = FastifyInstance;
 
@@ -210,7 +210,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     { prefix: '/api/v1' },
   );
   // The operators' console: its own encapsulated cookie session, form bodies, error pages and headers.
-  await app.register(consoleRoutes, { prefix: '/admin' });
+  await app.register(consolePlugin, { prefix: '/admin' });
   return app;
 }
 

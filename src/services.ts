@@ -23,6 +23,7 @@ import { createUserAdminService } from './users/user-admin-service.js';
 import { createSessionService } from './modules/sessions/service.js';
 import { createTwoFactorService } from './modules/two-factor/service.js';
 import { createInstallationService } from './modules/installation/service.js';
+import { createConsoleService } from './console/service.js';
 
 export interface ServiceInfrastructure {
   /** The unscoped client: handed only to installation-wide services; tenant services get a `Tenant` per call. */
@@ -42,6 +43,8 @@ export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure
     automationEmailsPerHour: config.automationEmailsPerHour,
     smtpAllowPrivate: config.smtpAllowPrivate,
   });
+  const apiKeys = createApiKeyService();
+  const invitations = createInvitationService({ appUrl });
   return {
     // Installation-wide: users, their accounts and tokens, setup, workspaces being created or handed over.
     auth: createAuthService({ pool, tokens, challenge: twoFactor.challenge }),
@@ -54,9 +57,9 @@ export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure
     users: createUserAdminService({ db }),
     invitationLinks: createInvitationLinkService({ db, appUrl, tokens }),
     // Tenant services: each method takes the request's `Tenant` (scoped client, raw reader and writer).
-    invitations: createInvitationService({ appUrl }),
+    invitations,
     members: createMemberService(),
-    apiKeys: createApiKeyService(),
+    apiKeys,
     emailAccounts: createEmailAccountService({ encryptionKey, allowPrivateHosts: config.smtpAllowPrivate }),
     companies: companyService,
     contacts: contactService,
@@ -71,6 +74,8 @@ export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure
       config,
       crm: { companies: companyService, contacts: contactService, automations, deals: dealService, tasks: taskService },
     }),
+    // The operators' console: its reads and sign-in, beside the API services above that its actions reuse.
+    console: createConsoleService({ db, pool, session: config.adminSession, apiKeys, invitations }),
   };
 }
 

@@ -5,7 +5,7 @@ import helmet from 'helmet';
 /**
  * The headers helmet's middleware sets, recorded once rather than built again for every request as @fastify/helmet
  * does (docs/benchmarks.md, The list path): they never change here, since no route uses nonces or per-route options.
- * The console replaces some of them for its pages (console/routes.ts).
+ * The console replaces some of them for its pages (console/plugin.ts).
  */
 export function helmetHeaders(): Readonly<Record<string, string>> {
   const headers: Record<string, string> = {};

@@ -138,3 +138,5 @@ export function createInstallationAdminService(deps: AdminInvitationDeps) {
       acceptAdminInvitation(deps, token, user, body, audit),
   };
 }
+
+export type InstallationAdminService = ReturnType<typeof createInstallationAdminService>;

@@ -285,6 +285,8 @@ export function createInvitationService(deps: Pick<InvitationDeps, 'appUrl'>) {
   };
 }
 
+export type InvitationService = ReturnType<typeof createInvitationService>;
+
 /**
  * An invitation link, public: the token is the credential, and finds its invitation whatever the workspace, so this
  * installation-wide service holds the unscoped client.

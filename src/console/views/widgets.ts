@@ -1,47 +1,5 @@
-// The console's HTML pages: one layout with the navigation, and one function per page; every value is escaped.
-import { html, type Safe } from './html.js';
-
-export interface PageContext {
-  title: string;
-  /** Signed-in username and the session's CSRF token; absent on the sign-in and error pages. */
-  user?: { username: string; csrf: string };
-}
-
-const NAV: [string, string][] = [
-  ['Dashboard', '/admin/'],
-  ['Users', '/admin/users/'],
-  ['Workspaces', '/admin/organizations/'],
-  ['Invitations', '/admin/invitations/'],
-  ['Installation admins', '/admin/installation-admins/'],
-  ['Email outbox', '/admin/outbox/'],
-  ['Automation runs', '/admin/automation-runs/'],
-  ['Audit log', '/admin/audit/'],
-  ['Readiness', '/admin/readiness/'],
-];
-
-export function layout(ctx: PageContext, body: Safe): string {
-  return html`<!doctype html>
-<html lang="en">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${ctx.title} · CRM admin</title><link rel="stylesheet" href="/admin/static/console.css"></head>
-<body>
-<header><strong>CRM admin</strong>${
-    ctx.user
-      ? html`
-<nav aria-label="Console">${NAV.map(([name, href]) => html` <a href="${href}">${name}</a>`)}</nav>
-<form method="post" action="/admin/logout/"><input type="hidden" name="_csrf" value="${ctx.user.csrf}">
-<span>${ctx.user.username}</span> <button type="submit">Sign out</button></form>`
-      : ''
-  }
-</header>
-<main>
-<h1>${ctx.title}</h1>
-${body}
-</main>
-</body>
-</html>
-`.value;
-}
+// The pieces console pages are built of: tables, selects, pagers, action buttons and status lines; values are escaped.
+import { html, type Safe } from '../html.js';
 
 /** A POST button carrying the CSRF token. */
 export const actionButton = (action: string, label: string, csrf: string) =>
@@ -50,25 +8,8 @@ export const actionButton = (action: string, label: string, csrf: string) =>
 
 export const yesNo = (value: boolean) => (value ? 'yes' : 'no');
 
-export function loginPage(error: string | null, next: string, username: string): string {
-  return layout(
-    { title: 'Sign in' },
-    html`${error ? html`<p class="error" role="alert">${error}</p>` : ''}
-<form method="post" action="/admin/login/">
-<input type="hidden" name="next" value="${next}">
-<p><label for="username">Username</label> <input id="username" name="username" autocomplete="username" required value="${username}"></p>
-<p><label for="password">Password</label> <input id="password" name="password" type="password" autocomplete="current-password" required></p>
-<p><button type="submit">Sign in</button></p>
-</form>`,
-  );
-}
-
-export function errorPage(status: number, title: string, message: string, user?: PageContext['user']): string {
-  return layout(
-    { title, ...(user ? { user } : {}) },
-    html`<p class="error">${message}</p><p>Status ${String(status)}. <a href="/admin/">Back to the dashboard</a></p>`,
-  );
-}
+/** The message an action redirected with (`?done=`), as a status line; nothing without one. */
+export const doneNotice = (notice: string) => (notice ? html`<p class="notice" role="status">${notice}</p>` : '');
 
 /** Previous/next links keeping the current filters. */
 export function pager(base: string, params: Record<string, string>, page: number, hasNext: boolean): Safe {
