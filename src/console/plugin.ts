@@ -83,8 +83,7 @@ export default async function consolePlugin(app: FastifyInstance) {
 
   app.setErrorHandler((error: FastifyError | ConsoleHttpError, request, reply) => {
     const user = request.consoleViewer ?? undefined;
-    const show = (status: number, title: string, message: string, viewer = user) =>
-      sendHtml(reply, errorPage(status, title, message, viewer), status);
+    const show = (status: number, title: string, message: string) => sendHtml(reply, errorPage(status, title, message, user), status);
     if (error instanceof ConsoleHttpError) return show(error.statusCode, error.title, error.message);
     // A refusal of a reused API service (e.g. revoking an invitation that is no longer pending) keeps its status and text.
     if (error instanceof ProblemError) {
@@ -95,7 +94,8 @@ export default async function consolePlugin(app: FastifyInstance) {
       return error.code === 'not_found' ? show(404, 'Not found', error.message) : show(409, 'Refused', error.message);
     }
     const status = typeof error.statusCode === 'number' ? error.statusCode : 500;
-    if (status === 429) return show(429, 'Too many attempts', 'Too many sign-in attempts. Wait a minute and try again.', undefined);
+    if (status === 429)
+      return sendHtml(reply, errorPage(429, 'Too many attempts', 'Too many sign-in attempts. Wait a minute and try again.'), 429);
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
       return show(413, 'Form too large', 'The form was too large and was refused. Nothing was changed.');
     if (status >= 400 && status < 500) return show(400, 'Bad request', 'The request could not be read. Nothing was changed.');

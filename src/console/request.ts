@@ -29,6 +29,7 @@ export class ConsoleHttpError extends Error {
 }
 
 export const notFound = (message = 'There is nothing at this address.') => new ConsoleHttpError(404, 'Not found', message);
+const signedOut = () => new ConsoleHttpError(401, 'Signed out', 'Your console session has ended. Sign in again.');
 
 /** A form field or query value as text ('' when absent or not a string). */
 export const field = (body: unknown, name: string): string => {
@@ -54,7 +55,7 @@ export function idParam(request: FastifyRequest): string {
 
 /** The session of a console route past the session check (the preHandler redirects every request without one). */
 export function sessionOf(request: FastifyRequest): ConsoleSession {
-  if (!request.consoleSession) throw new ConsoleHttpError(401, 'Signed out', 'Your console session has ended. Sign in again.');
+  if (!request.consoleSession) throw signedOut();
   return request.consoleSession;
 }
 
@@ -66,7 +67,7 @@ export const auditOf = (request: FastifyRequest): AuditContext => {
 
 /** The signed-in operator as a page shows them (with their forms' CSRF token). */
 export function viewerOf(request: FastifyRequest): Viewer {
-  if (!request.consoleViewer) throw new ConsoleHttpError(401, 'Signed out', 'Your console session has ended. Sign in again.');
+  if (!request.consoleViewer) throw signedOut();
   return request.consoleViewer;
 }
 

@@ -35,5 +35,3 @@ export function createConsoleService(deps: ConsoleDeps) {
     audit: createConsoleAuditService({ db }),
   };
 }
-
-export type ConsoleService = ReturnType<typeof createConsoleService>;
