@@ -21,7 +21,7 @@ import { webhooksDocument } from './modules/automations/webhook-events.js';
 import metricsPlugin from './plugins/metrics.js';
 import idempotencyPlugin from './plugins/idempotency.js';
 import tenancyPlugin from './plugins/tenancy.js';
-import healthRoutes from './modules/health/routes.js';
+import * as health from './modules/health/routes.js';
 import * as auth from './modules/auth/routes.js';
 import * as account from './modules/account/routes.js';
 import * as setup from './modules/setup/routes.js';
@@ -40,7 +40,7 @@ import * as deletions from './modules/deletions/routes.js';
 import * as apiKeys from './modules/api-keys/routes.js';
 import * as sessions from './modules/sessions/routes.js';
 import * as twoFactor from './modules/two-factor/routes.js';
-import { installationRoutes } from './modules/installation/routes.js';
+import * as installation from './modules/installation/routes.js';
 import { COMPONENT_SCHEMAS } from './http/components.js';
 import { installationContext, publicContext, TENANT_PREFIX, tenantContext, userContext } from './http/contexts.js';
 import { composeServices } from './services.js';
@@ -157,7 +157,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   for (const schema of COMPONENT_SCHEMAS) app.addSchema(schema);
 
   // Who may call a route is decided by the context it is registered in, never by the route itself.
-  await app.register(publicContext([healthRoutes]));
+  await app.register(publicContext([health.publicRoutes]));
   await app.register(
     async (api) => {
       // Every API answer (tokens, accounts, workspace data, errors) is for one caller only: no browser or proxy keeps
@@ -188,7 +188,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
           twoFactor.userRoutes,
         ]),
       );
-      await api.register(installationContext([installationRoutes]));
+      await api.register(installationContext([installation.installationRoutes]));
       await api.register(
         tenantContext([
           organizations.tenantRoutes,

@@ -17,13 +17,15 @@ import { companyService } from './modules/companies/service.js';
 import { contactService } from './modules/contacts/service.js';
 import { dealService } from './modules/deals/service.js';
 import { taskService } from './modules/tasks/service.js';
-import { importService } from './modules/imports/service.js';
+import { createImportService } from './modules/imports/service.js';
+import { createDeletionService } from './modules/deletions/service.js';
 import { createAutomationService } from './modules/automations/service.js';
 import { createUserAdminService } from './users/user-admin-service.js';
 import { createSessionService } from './modules/sessions/service.js';
 import { createTwoFactorService } from './modules/two-factor/service.js';
 import { createInstallationService } from './modules/installation/service.js';
 import { createConsoleService } from './console/service.js';
+import { createHealthService } from './modules/health/service.js';
 
 export interface ServiceInfrastructure {
   /** The unscoped client: handed only to installation-wide services; tenant services get a `Tenant` per call. */
@@ -46,6 +48,7 @@ export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure
   const apiKeys = createApiKeyService();
   const invitations = createInvitationService({ appUrl });
   return {
+    health: createHealthService({ pool }),
     // Installation-wide: users, their accounts and tokens, setup, workspaces being created or handed over.
     auth: createAuthService({ pool, tokens, challenge: twoFactor.challenge }),
     sessions: createSessionService({ db, pool }),
@@ -66,7 +69,8 @@ export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure
     deals: dealService,
     tasks: taskService,
     automations,
-    imports: importService,
+    imports: createImportService(),
+    deletions: createDeletionService(),
     // The installation administrators' API; its data export reads CRM records through the tenant services above.
     installation: createInstallationService({
       db,

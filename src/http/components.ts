@@ -16,7 +16,7 @@ import { ListSortSchema } from '../records/record-schemas.js';
 import { DELETION_SCHEMAS } from '../modules/deletions/schemas.js';
 import { SmtpAccountInputSchema } from '../email/smtp-account-input.js';
 import { EMAIL_ACCOUNT_SCHEMAS } from '../modules/email-accounts/schemas.js';
-import { HealthStatusSchema } from '../modules/health/routes.js';
+import { HealthStatusSchema } from '../modules/health/schemas.js';
 import { IMPORT_SCHEMAS } from '../modules/imports/schemas.js';
 import { INSTALLATION_SCHEMAS } from '../modules/installation/schemas.js';
 import { INSTALLATION_ADMIN_SCHEMAS } from '../modules/installation-admins/schemas.js';

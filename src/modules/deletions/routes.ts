@@ -6,7 +6,6 @@ import { DEFAULT_LIMIT, decodeSyncCursor, encodeSyncCursor, pageResponse } from 
 import { linkNext } from '../../http/pagination.js';
 import { requireTenant } from '../../http/request.js';
 import { DeletionListQuerySchema, DeletionSchema } from './schemas.js';
-import { listDeletions } from './service.js';
 
 export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
@@ -29,7 +28,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const limit = request.query.limit ?? DEFAULT_LIMIT;
-      const { items, next } = await listDeletions(requireTenant(request).pages, {
+      const { items, next } = await app.services.deletions.list(requireTenant(request).pages, {
         since: new Date(request.query.since),
         after: decodeSyncCursor(request.query.cursor),
         limit,

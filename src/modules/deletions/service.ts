@@ -15,8 +15,13 @@ export interface DeletionQuery {
   recordType?: 'company' | 'contact' | 'deal' | 'task';
 }
 
+/** The deletions feed of a workspace; `list` takes the request's tenant-bound page reader. */
+export function createDeletionService() {
+  return { list: listDeletions };
+}
+
 /** The deletions after `since` (or after the cursor), and where the feed goes on (the last one handed out). */
-export async function listDeletions(pages: TenantPages, query: DeletionQuery): Promise<{ items: DeletionDto[]; next?: SyncPosition }> {
+async function listDeletions(pages: TenantPages, query: DeletionQuery): Promise<{ items: DeletionDto[]; next?: SyncPosition }> {
   if (query.since.getTime() < Date.now() - DELETION_RETENTION_DAYS * 86_400_000) {
     throw new ProblemError({
       status: 410,

@@ -103,95 +103,98 @@ export async function finishImport(
   });
 }
 
-export const importService = {
-  /**
-   * Checks the whole file as it streams (400 before anything is written), then reads it again into pieces stored
-   * with the import and its job in one transaction.
-   */
-  async create(db: TenantDb, organizationId: string, request: ImportRequest): Promise<ImportDto> {
-    const kind = IMPORT_KIND_SPECS[request.kind];
-    const { delimiter, texts } = await withDelimiter(decodeImportFile(request.open()));
-    // Parsed on the import thread: a file of 100,000 rows is a second of the parser's work.
-    const { header, rows: totalRows } = await countRows(texts, delimiter);
-    if (!header || header.every((cell) => cell.trim() === '')) throw invalidFile('The file has no header row.');
-    const fields = columnFields(kind, header, request.mapping);
-    const row = await db.$transaction(
-      async (tx) => {
-        const created = await tx.import.create({
-          data: {
-            organizationId,
-            kind: request.kind,
-            mode: request.mode,
-            fields,
-            delimiter,
-            totalRows,
-            createdById: request.actor.userId,
-            createdByApiKeyId: request.actor.apiKeyId,
-          },
-        });
-        await recordAudit(tx, { ...request.audit, action: 'import.started', target: { type: 'import', id: created.id }, organizationId });
-        let seq = 0;
-        let piece = '';
-        const store = async () => {
-          await tx.importChunk.create({ data: { importId: created.id, organizationId, seq: seq++, text: piece } });
-          piece = '';
-        };
-        for await (const text of decodeImportFile(request.open())) {
-          piece += text;
-          if (piece.length >= CHUNK_CHARS) await store();
-        }
-        if (piece !== '') await store();
-        await enqueueJob(transactionView(tx), JOBS.import, created.id);
-        return created;
-      },
-      { timeout: STORE_TIMEOUT_MS },
-    );
-    return toImportDto(row);
-  },
+/** The imports of a workspace; every method takes the request's tenant-bound client. */
+export function createImportService() {
+  return {
+    /**
+     * Checks the whole file as it streams (400 before anything is written), then reads it again into pieces stored
+     * with the import and its job in one transaction.
+     */
+    async create(db: TenantDb, organizationId: string, request: ImportRequest): Promise<ImportDto> {
+      const kind = IMPORT_KIND_SPECS[request.kind];
+      const { delimiter, texts } = await withDelimiter(decodeImportFile(request.open()));
+      // Parsed on the import thread: a file of 100,000 rows is a second of the parser's work.
+      const { header, rows: totalRows } = await countRows(texts, delimiter);
+      if (!header || header.every((cell) => cell.trim() === '')) throw invalidFile('The file has no header row.');
+      const fields = columnFields(kind, header, request.mapping);
+      const row = await db.$transaction(
+        async (tx) => {
+          const created = await tx.import.create({
+            data: {
+              organizationId,
+              kind: request.kind,
+              mode: request.mode,
+              fields,
+              delimiter,
+              totalRows,
+              createdById: request.actor.userId,
+              createdByApiKeyId: request.actor.apiKeyId,
+            },
+          });
+          await recordAudit(tx, { ...request.audit, action: 'import.started', target: { type: 'import', id: created.id }, organizationId });
+          let seq = 0;
+          let piece = '';
+          const store = async () => {
+            await tx.importChunk.create({ data: { importId: created.id, organizationId, seq: seq++, text: piece } });
+            piece = '';
+          };
+          for await (const text of decodeImportFile(request.open())) {
+            piece += text;
+            if (piece.length >= CHUNK_CHARS) await store();
+          }
+          if (piece !== '') await store();
+          await enqueueJob(transactionView(tx), JOBS.import, created.id);
+          return created;
+        },
+        { timeout: STORE_TIMEOUT_MS },
+      );
+      return toImportDto(row);
+    },
 
-  async list(db: TenantDb, page: PageRequest): Promise<(ImportDto & { createdAt: Date })[]> {
-    const rows = await db.import.findMany({ where: afterPosition(page.after), orderBy: newestFirst, take: page.limit + 1 });
-    return rows.map((row) => ({ ...toImportDto(row), createdAt: row.createdAt }));
-  },
+    async list(db: TenantDb, page: PageRequest): Promise<(ImportDto & { createdAt: Date })[]> {
+      const rows = await db.import.findMany({ where: afterPosition(page.after), orderBy: newestFirst, take: page.limit + 1 });
+      return rows.map((row) => ({ ...toImportDto(row), createdAt: row.createdAt }));
+    },
 
-  get: async (db: TenantDb, id: string) => toImportDto(await find(db, id)),
+    get: async (db: TenantDb, id: string) => toImportDto(await find(db, id)),
 
-  /** Stops an active import: the batches committed so far stay and are counted; 409 once it has ended. */
-  async cancel(db: TenantDb, organizationId: string, id: string): Promise<ImportDto> {
-    const row = await find(db, id);
-    const cancelled = await finishImport(db, organizationId, row.id, 'cancelled');
-    if (!cancelled) throw conflict('import_finished', `The import has already ended (${(await find(db, id)).status}).`);
-    return toImportDto(cancelled);
-  },
+    /** Stops an active import: the batches committed so far stay and are counted; 409 once it has ended. */
+    async cancel(db: TenantDb, organizationId: string, id: string): Promise<ImportDto> {
+      const row = await find(db, id);
+      const cancelled = await finishImport(db, organizationId, row.id, 'cancelled');
+      if (!cancelled) throw conflict('import_finished', `The import has already ended (${(await find(db, id)).status}).`);
+      return toImportDto(cancelled);
+    },
 
-  /** The failed rows as CSV: `line`, the file's columns, `error`; read in pages of 1,000 by line. */
-  async errors(db: TenantDb, id: string): Promise<Readable> {
-    const row = await find(db, id);
-    let columns: string[] = [];
-    for await (const header of parseImportFile(storedFile(db, row.id), row.delimiter)) {
-      columns = header.cells;
-      break;
-    }
-    const width = (row.fields as ColumnFields).length;
-    async function* records() {
-      yield ['line', ...columns, 'error'];
-      let after = 0;
-      for (;;) {
-        const page = await db.importError.findMany({
-          where: { importId: row.id, line: { gt: after } },
-          orderBy: { line: 'asc' },
-          take: 1000,
-        });
-        for (const error of page) {
-          const cells = (error.cells as string[]).slice(0, width);
-          while (cells.length < width) cells.push('');
-          yield [String(error.line), ...cells.map(exportCell), error.error];
-        }
-        const last = page.at(-1);
-        if (!last) return;
-        after = last.line;
+    /** The failed rows as CSV: `line`, the file's columns, `error`; read in pages of 1,000 by line. */
+    async errors(db: TenantDb, id: string): Promise<Readable> {
+      const row = await find(db, id);
+      let columns: string[] = [];
+      for await (const header of parseImportFile(storedFile(db, row.id), row.delimiter)) {
+        columns = header.cells;
+        break;
       }
-    }
-    return Readable.from(records()).pipe(stringify({ record_delimiter: 'windows' }));
-  },
-};
+      const width = (row.fields as ColumnFields).length;
+      async function* records() {
+        yield ['line', ...columns, 'error'];
+        let after = 0;
+        for (;;) {
+          const page = await db.importError.findMany({
+            where: { importId: row.id, line: { gt: after } },
+            orderBy: { line: 'asc' },
+            take: 1000,
+          });
+          for (const error of page) {
+            const cells = (error.cells as string[]).slice(0, width);
+            while (cells.length < width) cells.push('');
+            yield [String(error.line), ...cells.map(exportCell), error.error];
+          }
+          const last = page.at(-1);
+          if (!last) return;
+          after = last.line;
+        }
+      }
+      return Readable.from(records()).pipe(stringify({ record_delimiter: 'windows' }));
+    },
+  };
+}
