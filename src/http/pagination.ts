@@ -1,4 +1,5 @@
-// The HTTP side of keyset pagination: a page's `Link: rel="next"` header, built from the request's own URL.
+// The HTTP side of keyset pagination: the `Link: rel="next"` header (linkNext, which sync feeds call with their own
+// cursors) and the reply helper every list answers a page with (sendPage). Positions and cursors: lib/pagination.ts.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { encodeCursor, pageOfRows, type Page, type PagePosition } from '../lib/pagination.js';
 
@@ -18,7 +19,7 @@ export function sendPage<T>(request: FastifyRequest, reply: FastifyReply, page: 
   return page.items;
 }
 
-/** Given `limit + 1` rows in newest-first order: the page's rows, with the Link header set when more exist. */
+/** `sendPage` for a list whose service answers `limit + 1` rows in newest-first order (deals, tasks). */
 export function paginate<T extends PagePosition>(request: FastifyRequest, reply: FastifyReply, rows: T[], limit: number): T[];
 export function paginate<T>(
   request: FastifyRequest,

@@ -1,4 +1,5 @@
-// Keyset pagination for every list: newest first by (created_at, id), an opaque cursor, and a Link rel="next" header.
+// Where a list page starts and ends: positions, opaque cursors (a tampered one is a 400), pages of rows, and the page
+// query and answer schemas. The `Link` header that carries a cursor is written by http/pagination.ts.
 import { Type, type TSchema } from '@sinclair/typebox';
 import { validationFailed } from './problem.js';
 import { isUuid } from './http-schemas.js';

@@ -12,8 +12,8 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
-import { pageOf, pageResponse, positionOfApiRow } from '../../lib/pagination.js';
-import { paginate } from '../../http/pagination.js';
+import { pageOf, pageOfRows, pageResponse, positionOfApiRow } from '../../lib/pagination.js';
+import { sendPage } from '../../http/pagination.js';
 import { requestActor, requestAudit, requireTenant } from '../../http/request.js';
 import { IMPORT_FILE_LIMIT } from './import-file.js';
 import { ImportCreateSchema, ImportListQuerySchema, ImportParamsSchema, ImportSchema, type ImportDto } from './schemas.js';
@@ -130,7 +130,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const page = pageOf(request.query);
       const rows = await imports.list(requireTenant(request).db, page);
-      return paginate<ImportDto>(request, reply, rows, page.limit, positionOfApiRow);
+      return sendPage(request, reply, pageOfRows<ImportDto>(rows, page.limit, positionOfApiRow), page.limit);
     },
   );
 

@@ -3,9 +3,9 @@ import { Readable } from 'node:stream';
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requestTransport, requireUser, userAudit } from '../../http/request.js';
-import { paginate } from '../../http/pagination.js';
+import { sendPage } from '../../http/pagination.js';
 import { Ref, responses } from '../../lib/http-schemas.js';
-import { pageOf, pageResponse, positionOfApiRow } from '../../lib/pagination.js';
+import { pageOf, pageOfRows, pageResponse, positionOfApiRow } from '../../lib/pagination.js';
 import {
   AuditEntrySchema,
   AuditLogQuerySchema,
@@ -66,7 +66,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const page = pageOf(request.query);
       const { actor, action, since } = request.query;
       const rows = await installation.auditLog(requireUser(request), { actor, action, since }, page);
-      return paginate(request, reply, rows, page.limit, positionOfApiRow);
+      return sendPage(request, reply, pageOfRows(rows, page.limit, positionOfApiRow), page.limit);
     },
   );
 
