@@ -219,9 +219,8 @@ const variables = {
    * authentication: per workspace (people and keys together), and per API key on top. One busy workspace or
    * integration then gets 429s instead of slowing every other workspace down. A workspace is a whole team and its
    * integrations: 12,000 a minute (200 a second) is what a few hundred people clicking through a front end ask, and
-   * about a sixth of the lists one process answers on two cores (README, `make bench-stack`), so a runaway loop
-   * takes at most that share from its neighbours. At 3,000 a team of a few dozen could reach it, and eight clients
-   * driving one workspace through a restart probe were answered 429 after 15 seconds.
+   * a small share of what one process answers, so a runaway loop takes at most that share from its neighbours (the
+   * measurements behind both numbers: docs/benchmarks.md, "Workspace request budget").
    */
   requestBudgets: {
     workspace: rateLimit('RATE_LIMIT_WORKSPACE_PER_MINUTE', 12_000, MINUTE),

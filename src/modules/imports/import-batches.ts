@@ -6,7 +6,7 @@ import addFormats from 'ajv-formats';
 import type pg from 'pg';
 import { scopeWrites, type ActivityActor, type ColumnValues, type Queryable } from '../../db/tenant-writes.js';
 import { isUuid } from '../../lib/http-schemas.js';
-import { fieldErrors, type AjvIssue } from '../../plugins/errors.js';
+import { fieldErrors, type AjvIssue } from '../../lib/field-errors.js';
 import {
   COMPANY_COLUMN,
   IMPORT_BODY_REFERENCES,
@@ -84,9 +84,9 @@ function prepare(job: Job, row: FileRow): PreparedRow {
 /**
  * The workspace as the import's lookups name it: a value the planner does not see when it plans ($1 in an InitPlan),
  * so it counts the workspace as an average one. Named as $1, a workspace the statistics do not know yet (a new one
- * filled by its first import, until the next ANALYZE) counts as a single row, and every lookup of every batch read
- * the whole workspace through an index on organization_id alone: 100,000 rows into a new workspace spent 6 of its 27 s
- * on one lookup, growing with each batch (quadratic in the import's size).
+ * filled by its first import, until the next ANALYZE) counts as a single row, and every lookup of every batch reads
+ * the whole workspace through an index on organization_id alone: quadratic in the import's size (measured in
+ * docs/benchmarks.md, "Imports into a new workspace").
  */
 const WORKSPACE = '(SELECT $1::uuid)';
 
