@@ -2,6 +2,7 @@
 import type { Db } from '../../db/client.js';
 import { recordAudit, type AuditContext } from '../../audit/audit-log.js';
 import { requestPasswordReset } from '../../modules/account/password-service.js';
+import { USER_COLUMNS } from '../../users/user-columns.js';
 import { offsetOf, offsetPage } from './offset-page.js';
 
 export interface UserFilter {
@@ -31,16 +32,7 @@ export function createConsoleUserService(deps: { db: Db }) {
         where,
         orderBy: [{ dateJoined: 'asc' }, { id: 'asc' }],
         ...offsetOf(filter.page),
-        select: {
-          id: true,
-          username: true,
-          email: true,
-          isStaff: true,
-          isSuperuser: true,
-          isActive: true,
-          dateJoined: true,
-          lastLogin: true,
-        },
+        select: USER_COLUMNS,
       });
       return offsetPage(rows);
     },
@@ -49,14 +41,7 @@ export function createConsoleUserService(deps: { db: Db }) {
       const user = await db.user.findUnique({
         where: { id: userId },
         select: {
-          id: true,
-          username: true,
-          email: true,
-          isStaff: true,
-          isSuperuser: true,
-          isActive: true,
-          dateJoined: true,
-          lastLogin: true,
+          ...USER_COLUMNS,
           twoFactorEnabledAt: true,
           memberships: {
             select: { role: true, organization: { select: { name: true, slug: true, requireTwoFactor: true } } },

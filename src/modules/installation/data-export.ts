@@ -17,6 +17,7 @@ import { recordAudit, type AuditContext } from '../../audit/audit-log.js';
 import { linkStatus } from '../invitations/invitation-link.js';
 import { toAuditDto, workspacesOf } from './audit-reader.js';
 import { VERSION } from './build-info.js';
+import { USER_COLUMNS } from '../../users/user-columns.js';
 
 /** The records a CRM record type's service lists (the record kernel's `list`: archived ones too, with `archived: 'all'`). */
 interface RecordReader {
@@ -101,21 +102,7 @@ export async function* exportData(deps: ExportDeps, user: CurrentUser, audit: Au
   });
   yield line('installation_settings', { setup_completed_at: state?.setupCompletedAt?.toISOString() ?? null, fallback_smtp: smtp });
 
-  for await (const u of byId((page) =>
-    db.user.findMany({
-      ...page,
-      select: {
-        id: true,
-        username: true,
-        email: true,
-        isStaff: true,
-        isSuperuser: true,
-        isActive: true,
-        dateJoined: true,
-        lastLogin: true,
-      },
-    }),
-  )) {
+  for await (const u of byId((page) => db.user.findMany({ ...page, select: USER_COLUMNS }))) {
     yield line('user', {
       id: u.id,
       username: u.username,
