@@ -220,7 +220,7 @@ const variables = {
    * integration then gets 429s instead of slowing every other workspace down. A workspace is a whole team and its
    * integrations: 12,000 a minute (200 a second) is what a few hundred people clicking through a front end ask, and
    * a small share of what one process answers, so a runaway loop takes at most that share from its neighbours (the
-   * measurements behind both numbers: docs/benchmarks.md, "Workspace request budget").
+   * measurements behind both numbers: docs/benchmarks.md, Workspace request budget).
    */
   requestBudgets: {
     workspace: rateLimit('RATE_LIMIT_WORKSPACE_PER_MINUTE', 12_000, MINUTE),

@@ -85,8 +85,8 @@ function prepare(job: Job, row: FileRow): PreparedRow {
  * The workspace as the import's lookups name it: a value the planner does not see when it plans ($1 in an InitPlan),
  * so it counts the workspace as an average one. Named as $1, a workspace the statistics do not know yet (a new one
  * filled by its first import, until the next ANALYZE) counts as a single row, and every lookup of every batch reads
- * the whole workspace through an index on organization_id alone: quadratic in the import's size (measured in
- * docs/benchmarks.md, "Imports into a new workspace").
+ * the whole workspace through an index on organization_id alone: quadratic in the import's size
+ * (docs/benchmarks.md, Imports and exports).
  */
 const WORKSPACE = '(SELECT $1::uuid)';
 
