@@ -1,7 +1,7 @@
 // The HTTP side of keyset pagination: the `Link: rel="next"` header (linkNext, which sync feeds call with their own
 // cursors) and the reply helper every list answers a page with (sendPage). Positions and cursors: lib/pagination.ts.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { encodeCursor, pageOfRows, type Page, type PagePosition } from '../lib/pagination.js';
+import { encodeCursor, type Page } from '../lib/pagination.js';
 
 /** Sets `Link: rel="next"`: the request's own URL with `cursor` (none: without one) and `limit` set. */
 export function linkNext(request: FastifyRequest, reply: FastifyReply, cursor: string | undefined, limit: number): void {
@@ -17,23 +17,4 @@ export function linkNext(request: FastifyRequest, reply: FastifyReply, cursor: s
 export function sendPage<T>(request: FastifyRequest, reply: FastifyReply, page: Page<T>, limit: number): T[] {
   if (page.next) linkNext(request, reply, encodeCursor(page.next), limit);
   return page.items;
-}
-
-/** `sendPage` for a list whose service answers `limit + 1` rows in newest-first order (deals, tasks). */
-export function paginate<T extends PagePosition>(request: FastifyRequest, reply: FastifyReply, rows: T[], limit: number): T[];
-export function paginate<T>(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  rows: T[],
-  limit: number,
-  positionOf: (row: T) => PagePosition,
-): T[];
-export function paginate<T>(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  rows: T[],
-  limit: number,
-  positionOf?: (row: T) => PagePosition,
-): T[] {
-  return sendPage(request, reply, pageOfRows(rows, limit, positionOf), limit);
 }

@@ -57,7 +57,7 @@ export function toInvitationDto(invitation: Invitation, now: Date): InvitationDt
   };
 }
 
-/** The organization's invitation history, newest first (`limit + 1` rows for paginate). */
+/** The organization's invitation history, newest first (`limit + 1` rows for the pager). */
 export function listInvitations(db: TenantDb, page: { after?: PagePosition; limit: number }): Promise<Invitation[]> {
   return db.invitation.findMany({ where: { ...ORDINARY, ...afterPosition(page.after) }, orderBy: newestFirst, take: page.limit + 1 });
 }
