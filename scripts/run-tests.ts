@@ -9,6 +9,7 @@ import { startEmbeddedPostgres } from '../src/db/embedded-postgres.js';
 import { applyMigrations } from '../src/db/migrate.js';
 import { installJobQueue } from '../src/jobs/install.js';
 import { adminQuery, databaseUrl } from '../src/db/server-admin.js';
+import { ensureServingRole } from '../src/db/serving-role.js';
 import { projectRoot } from '../src/lib/project-root.js';
 import { startPgBouncer } from './stack/pgbouncer.js';
 import { FailureCollector } from './tap-failures.js';
@@ -114,6 +115,8 @@ async function main(): Promise<number> {
     const applied = await applyMigrations(templateUrl);
     // Installed into the template too, so that no test file pays for the job queue's migrations.
     await installJobQueue(templateUrl);
+    // The apps under test serve workspace requests as the serving role, as the embedded installation does.
+    await ensureServingRole(templateUrl);
     // No session may stay on a template while it is copied; refusing connections makes a stray one fail loudly.
     await adminQuery(server, `ALTER DATABASE "${template}" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false`);
     const { hostname, port } = new URL(server);

@@ -102,6 +102,13 @@ const variables = {
    * service that DATABASE_URL is such a pooler: no named prepared statements are sent through it.
    */
   databaseDirectUrl: variable('DATABASE_DIRECT_URL', Type.String({ pattern: '^postgres(ql)?://' }), (value) => value),
+  /**
+   * The role the workspace requests' data is read and written as, bound by row-level security (not a superuser, not
+   * BYPASSRLS; docs/tenant-isolation.md). Unset, they use DATABASE_URL's role: on the embedded database server.ts sets
+   * it to the serving role it creates; elsewhere the service warns and the production-readiness check fails when
+   * DATABASE_URL's role bypasses the policies. Through the same pooler as DATABASE_URL when there is one.
+   */
+  databaseServingUrl: variable('DATABASE_SERVING_URL', Type.String({ pattern: '^postgres(ql)?://' }), (value) => value),
   /** A streaming replica for GET reads of CRM records (lists, searches, single records); see db/read-routing.ts. */
   databaseReplicaUrl: variable('DATABASE_REPLICA_URL', Type.String({ pattern: '^postgres(ql)?://' }), (value) => value),
   /**
@@ -334,9 +341,11 @@ export const sessionDatabaseUrl = (config: Pick<Config, 'databaseUrl' | 'databas
  * The same config on another database: server.ts calls it once the embedded PostgreSQL runs. A new frozen object,
  * so the config loaded at boot is never changed.
  */
-export function withDatabaseUrl(config: Config, databaseUrl: string): Config {
-  if (!Value.Check(variables.databaseUrl.schema, databaseUrl)) throw new ConfigError('DATABASE_URL: not a postgres:// URL');
-  return deepFreeze({ ...config, databaseUrl });
+export function withDatabaseUrl(config: Config, databaseUrl: string, databaseServingUrl?: string): Config {
+  for (const url of [databaseUrl, databaseServingUrl ?? databaseUrl]) {
+    if (!Value.Check(variables.databaseUrl.schema, url)) throw new ConfigError('DATABASE_URL: not a postgres:// URL');
+  }
+  return deepFreeze({ ...config, databaseUrl, databaseServingUrl: databaseServingUrl ?? config.databaseServingUrl });
 }
 
 declare module 'fastify' {

@@ -10,6 +10,7 @@ import { ConfigError, loadConfig, sessionDatabaseUrl, withDatabaseUrl, type Conf
 import { buildApp } from './app.js';
 import { startEmbeddedPostgres, type RunningPostgres } from './db/embedded-postgres.js';
 import { applyMigrations } from './db/migrate.js';
+import { ensureServingRole, servingRoleUrl } from './db/serving-role.js';
 import { ensureDevelopmentSecrets } from './development-secrets.js';
 import { installJobQueue } from './jobs/install.js';
 
@@ -118,7 +119,7 @@ async function supervise(config: Config, embedded: RunningPostgres | undefined):
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void stopAll(0));
   // The processes read the same environment, plus the database this process started.
-  const env = embedded ? { DATABASE_URL: embedded.url } : {};
+  const env = embedded ? { DATABASE_URL: embedded.url, DATABASE_SERVING_URL: servingRoleUrl(embedded.url) } : {};
   const deaths: number[] = [];
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) return;
@@ -187,8 +188,6 @@ async function main(): Promise<void> {
       });
 
   try {
-    // A new frozen config with the embedded database's URL: the one loaded at boot is never changed.
-    const runtimeConfig = embedded ? withDatabaseUrl(config, embedded.url) : config;
     // Migrations and the job queue's schema need a session: PostgreSQL itself, not a transaction pooler.
     const databaseUrl = embedded?.url ?? sessionDatabaseUrl(config);
     if (!databaseUrl) throw new Error('no database: DATABASE_URL is unset and the embedded PostgreSQL did not start');
@@ -196,6 +195,10 @@ async function main(): Promise<void> {
     if (applied.length > 0) process.stdout.write(`Applied migrations: ${applied.join(', ')}\n`);
     // The job queue's own schema, once here rather than in each server process.
     await installJobQueue(databaseUrl, (msg) => process.stdout.write(`${msg}\n`));
+    // On the embedded database the service makes its own serving role, which row-level security binds.
+    if (embedded) await ensureServingRole(embedded.url);
+    // A new frozen config with the embedded database's URLs: the one loaded at boot is never changed.
+    const runtimeConfig = embedded ? withDatabaseUrl(config, embedded.url, servingRoleUrl(embedded.url)) : config;
     if (runtimeConfig.webConcurrency > 1) return await supervise(runtimeConfig, embedded);
     const app = await serve(runtimeConfig, async () => {
       await embedded?.stop();

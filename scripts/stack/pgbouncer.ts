@@ -6,6 +6,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execFileSync } from 'node:child_process';
 import { freePort, waitForPort } from '../../test/helpers/net.js';
+import { SERVING_ROLE } from '../../src/db/serving-role.js';
 
 export const PGBOUNCER_BIN = '/usr/sbin/pgbouncer';
 
@@ -27,7 +28,7 @@ function postgresIds(): { uid: number; gid: number } | null {
 
 /**
  * PgBouncer in transaction mode (what managed poolers offer) for every database of `serverUrl`'s server, with the
- * same user and password. Its files live in `dir`.
+ * same user and password, and the serving role. Its files live in `dir`.
  */
 export async function startPgBouncer(options: { serverUrl: string; dir: string; poolSize?: number }): Promise<PgBouncer> {
   const server = new URL(options.serverUrl);
@@ -37,7 +38,8 @@ export async function startPgBouncer(options: { serverUrl: string; dir: string; 
   await mkdir(options.dir, { recursive: true });
   const ids = postgresIds();
   const userlist = path.join(options.dir, 'userlist.txt');
-  await writeFile(userlist, `"${user}" "${password}"\n`, { mode: 0o600 });
+  // The serving role (db/serving-role.ts) has the owner's password.
+  await writeFile(userlist, `"${user}" "${password}"\n"${SERVING_ROLE}" "${password}"\n`, { mode: 0o600 });
   const config = path.join(options.dir, 'pgbouncer.ini');
   await writeFile(
     config,

@@ -2,6 +2,7 @@
 import pg from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '../generated/prisma/client.js';
+import { contextualPool } from './organization-setting.js';
 
 /** The unscoped Prisma client: installation-wide services only; tenant services get a `TenantDb` instead. */
 export type Db = PrismaClient;
@@ -25,6 +26,11 @@ export interface Database {
 function sendUnnamed(client: pg.PoolClient): void {
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
   (client as unknown as { query: (...args: unknown[]) => unknown }).query = (config: unknown, ...rest: unknown[]) => {
+    // A query object (organization-setting.ts) keeps its class: only its name goes.
+    if (config !== null && typeof config === 'object' && 'submit' in config) {
+      (config as { name?: string }).name = undefined;
+      return query(config, ...rest);
+    }
     if (config !== null && typeof config === 'object' && 'name' in config) {
       const { name: _name, ...unnamed } = config as Record<string, unknown>;
       return query(unnamed, ...rest);
@@ -62,7 +68,8 @@ export function openDatabase(
   options: OpenDatabaseOptions = {},
 ): Database {
   const pool = openPool(url, poolSize, onIdleError, options);
-  const db = new PrismaClient({ adapter: new PrismaPg(pool) });
+  // Statements of the tenant-scoped client carry its organization for row-level security (organization-setting.ts).
+  const db = new PrismaClient({ adapter: new PrismaPg(contextualPool(pool)) });
   return {
     db,
     pool,

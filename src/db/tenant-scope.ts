@@ -2,6 +2,7 @@
 import type { RuntimeDataModel } from '@prisma/client/runtime/client';
 import type { Db } from './client.js';
 import type { Prisma } from '../generated/prisma/client.js';
+import { withOrganization } from './organization-setting.js';
 
 /** Tenant tables (model names as in the Prisma schema): every row belongs to one organization. */
 const TENANT_MODELS: ReadonlySet<string> = new Set([
@@ -167,15 +168,17 @@ function extendFor(db: Db, organizationId: string) {
   return db.$extends({
     name: 'tenant-scope',
     query: {
-      $allModels: {
-        $allOperations({ model, operation, args, query }) {
-          const trusted = isGuarded(model);
-          for (const [key, value] of Object.entries((args ?? {}) as Args)) {
-            checkNested(shapes, model, value, WRITE_KEYS.includes(key), trusted);
-          }
-          if (!trusted) return query(args);
-          return query(scopeArgs(model, operation, args as Args, organizationId) as typeof args);
-        },
+      // Raw statements and model operations alike run with the organization the row-level security policies admit
+      // (organization-setting.ts). A Prisma promise starts its request when `then` is called: called here, inside.
+      $allOperations({ model, operation, args, query }) {
+        const send = (sent: typeof args) => withOrganization(organizationId, () => query(sent).then((result) => result));
+        if (model === undefined) return send(args);
+        const trusted = isGuarded(model);
+        for (const [key, value] of Object.entries((args ?? {}) as Args)) {
+          checkNested(shapes, model, value, WRITE_KEYS.includes(key), trusted);
+        }
+        if (!trusted) return send(args);
+        return send(scopeArgs(model, operation, args as Args, organizationId) as typeof args);
       },
     },
   });
@@ -189,7 +192,8 @@ const scopedClients = new WeakMap<Db, Map<string, ReturnType<typeof extendFor>>>
  * The client a tenant-scoped service receives. On tenant tables every read, update and delete is filtered by the
  * organization and every create gets it; the organization itself is the only one readable; nested reads and
  * writes that could reach another tenant throw. Interactive transactions (`$transaction(async (tx) => ...)`)
- * keep the scope. Raw SQL (`$queryRaw`) is not scoped: it must filter by organization explicitly.
+ * keep the scope. Raw SQL (`$queryRaw`) is not scoped by the application: it must filter by organization explicitly
+ * (row-level security admits only this organization's rows to it, as to every statement of this client).
  */
 export function scopeToOrganization(db: Db, organizationId: string) {
   let clients = scopedClients.get(db);

@@ -7,6 +7,7 @@ import type { Membership } from './authentication.js';
 import { scopeToOrganization, type TenantDb } from './tenant-scope.js';
 import { scopePages, type TenantPages } from './tenant-pages.js';
 import { scopeWrites, type TenantWrites } from './tenant-writes.js';
+import { organizationPool } from './organization-setting.js';
 
 export interface Tenant {
   organization: Organization;
@@ -24,14 +25,15 @@ export interface Tenant {
 /** Binds the data handles to the membership's organization: the only way a tenant service gets a client. */
 export function bindTenant(db: Db, pool: pg.Pool, membership: Membership): Tenant {
   const { organization, role } = membership;
+  const scopedPool = organizationPool(pool, organization.id);
   return {
     organization,
     membershipId: membership.membershipId,
     role,
     can: (capability) => roleCan(role, capability),
     db: scopeToOrganization(db, organization.id),
-    pages: scopePages(pool, organization.id),
-    writes: scopeWrites(pool, organization.id),
+    pages: scopePages(scopedPool, organization.id),
+    writes: scopeWrites(scopedPool, organization.id),
   };
 }
 

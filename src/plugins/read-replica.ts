@@ -36,8 +36,8 @@ export default fp(
       app.log[healthy ? 'info' : 'warn']({ reason }, healthy ? 'read replica in use' : 'read replica skipped'),
     );
     const handles: ReadHandles = {
-      db: failoverClient(replica.db, app.db, router),
-      pool: failoverReader(replica.pool, app.pg, router),
+      db: failoverClient(replica.db, app.serving.db, router),
+      pool: failoverReader(replica.pool, app.serving.pool, router),
     };
     app.decorate('readHandles', async (userId: string) => ((await router.usableFor(userId)) ? handles : null));
     // Before the answer to a write leaves: the user's next read, on any instance, must see it.

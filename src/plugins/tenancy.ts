@@ -47,7 +47,7 @@ export default fp(
       // Membership is always checked on the primary (a removed member is out at once); a GET's data may come from
       // the replica when it has replayed this user's own last write.
       const reader = request.method === 'GET' ? await app.readHandles(user.id) : null;
-      request.tenant = bindTenant(reader?.db ?? app.db, reader?.pool ?? app.pg, membership);
+      request.tenant = bindTenant(reader?.db ?? app.serving.db, reader?.pool ?? app.serving.pool, membership);
     });
 
     /** A key reaches its own workspace only (404 elsewhere, as for a non-member); its data is always read on the primary. */
@@ -56,7 +56,7 @@ export default fp(
       const { organization_id: organizationId } = request.params as { organization_id?: string };
       if (organizationId?.toLowerCase() !== identity.organization.id) throw organizationNotFound();
       request.apiKey = { id: identity.id, name: identity.name, prefix: identity.prefix };
-      request.tenant = bindApiKeyTenant(app.db, app.pg, identity.organization, identity.capabilities);
+      request.tenant = bindApiKeyTenant(app.serving.db, app.serving.pool, identity.organization, identity.capabilities);
     }
 
     app.decorate('capabilityCheck', (capability: Capability) => async (request: FastifyRequest) => {

@@ -4,6 +4,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { buildApp, type App, type BuildOptions } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createTestDatabase } from './database.js';
+import { servingRoleUrl } from '../../src/db/serving-role.js';
 
 export const TEST_SETUP_TOKEN = 'test-setup-token-0123456789-abcdefghijklmnop';
 export const TEST_EMAIL_KEY = Buffer.alloc(32, 7).toString('base64');
@@ -17,14 +18,15 @@ export interface TestApp {
 
 /**
  * DATABASE_URL for an app under test: the database itself, or (a run with TEST_VIA_PGBOUNCER=1) the same database
- * through PgBouncer in transaction mode with DATABASE_DIRECT_URL beside it, as an operator behind a pooler sets them.
+ * through PgBouncer in transaction mode with DATABASE_DIRECT_URL beside it, as an operator behind a pooler sets them;
+ * workspace requests as the serving role that `npm test` creates on the server (row-level security binds them).
  */
-export function databaseEnv(url: string): { DATABASE_URL: string; DATABASE_DIRECT_URL?: string } {
+export function databaseEnv(url: string): { DATABASE_URL: string; DATABASE_SERVING_URL: string; DATABASE_DIRECT_URL?: string } {
   const bouncerPort = process.env.TEST_PGBOUNCER_PORT;
-  if (!bouncerPort) return { DATABASE_URL: url };
+  if (!bouncerPort) return { DATABASE_URL: url, DATABASE_SERVING_URL: servingRoleUrl(url) };
   const pooled = new URL(url);
   pooled.port = bouncerPort;
-  return { DATABASE_URL: pooled.toString(), DATABASE_DIRECT_URL: url };
+  return { DATABASE_URL: pooled.toString(), DATABASE_SERVING_URL: servingRoleUrl(pooled.toString()), DATABASE_DIRECT_URL: url };
 }
 
 /** Starts an app on a fresh database. `env` overrides the test defaults (same names as the real env vars). */

@@ -1,0 +1,34 @@
+-- Written by hand (Prisma does not model row-level security).
+-- Every table with an organization_id admits, to any role that RLS binds (the serving role; not a superuser or a
+-- BYPASSRLS owner), only the rows of the workspace set for the current transaction with
+-- set_config('app.organization_id', <uuid>, true). Unset (or empty), the condition is NULL: no row is read, and no
+-- row is written (WITH CHECK, the same condition, refuses inserts and updates into any workspace). FORCE makes it bind
+-- the tables' owner too unless that role is a superuser or has BYPASSRLS (docs/tenant-isolation.md).
+--
+-- The condition is an equality on organization_id, the leading column of each table's indexes, with a value fixed for
+-- the statement (current_setting is stable): the planner uses it as an index condition beside the application's own.
+--
+-- memberships and invitations, which a person reaches across workspaces (sign-in, accepting an invitation), get no
+-- wider policy: those flows take the installation path, and no flow of the serving role needs more.
+-- audit_log's installation entries (organization_id NULL) are read and written on the installation path only.
+DO $$
+DECLARE
+  t text;
+BEGIN
+  FOREACH t IN ARRAY ARRAY[
+    'api_keys', 'audit_log', 'automation_email_sends', 'automation_runs', 'automations', 'companies', 'contacts',
+    'crm_activities', 'crm_deletions', 'deal_pipeline_totals', 'deals', 'email_accounts', 'import_chunks',
+    'import_errors', 'imports', 'invitations', 'memberships', 'tasks'
+  ] LOOP
+    EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
+    EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
+    EXECUTE format(
+      'CREATE POLICY workspace_isolation ON %I USING (organization_id = nullif(current_setting(''app.organization_id'', true), '''')::uuid) '
+      'WITH CHECK (organization_id = nullif(current_setting(''app.organization_id'', true), '''')::uuid)', t);
+  END LOOP;
+END
+$$;
+
+-- A workspace's first customer code creates its sequence: the serving role may not create objects, so the function
+-- runs as its owner (it only creates and advances that workspace's counter).
+ALTER FUNCTION "next_customer_number"(uuid) SECURITY DEFINER SET search_path = public, pg_temp;

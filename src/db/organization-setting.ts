@@ -1,0 +1,131 @@
+// Sends the workspace the row-level security policies admit (app.organization_id) with each tenant statement, in its round trip.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import pg from 'pg';
+
+/** The transaction-local setting every workspace table's policy compares its organization_id with. */
+export const ORGANIZATION_SETTING = 'app.organization_id';
+
+/**
+ * Sets the workspace for the rest of the transaction and returns no row (set_config returns the value, never NULL),
+ * so that it adds no result to the statement it precedes.
+ */
+const SET_ORGANIZATION = `SELECT WHERE set_config('${ORGANIZATION_SETTING}', $1, true) IS NULL`;
+
+/** Statements that open or end a transaction: a setting sent before them would die with the implicit one. */
+const TRANSACTION_CONTROL = /^\s*(BEGIN|START|COMMIT|END|ROLLBACK|ABORT|SAVEPOINT|RELEASE|PREPARE|SET\s+TRANSACTION)\b/i;
+
+/** What node-postgres' Query does internally and its type declarations leave out. */
+interface QueryInternals {
+  queryMode?: string;
+  prepare(connection: unknown): void;
+  handleCommandComplete(message: unknown, connection: unknown): void;
+}
+interface ProtocolConnection {
+  parse(message: { text: string; name: string; types: unknown[] }): void;
+  bind(message: { portal: string; statement: string; values: unknown[] }): void;
+  execute(message: { portal: string; rows: number }): void;
+}
+
+/**
+ * A statement preceded by SET_ORGANIZATION in the same extended-protocol exchange: both are sent before one Sync, so
+ * PostgreSQL runs them in one transaction (the implicit one, or the open transaction block) and the setting, local
+ * to that transaction, holds for the statement and ends with it. No extra round trip, and a transaction-mode pooler
+ * keeps the exchange on one server connection. The preface's only answer (its CommandComplete) is dropped.
+ */
+class OrganizationQuery extends pg.Query {
+  private prefaceDone = false;
+  callback?: (error: Error | null, result: unknown) => void;
+
+  constructor(
+    private readonly organizationId: string,
+    config: pg.QueryConfig,
+  ) {
+    super(config);
+    (this as unknown as QueryInternals).queryMode = 'extended';
+  }
+
+  prepare(connection: ProtocolConnection): void {
+    connection.parse({ text: SET_ORGANIZATION, name: '', types: [] });
+    connection.bind({ portal: '', statement: '', values: [this.organizationId] });
+    connection.execute({ portal: '', rows: 0 });
+    (pg.Query.prototype as unknown as QueryInternals).prepare.call(this, connection);
+  }
+
+  handleCommandComplete(message: unknown, connection: unknown): void {
+    if (!this.prefaceDone) {
+      this.prefaceDone = true;
+      return;
+    }
+    (pg.Query.prototype as unknown as QueryInternals).handleCommandComplete.call(this, message, connection);
+  }
+}
+
+type QueryFunction = (...args: unknown[]) => Promise<unknown>;
+
+/**
+ * The statement to send for `args` (a query call's arguments) under `organizationId`: prefaced when it is a text
+ * statement outside transaction control; anything else (a COPY stream, BEGIN) as it was. A statement sent without
+ * the setting reads and writes no workspace row, so what is not prefaced fails closed.
+ */
+function prefaced(organizationId: string | undefined, args: unknown[]): unknown[] {
+  const [config, values] = args;
+  if (organizationId === undefined || args.length > 2 || typeof values === 'function') return args;
+  const query: pg.QueryConfig | undefined =
+    typeof config === 'string'
+      ? { text: config, values: values as unknown[] | undefined }
+      : config !== null && typeof config === 'object' && !('submit' in config) && typeof (config as { text?: unknown }).text === 'string'
+        ? { ...(config as pg.QueryConfig), ...(values === undefined ? {} : { values: values as unknown[] }) }
+        : undefined;
+  if (query === undefined || TRANSACTION_CONTROL.test(query.text)) return args;
+  return [new OrganizationQuery(organizationId, query)];
+}
+
+/** `target` (a pool or a checked-out client) whose `query` prefaces statements with the workspace `organizationOf()` gives. */
+function withPrefacedQueries<T extends object>(target: T, organizationOf: () => string | undefined): T {
+  const query = (target as unknown as { query: QueryFunction }).query.bind(target);
+  const pooled = target instanceof pg.Pool;
+  const send = (...args: unknown[]) => {
+    const sent = prefaced(organizationOf(), args);
+    const [organizationQuery] = sent;
+    // A pool answers a query object with a promise (and releases its client in the callback it sets); a client
+    // returns the object itself, whose callback is then ours to set.
+    if (pooled || !(organizationQuery instanceof OrganizationQuery)) return query(...sent);
+    return new Promise((resolve, reject) => {
+      organizationQuery.callback = (error: Error | null, result: unknown) => (error ? reject(error) : resolve(result));
+      query(organizationQuery);
+    });
+  };
+  return new Proxy(target, {
+    get(object, property) {
+      if (property === 'query') return send;
+      if (property === 'connect' && object instanceof pg.Pool) {
+        return async () => withPrefacedQueries(await object.connect(), organizationOf);
+      }
+      const value = Reflect.get(object, property, object);
+      return typeof value === 'function' ? value.bind(object) : value;
+    },
+  });
+}
+
+/**
+ * The pool of one workspace's raw statements (page reads, writes): each carries that workspace's setting, on the pool
+ * and on a client checked out of it. A transaction opened on such a client gets the setting with its first statement.
+ */
+export function organizationPool(pool: pg.Pool, organizationId: string): pg.Pool {
+  return withPrefacedQueries(pool, () => organizationId);
+}
+
+const currentOrganization = new AsyncLocalStorage<string>();
+
+/** Runs `work` with the workspace that statements of a `contextualPool` (the Prisma clients') carry. */
+export function withOrganization<T>(organizationId: string, work: () => T): T {
+  return currentOrganization.run(organizationId, work);
+}
+
+/**
+ * The pool under a Prisma client: its statements carry the workspace of the `withOrganization` they run in (the
+ * tenant-scoped client runs each operation in one), and none elsewhere.
+ */
+export function contextualPool(pool: pg.Pool): pg.Pool {
+  return withPrefacedQueries(pool, () => currentOrganization.getStore());
+}

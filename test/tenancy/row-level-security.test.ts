@@ -1,0 +1,168 @@
+// The database's own wall: as the serving role, SQL without the workspace condition reads and writes only the
+// workspace set for its transaction, and nothing without one; every table with an organization_id keeps its policy.
+import t from 'tap';
+import pg from 'pg';
+import { buildTestApp } from '../helpers/app.js';
+import { crmWorkspaces, created } from './crm-workspaces.js';
+import { bypassesRowSecurity, servingRoleUrl } from '../../src/db/serving-role.js';
+import { bindTenant } from '../../src/db/tenant.js';
+import { organizationPool } from '../../src/db/organization-setting.js';
+
+const { app, databaseUrl } = await buildTestApp(t);
+const { a, b, memberA, memberB } = await crmWorkspaces(app);
+const companyA = await created<{ id: string }>(a.call(memberA, 'POST', 'companies/', { name: 'Acme Alpha' }));
+const companyB = await created<{ id: string }>(b.call(memberB, 'POST', 'companies/', { name: 'Acme Beta' }));
+await created(b.call(memberB, 'POST', 'contacts/', { first_name: 'Beta', last_name: 'Person', company_id: companyB.id }));
+
+const serving = new pg.Client({ connectionString: servingRoleUrl(databaseUrl) });
+await serving.connect();
+t.teardown(() => serving.end());
+
+/** Runs `work` in a transaction of the serving role with workspace `organizationId` set (none: null), then rolls back. */
+async function inWorkspace<T>(organizationId: string | null, work: () => Promise<T>): Promise<T> {
+  await serving.query('BEGIN');
+  try {
+    if (organizationId) await serving.query("SELECT set_config('app.organization_id', $1, true)", [organizationId]);
+    return await work();
+  } finally {
+    await serving.query('ROLLBACK');
+  }
+}
+
+const ids = (result: pg.QueryResult) => result.rows.map((row: { id: string }) => row.id);
+
+t.test('the serving role, and the app under test, are bound by row-level security', async (t) => {
+  t.equal(await bypassesRowSecurity(serving), false);
+  t.equal(await bypassesRowSecurity(app.serving.pool), false, 'workspace requests in the tests go through the wall');
+  t.equal(await bypassesRowSecurity(app.pg), true, 'the installation path is the owner');
+});
+
+t.test('without the workspace condition, workspace B stays out of a list, a search and a single read', async (t) => {
+  await inWorkspace(a.id, async () => {
+    t.same(ids(await serving.query('SELECT id FROM companies ORDER BY created_at DESC, id DESC')), [companyA.id], 'list');
+    t.same(ids(await serving.query("SELECT id FROM companies WHERE name ILIKE '%acme%'")), [companyA.id], 'search');
+    t.same(ids(await serving.query('SELECT id FROM companies WHERE id = $1', [companyB.id])), [], 'single record');
+    t.same(ids(await serving.query('SELECT id FROM contacts')), [], "B's contact");
+  });
+});
+
+t.test('without the workspace condition, workspace B is neither updated, deleted nor written into', async (t) => {
+  await inWorkspace(a.id, async () => {
+    t.equal((await serving.query("UPDATE companies SET name = 'taken' WHERE id = $1", [companyB.id])).rowCount, 0, 'update');
+    t.equal((await serving.query("UPDATE companies SET name = 'taken' WHERE name LIKE 'Acme%'")).rowCount, 1, 'only A');
+    t.equal((await serving.query('DELETE FROM companies WHERE id = $1', [companyB.id])).rowCount, 0, 'delete');
+  });
+  await t.rejects(
+    inWorkspace(a.id, () => serving.query("INSERT INTO companies (id, organization_id, name) VALUES (gen_random_uuid(), $1, 'x')", [b.id])),
+    { code: '42501' },
+    'an insert into B is refused',
+  );
+  const stored = await app.db.company.findUniqueOrThrow({ where: { id: companyB.id } });
+  t.equal(stored.name, 'Acme Beta');
+});
+
+t.test('a transaction without the setting reads no workspace row at all', async (t) => {
+  const { rows: tables } = await app.pg.query<{ table: string }>(
+    "SELECT table_name AS table FROM information_schema.columns WHERE table_schema = 'public' AND column_name = 'organization_id'",
+  );
+  t.ok(tables.length >= 18);
+  const owner = await app.pg.query<{ count: number }>('SELECT count(*)::int AS count FROM memberships');
+  t.ok((owner.rows[0]?.count ?? 0) > 0, 'there are rows to hide');
+  await inWorkspace(null, async () => {
+    for (const { table } of tables) {
+      const { rows } = await serving.query<{ count: number }>(`SELECT count(*)::int AS count FROM ${pg.escapeIdentifier(table)}`);
+      t.equal(rows[0]?.count, 0, table);
+    }
+  });
+  // Nor outside a transaction, nor with the setting empty.
+  t.equal((await serving.query('SELECT id FROM companies')).rowCount, 0);
+  await inWorkspace(null, async () => {
+    await serving.query("SELECT set_config('app.organization_id', '', true)");
+    t.equal((await serving.query('SELECT id FROM companies')).rowCount, 0);
+  });
+});
+
+t.test("the tenant handles' statements carry their workspace, and only theirs", async (t) => {
+  const membership = await app.db.membership.findFirstOrThrow({ where: { organizationId: a.id }, include: { organization: true } });
+  const tenant = bindTenant(app.serving.db, app.serving.pool, {
+    membershipId: membership.id,
+    role: 'member',
+    organization: membership.organization,
+  });
+  const raw = await tenant.db.$queryRaw<Array<{ id: string }>>`SELECT id FROM companies`;
+  t.same(
+    raw.map((row) => row.id),
+    [companyA.id],
+    "the tenant client's raw SQL, which has no condition",
+  );
+  const pool = organizationPool(app.serving.pool, a.id);
+  t.same(ids(await pool.query('SELECT id FROM companies')), [companyA.id], "the tenant pool's");
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    t.same(ids(await client.query('SELECT id FROM companies')), [companyA.id], 'in a transaction of its client');
+    await client.query('COMMIT');
+  } finally {
+    client.release();
+  }
+  t.equal((await app.serving.pool.query('SELECT id FROM companies')).rowCount, 0, 'the bare serving pool reads nothing');
+  // Many at once on the shared Prisma client: each operation keeps its own workspace.
+  const tenantB = bindTenant(app.serving.db, app.serving.pool, {
+    membershipId: '',
+    role: 'member',
+    organization: { ...membership.organization, id: b.id },
+  });
+  const reads = await Promise.all(
+    Array.from({ length: 20 }, (_, n) => (n % 2 ? tenantB : tenant).db.company.findMany({ select: { id: true } })),
+  );
+  t.same(
+    reads.map((rows) => rows.map((row) => row.id)),
+    reads.map((_, n) => [n % 2 ? companyB.id : companyA.id]),
+  );
+});
+
+t.test('every table with an organization_id has row-level security enabled, forced, and a policy', async (t) => {
+  const { rows } = await app.pg.query<{ table: string; enabled: boolean; forced: boolean; policies: number }>(
+    `SELECT c.relname AS table, c.relrowsecurity AS enabled, c.relforcerowsecurity AS forced,
+            (SELECT count(*)::int FROM pg_policies p WHERE p.schemaname = n.nspname AND p.tablename = c.relname) AS policies
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')
+        AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'organization_id' AND NOT a.attisdropped)
+      ORDER BY c.relname`,
+  );
+  t.equal(rows.length, 18);
+  for (const row of rows) {
+    t.ok(
+      row.enabled && row.forced && row.policies > 0,
+      `${row.table}: enabled ${row.enabled}, forced ${row.forced}, ${row.policies} policies`,
+    );
+  }
+});
+
+t.test("a list's plan keeps the workspace index: the policy's condition is an index condition", async (t) => {
+  const list = 'SELECT id FROM companies WHERE organization_id = $1 ORDER BY created_at DESC, id DESC LIMIT 50';
+  /** The plan of `text` as `client` sees it; the table is small, so sequential scans are off to show the index. */
+  const explain = async (client: pg.ClientBase, text: string, values: unknown[]) => {
+    await client.query('SET LOCAL enable_seqscan = off');
+    const { rows } = await client.query(`EXPLAIN (COSTS OFF) ${text}`, values);
+    return rows.map((row: { 'QUERY PLAN': string }) => row['QUERY PLAN']).join('\n');
+  };
+  const owner = await app.pg.connect();
+  let before: string;
+  try {
+    await owner.query('BEGIN');
+    before = await explain(owner, list, [a.id]);
+    await owner.query('ROLLBACK');
+  } finally {
+    owner.release();
+  }
+  const after = await inWorkspace(a.id, () => explain(serving, list, [a.id]));
+  const policyAlone = await inWorkspace(a.id, () =>
+    explain(serving, 'SELECT id FROM companies ORDER BY created_at DESC, id DESC LIMIT 50', []),
+  );
+  t.comment(`the owner (no policy):\n${before}\nthe serving role:\n${after}\nthe serving role, no condition of its own:\n${policyAlone}`);
+  for (const plan of [before, after]) t.match(plan, /Index (Only )?Scan using companies_organization_id_created_at_id_idx on companies/);
+  // The policy's comparison with the statement's own workspace is decided once (a one-time filter), never per row.
+  t.notMatch(after, /^\s*Filter:.*organization_id/m, 'no filter after the index');
+  t.match(policyAlone, /Index Cond: \(organization_id = \(NULLIF\(current_setting/, "alone, the policy's condition is the index condition");
+});
