@@ -152,7 +152,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(tenancyPlugin);
   if (options.backgroundWorkers !== false) startJobWorkers(app);
 
-  app.decorate('services', composeServices({ db: app.db, pool: app.pg, jwt: app.jwtCodec, config }));
+  app.decorate('services', composeServices({ db: app.db, pool: app.pg, serving: app.serving.pool, jwt: app.jwtCodec, config }));
   // Every named component, once: routes refer to them by $id and the OpenAPI document lists them under their names.
   for (const schema of COMPONENT_SCHEMAS) app.addSchema(schema);
 

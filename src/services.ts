@@ -1,7 +1,7 @@
 // The composition root of the domain: every service built once from narrowed dependencies, for routes and console alike.
 import type pg from 'pg';
 import type { Config } from './config.js';
-import type { Db } from './db/client.js';
+import type { Db, Queryable } from './db/client.js';
 import type { JwtCodec } from './lib/jwt-codec.js';
 import { createTokenService } from './modules/auth/token-service.js';
 import { createAuthService } from './modules/auth/service.js';
@@ -31,11 +31,13 @@ export interface ServiceInfrastructure {
   /** The unscoped client: handed only to installation-wide services; tenant services get a `Tenant` per call. */
   db: Db;
   pool: pg.Pool;
+  /** The serving role's pool: only asked whether it escapes row-level security. */
+  serving: Queryable;
   jwt: JwtCodec;
   config: Config;
 }
 
-export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure) {
+export function composeServices({ db, pool, serving, jwt, config }: ServiceInfrastructure) {
   const tokens = createTokenService({ db, pool, jwt, accessTtl: config.accessTokenTtl, refreshTtl: config.refreshTokenTtl });
   const { appUrl, emailEncryptionKey: encryptionKey } = config;
   const twoFactor = createTwoFactorService({ db, encryptionKey, tokens });
@@ -75,6 +77,7 @@ export function composeServices({ db, pool, jwt, config }: ServiceInfrastructure
     installation: createInstallationService({
       db,
       pool,
+      serving,
       config,
       crm: { companies: companyService, contacts: contactService, automations, deals: dealService, tasks: taskService },
     }),

@@ -6,6 +6,7 @@ import { to as copyTo } from 'pg-copy-streams';
 import { conditionsOf, orderBy, type PageFilter } from './page-query.js';
 import { IDENTIFIER, type PageTable } from './page-table.js';
 import { matches } from './search-queries.js';
+import { setOrganizationStatement } from './organization-setting.js';
 
 /** What an export reads: the list's conditions and order, every matching row. */
 export type ExportFilter<Filter extends string> = Omit<PageFilter<Filter>, 'limit' | 'after'>;
@@ -93,10 +94,18 @@ export async function csvCopy<Filter extends string>(
   // `\d+` takes all the digits: `$12` is never read as `$1`.
   const text = query.replace(/\$(\d+)/g, (_, index: string) => pg.escapeLiteral(String(values[Number(index) - 1])));
   const client = await pool.connect();
+  try {
+    // A COPY stream is no statement the pool can preface with the workspace: its transaction sets it first.
+    await client.query(`BEGIN READ ONLY; ${setOrganizationStatement(organizationId)}`);
+  } catch (error) {
+    client.release(error as Error);
+    throw error;
+  }
   const records = new CrlfRecords();
   // A connection whose COPY did not run to its end (an error, a client that went away) is closed, not reused.
-  pipeline(client.query(copyTo(`COPY (${text}) TO STDOUT WITH (FORMAT csv, HEADER)`)), records, (error) =>
-    client.release(error ?? undefined),
-  );
+  pipeline(client.query(copyTo(`COPY (${text}) TO STDOUT WITH (FORMAT csv, HEADER)`)), records, (error) => {
+    if (error) client.release(error);
+    else client.query('COMMIT').then(() => client.release(), (failure: Error) => client.release(failure));
+  });
   return records;
 }

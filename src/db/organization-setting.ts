@@ -11,6 +11,10 @@ export const ORGANIZATION_SETTING = 'app.organization_id';
  */
 const SET_ORGANIZATION = `SELECT WHERE set_config('${ORGANIZATION_SETTING}', $1, true) IS NULL`;
 
+/** The statement that sets the workspace for the rest of a transaction, for a caller that cannot send it as a preface. */
+export const setOrganizationStatement = (organizationId: string) =>
+  `SELECT set_config('${ORGANIZATION_SETTING}', ${pg.escapeLiteral(organizationId)}, true)`;
+
 /** Statements that open or end a transaction: a setting sent before them would die with the implicit one. */
 const TRANSACTION_CONTROL = /^\s*(BEGIN|START|COMMIT|END|ROLLBACK|ABORT|SAVEPOINT|RELEASE|PREPARE|SET\s+TRANSACTION)\b/i;
 

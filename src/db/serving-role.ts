@@ -14,8 +14,8 @@ export function servingRoleUrl(ownerUrl: string): string {
 
 /**
  * Creates the serving role when missing, with the owner's password (the URL's: one secret to keep), and grants it
- * the rows (never the schema) of `ownerUrl`'s database and its job queue, for tables that later migrations create
- * too. Idempotent: run after the migrations and the job queue's. The role is the server's, shared by its databases; the grants are per database.
+ * the rows (never the schema) of `ownerUrl`'s database, for tables that later migrations create too (the job
+ * queue is reached through `crm_add_job` only). Idempotent: run after the migrations. The role is the server's, shared by its databases; the grants are per database.
  */
 export async function ensureServingRole(ownerUrl: string): Promise<void> {
   const owner = new URL(ownerUrl);
@@ -32,20 +32,14 @@ export async function ensureServingRole(ownerUrl: string): Promise<void> {
     END $$`);
     await client.query(`ALTER ROLE ${role} NOSUPERUSER NOBYPASSRLS PASSWORD ${pg.escapeLiteral(password)}`);
     await client.query(`GRANT CONNECT, TEMPORARY ON DATABASE ${pg.escapeIdentifier(database)} TO ${role}`);
-    // The job queue's schema too: a CRM write enqueues its automation runs in the same statement.
-    const { rows } = await client.query<{ schema: string }>(
-      "SELECT nspname AS schema FROM pg_namespace WHERE nspname IN ('public', 'graphile_worker') ORDER BY nspname DESC",
-    );
-    for (const schema of rows.map((row) => pg.escapeIdentifier(row.schema))) {
-      for (const statement of [
-        `GRANT USAGE ON SCHEMA ${schema} TO ${role}`,
-        `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${schema} TO ${role}`,
-        `GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA ${schema} TO ${role}`,
-        `ALTER DEFAULT PRIVILEGES IN SCHEMA ${schema} GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO ${role}`,
-        `ALTER DEFAULT PRIVILEGES IN SCHEMA ${schema} GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO ${role}`,
-      ]) {
-        await client.query(statement);
-      }
+    for (const statement of [
+      `GRANT USAGE ON SCHEMA public TO ${role}`,
+      `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`,
+      `GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO ${role}`,
+      `ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO ${role}`,
+      `ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO ${role}`,
+    ]) {
+      await client.query(statement);
     }
   } finally {
     await client.end();

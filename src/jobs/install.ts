@@ -32,7 +32,7 @@ export async function installJobQueue(connectionString: string, log: (msg: strin
     let queued = 0;
     for (const { kind, table, where } of WAITING) {
       const { rows } = await client.query<{ n: number }>(
-        `SELECT count((${addJobSql(kind, 'w.id', true)}).id)::int AS n
+        `SELECT count(${addJobSql(kind, 'w.id', true)})::int AS n
          FROM ${table} w
          WHERE ${where} AND NOT EXISTS (SELECT 1 FROM ${JOB_SCHEMA}.jobs j WHERE j.key = '${kind.task}:' || w.id)`,
       );

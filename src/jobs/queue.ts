@@ -37,28 +37,29 @@ export const JOBS = {
 export const jobKey = (kind: JobKind, id: string) => `${kind.task}:${id}`;
 
 /**
- * SQL calling `graphile_worker.add_job` for the row whose id is the SQL expression `idSql` (a column or a
- * parameter): for statements that insert rows and queue their jobs at once. Only constants are interpolated.
- * `keepExisting`: leave a job already queued under the key alone, even one in progress (graphile-worker's
- * `unsafe_dedupe`); by default a new job replaces a waiting one.
+ * SQL queueing a job for the row whose id is the SQL expression `idSql` (a column or a parameter), whose value is the
+ * job's id: for statements that insert rows and queue their jobs at once. Only constants are interpolated. Through
+ * `crm_add_job`, which calls `graphile_worker.add_job` as the job queue's owner: the serving role, which row-level
+ * security binds, may not write the queue's tables itself. `keepExisting`: leave a job already queued under the key
+ * alone, even one in progress (graphile-worker's `unsafe_dedupe`); by default a new job replaces a waiting one.
  */
 export function addJobSql(kind: JobKind, idSql: string, keepExisting = false): string {
   return (
-    `${JOB_SCHEMA}.add_job('${kind.task}', json_build_object('id', ${idSql}), job_key := '${kind.task}:' || ${idSql}, ` +
-    `max_attempts := ${kind.attempts + 1}${keepExisting ? ", job_key_mode := 'unsafe_dedupe'" : ''})`
+    `crm_add_job('${kind.task}', json_build_object('id', ${idSql}), '${kind.task}:' || ${idSql}, ` +
+    `${kind.attempts + 1}${keepExisting ? ", 'unsafe_dedupe'" : ''})`
   );
 }
 
 /** SQL queueing the job of each run in the CTE `runs` (its ids): appended to the statement that inserts them. */
-export const RUN_JOBS_SQL = `(SELECT count((${addJobSql(JOBS.automationRun, 'runs.id')}).id) FROM runs)`;
+export const RUN_JOBS_SQL = `(SELECT count(${addJobSql(JOBS.automationRun, 'runs.id')}) FROM runs)`;
 
 /**
  * Queues the job of one row on the caller's client: inside a transaction, the job exists exactly when the row does
  * (it commits or rolls back with it), and graphile-worker's NOTIFY wakes a worker at commit.
  */
 export async function enqueueJob(client: Pick<Prisma.TransactionClient, '$executeRaw'>, kind: JobKind, id: string): Promise<void> {
-  await client.$executeRaw`SELECT graphile_worker.add_job(${kind.task}::text, json_build_object('id', ${id}::uuid),
-    job_key := ${jobKey(kind, id)}::text, max_attempts := ${kind.attempts + 1}::int)`;
+  await client.$executeRaw`SELECT crm_add_job(${kind.task}::text, json_build_object('id', ${id}::uuid),
+    ${jobKey(kind, id)}::text, ${kind.attempts + 1}::int)`;
 }
 
 /** The row id a job carries. */

@@ -53,6 +53,7 @@ t.test('readiness of the test configuration: the failing checks, in the fixed or
       'installation_smtp',
       'redis_for_processes',
       'migrations_applied',
+      'row_level_security',
       'metrics_not_public',
       'setup_token_removed',
     ],
@@ -60,8 +61,8 @@ t.test('readiness of the test configuration: the failing checks, in the fixed or
   const failing = body.checks.filter((c: { status: string }) => c.status === 'fail').map((c: { key: string }) => c.key);
   t.same(failing, ['node_env_production', 'app_url_https', 'served_over_https', 'console_cookies_secure', 'setup_token_removed']);
   t.equal(body.ready, false);
-  t.equal(body.passed, 7);
-  t.equal(body.total, 12);
+  t.equal(body.passed, 8);
+  t.equal(body.total, 13);
   for (const secret of [JWT, TEST_SETUP_TOKEN, TEST_EMAIL_KEY, mailbox.password])
     t.notOk(res.body.includes(secret), 'no secret in the answer');
 
@@ -96,7 +97,7 @@ t.test('readiness: a production configuration passes every check, a careless one
     [],
     'nothing fails',
   );
-  t.same([body.ready, body.passed, body.total], [true, 12, 12]);
+  t.same([body.ready, body.passed, body.total], [true, 13, 13]);
 
   const careless = await buildTestApp(t, {
     JWT_SECRET: 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa',
@@ -104,7 +105,13 @@ t.test('readiness: a production configuration passes every check, a careless one
     WEB_CONCURRENCY: '3',
     METRICS_PORT: '9999',
     HOST: '0.0.0.0',
+    // Workspace requests as DATABASE_URL's role, the test server's superuser.
+    DATABASE_SERVING_URL: undefined,
   });
+  t.ok(
+    careless.logs.some((line) => line.includes('bypasses row-level security')),
+    'a warning at start',
+  );
   // Setup without an SMTP account, the token left set afterwards, and a migration record missing.
   const setup = await careless.app.inject({
     method: 'POST',

@@ -32,3 +32,13 @@ $$;
 -- A workspace's first customer code creates its sequence: the serving role may not create objects, so the function
 -- runs as its owner (it only creates and advances that workspace's counter).
 ALTER FUNCTION "next_customer_number"(uuid) SECURITY DEFINER SET search_path = public, pg_temp;
+
+-- The job queue's tables admit only their owner (graphile-worker enables row-level security on them, with no
+-- policy). A CRM write of the serving role queues its automation runs' jobs in the same statement: through this
+-- function, which runs as its owner and returns the job's id. plpgsql: the job queue's schema is installed after the
+-- migrations, and the body is resolved only when called.
+CREATE FUNCTION "crm_add_job"(identifier text, payload json, job_key text, max_attempts integer, job_key_mode text DEFAULT NULL)
+RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  RETURN (graphile_worker.add_job($1, $2, job_key := $3, max_attempts := $4, job_key_mode := $5)).id;
+END $$;

@@ -73,7 +73,7 @@ function decodeUid(uidb64: string): string | null {
 export async function requestPasswordReset(db: Db, email: string): Promise<void> {
   await db.$executeRaw`
     WITH request AS (INSERT INTO password_reset_requests (id, email) VALUES (gen_random_uuid(), ${email.toLowerCase()}) RETURNING id)
-    SELECT (${Prisma.raw(addJobSql(JOBS.passwordReset, 'request.id'))}).id FROM request`;
+    SELECT ${Prisma.raw(addJobSql(JOBS.passwordReset, 'request.id'))} FROM request`;
 }
 
 /**

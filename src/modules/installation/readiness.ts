@@ -10,6 +10,8 @@ export interface ReadinessFacts {
   installationSmtpConfigured: boolean;
   pendingMigrations: number;
   setupCompleted: boolean;
+  /** The role of workspace requests escapes row-level security (a superuser or BYPASSRLS). */
+  rowSecurityBypassed: boolean;
 }
 
 export interface ReadinessCheck {
@@ -30,6 +32,7 @@ export const READINESS_KEYS = [
   'installation_smtp',
   'redis_for_processes',
   'migrations_applied',
+  'row_level_security',
   'metrics_not_public',
   'setup_token_removed',
 ] as const;
@@ -88,6 +91,12 @@ function evaluate(config: Config, facts: ReadinessFacts): Record<Key, { pass: bo
     migrations_applied: {
       pass: facts.pendingMigrations === 0,
       guidance: 'Apply the pending database migrations (`prisma migrate deploy`, or restart the service).',
+    },
+    row_level_security: {
+      pass: !facts.rowSecurityBypassed,
+      guidance:
+        'Workspace requests run as a database role that bypasses row-level security (a superuser or BYPASSRLS): ' +
+        'create a serving role without BYPASSRLS and set DATABASE_SERVING_URL to it (docs/tenant-isolation.md).',
     },
     metrics_not_public: {
       pass: config.metrics.port === null || LOOPBACK.test(config.host),

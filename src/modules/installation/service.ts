@@ -2,7 +2,8 @@
 // export (audit-reader.ts, data-export.ts).
 import type pg from 'pg';
 import type { Config } from '../../config.js';
-import type { Db } from '../../db/client.js';
+import type { Db, Queryable } from '../../db/client.js';
+import { bypassesRowSecurity } from '../../db/serving-role.js';
 import { pendingMigrations } from '../../db/migrate.js';
 import type { CurrentUser } from '../../lib/current-user.js';
 import type { PageRequest } from '../../lib/pagination.js';
@@ -25,18 +26,20 @@ export function kindStatus(
   return { status, completed_at: latest.createdAt.toISOString() };
 }
 
-export function createInstallationService(deps: { db: Db; pool: pg.Pool; config: Config; crm: ExportReaders }) {
-  const { db, pool, config, crm } = deps;
+export function createInstallationService(deps: { db: Db; pool: pg.Pool; serving: Queryable; config: Config; crm: ExportReaders }) {
+  const { db, pool, serving, config, crm } = deps;
 
   /** What the readiness checks learn from the database and the request, beside the config. */
   async function readinessFacts(request: Pick<ReadinessFacts, 'servedOverHttps' | 'forwardedButUntrusted'>): Promise<ReadinessFacts> {
-    const [smtp, state, pending] = await Promise.all([
+    const [smtp, state, pending, bypassed] = await Promise.all([
       db.installationEmailAccount.count({ where: { isActive: true } }),
       db.installationState.findUnique({ where: { id: 1 }, select: { setupCompletedAt: true } }),
       pendingMigrations(pool, migrationsDir),
+      bypassesRowSecurity(serving),
     ]);
     return {
       ...request,
+      rowSecurityBypassed: bypassed,
       installationSmtpConfigured: smtp > 0,
       setupCompleted: state?.setupCompletedAt != null,
       pendingMigrations: pending.length,
