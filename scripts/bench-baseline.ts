@@ -97,7 +97,7 @@ async function serveBaseline(databaseUrl: string, jwtSecret: string, port: numbe
 
   app.get('/api/v1/auth/me/', { schema: { response: { 200: MeSchema } } }, async (request) => {
     const user = await authenticate(request);
-    return getMe(pool, user);
+    return getMe(pool, user, null);
   });
 
   // The service's statement: the company and its automation runs.

@@ -109,6 +109,16 @@ const variables = {
    * DATABASE_URL's role bypasses the policies. Through the same pooler as DATABASE_URL when there is one.
    */
   databaseServingUrl: variable('DATABASE_SERVING_URL', Type.String({ pattern: '^postgres(ql)?://' }), (value) => value),
+  /**
+   * The privacy policy's current version (a short label such as `2026-11`). Unset, nothing asks for acceptance. Set,
+   * registering through an invitation needs `privacy_policy_accepted: true`, and `me` says whether the signed-in person
+   * accepted this version (POST /auth/me/privacy-policy/{version} records it).
+   */
+  privacyPolicyVersion: variable(
+    'PRIVACY_POLICY_VERSION',
+    Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' }),
+    (value) => value ?? null,
+  ),
   /** A streaming replica for GET reads of CRM records (lists, searches, single records); see db/read-routing.ts. */
   databaseReplicaUrl: variable('DATABASE_REPLICA_URL', Type.String({ pattern: '^postgres(ql)?://' }), (value) => value),
   /**

@@ -12,6 +12,7 @@ import {
   PasswordResetConfirmSchema,
   PasswordResetParamsSchema,
   PasswordResetRequestSchema,
+  PrivacyPolicyParamsSchema,
   ProfilePatchSchema,
   ProfileSchema,
   SettingsPatchSchema,
@@ -108,6 +109,23 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (scope) => {
       },
     },
     async (request) => account.me(requireUser(request)),
+  );
+
+  scope.post(
+    '/auth/me/privacy-policy/:version',
+    {
+      schema: {
+        tags: ['account'],
+        operationId: 'acceptPrivacyPolicy',
+        summary: 'Accept the current privacy policy.',
+        description:
+          'Records that the caller accepted privacy policy `version` (and when): 400 unless it is the current version ' +
+          '(PRIVACY_POLICY_VERSION). Answers `me`, whose `privacy_policy_acceptance_required` is then false.',
+        params: Ref(PrivacyPolicyParamsSchema),
+        response: responses({ 200: Ref(MeSchema) }, 400, 401),
+      },
+    },
+    async (request) => account.acceptPrivacyPolicy(requireUser(request), request.params.version),
   );
 
   scope.get(

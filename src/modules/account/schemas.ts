@@ -14,6 +14,12 @@ export const MeSchema = Type.Object(
       description: 'Whether POST /organizations/ is open to the caller (installation administrators only).',
     }),
     two_factor_enabled: Type.Boolean({ description: 'Sign-in asks for a TOTP code after the password (see POST /auth/me/two-factor/).' }),
+    privacy_policy_version_accepted: Nullable(Type.String(), { description: 'The privacy policy version the caller last accepted.' }),
+    privacy_policy_acceptance_required: Type.Boolean({
+      description:
+        'The installation has a privacy policy (PRIVACY_POLICY_VERSION) whose current version the caller has not accepted: ' +
+        'POST /auth/me/privacy-policy/{version} records it.',
+    }),
     organizations: Type.Array(Ref(OrganizationSchema), {
       description: 'Active workspaces the caller is a member of, newest membership first.',
     }),
@@ -68,8 +74,19 @@ export const SettingsPatchSchema = Type.Partial(
 );
 export type SettingsPatch = Static<typeof SettingsPatchSchema>;
 
+export const PrivacyPolicyParamsSchema = Type.Object(
+  { version: Type.String({ minLength: 1, maxLength: 64, description: 'The privacy policy version accepted.' }) },
+  named('PrivacyPolicyParams'),
+);
+
 const ExportProfileSchema = Type.Object(
-  { ...editableProfileProperties, marketing_consent: marketingConsent, onboarding_completed_at: NullableTimestamp() },
+  {
+    ...editableProfileProperties,
+    marketing_consent: marketingConsent,
+    onboarding_completed_at: NullableTimestamp(),
+    privacy_policy_version_accepted: Nullable(Type.String(), { description: 'The privacy policy version last accepted.' }),
+    privacy_policy_accepted_at: NullableTimestamp(),
+  },
   named('ExportProfile'),
 );
 
@@ -126,6 +143,7 @@ export const PasswordResetParamsSchema = Type.Object({
 /** The named components of this module, for app.addSchema (src/http/components.ts). */
 export const ACCOUNT_SCHEMAS = [
   MeSchema,
+  PrivacyPolicyParamsSchema,
   ProfileSchema,
   SettingsSchema,
   ProfilePatchSchema,

@@ -17,11 +17,12 @@ import type { AccountExportDto, SettingsPatch } from './schemas.js';
  * The caller and every active workspace they are a member of (pending and cancelled ones stay hidden): one named
  * statement on the pool, planned once per connection (Prisma's include cost two queries and their compilation).
  */
-export async function getMe(pool: Queryable, user: CurrentUser) {
-  const [twoFactor, { rows }] = await Promise.all([
-    pool.query<{ enabled: boolean }>({
-      name: 'get-me-two-factor',
-      text: 'SELECT two_factor_enabled_at IS NOT NULL AS enabled FROM users WHERE id = $1',
+export async function getMe(pool: Queryable, user: CurrentUser, privacyPolicyVersion: string | null) {
+  const [account, { rows }] = await Promise.all([
+    pool.query<{ enabled: boolean; privacy: string | null }>({
+      name: 'get-me-account',
+      text: `SELECT u.two_factor_enabled_at IS NOT NULL AS enabled, p.privacy_policy_version AS privacy
+           FROM users u LEFT JOIN profiles p ON p.user_id = u.id WHERE u.id = $1`,
       values: [user.id],
     }),
     pool.query<MeOrganizationRow>({
@@ -39,7 +40,9 @@ export async function getMe(pool: Queryable, user: CurrentUser) {
     email: user.email,
     is_superuser: user.isSuperuser,
     can_create_workspaces: user.isSuperuser,
-    two_factor_enabled: twoFactor.rows[0]?.enabled === true,
+    two_factor_enabled: account.rows[0]?.enabled === true,
+    privacy_policy_version_accepted: account.rows[0]?.privacy ?? null,
+    privacy_policy_acceptance_required: privacyPolicyVersion !== null && account.rows[0]?.privacy !== privacyPolicyVersion,
     organizations: rows.map((row) => toOrganizationDto(row, row.role)),
   };
 }
@@ -54,7 +57,12 @@ export async function exportAccount(db: Db, userId: string): Promise<AccountExpo
   if (!user) throw unauthorized();
   return {
     account: { username: user.username, email: user.email, date_joined: user.dateJoined.toISOString() },
-    profile: { ...profileFields(user.profile), marketing_consent: user.profile?.marketingConsent ?? false },
+    profile: {
+      ...profileFields(user.profile),
+      marketing_consent: user.profile?.marketingConsent ?? false,
+      privacy_policy_version_accepted: user.profile?.privacyPolicyVersion ?? null,
+      privacy_policy_accepted_at: user.profile?.privacyPolicyAcceptedAt?.toISOString() ?? null,
+    },
     memberships: user.memberships.map((m) => ({
       organization_id: m.organizationId,
       organization_name: m.organization.name,
@@ -122,13 +130,31 @@ export interface AccountDeps {
   tokens: TokenService;
   /** SERVICE_APP_URL, for the email change and password reset links. */
   appUrl: string;
+  /** PRIVACY_POLICY_VERSION: the version `me` asks the person to accept (null: none). */
+  privacyPolicyVersion: string | null;
+}
+
+/** Records that the person accepted the current privacy policy; any other version (or none configured) is a 400. */
+async function acceptPrivacyPolicy(db: Db, userId: string, version: string, current: string | null): Promise<void> {
+  if (current === null || version !== current) {
+    throw validationFailed(
+      { version: [current === null ? 'This installation has no privacy policy to accept.' : `The current version is ${current}.`] },
+      'Not the current privacy policy version.',
+    );
+  }
+  const accepted = { privacyPolicyVersion: version, privacyPolicyAcceptedAt: new Date() };
+  await db.profile.upsert({ where: { userId }, create: { ...accepted, userId }, update: accepted });
 }
 
 /** The account service: everything the signed-in user does to their own account, and the password and email links. */
 export function createAccountService(deps: AccountDeps) {
-  const { db, pool, tokens, appUrl } = deps;
+  const { db, pool, tokens, appUrl, privacyPolicyVersion } = deps;
   return {
-    me: (user: CurrentUser) => getMe(pool, user),
+    me: (user: CurrentUser) => getMe(pool, user, privacyPolicyVersion),
+    acceptPrivacyPolicy: async (user: CurrentUser, version: string) => {
+      await acceptPrivacyPolicy(db, user.id, version, privacyPolicyVersion);
+      return getMe(pool, user, privacyPolicyVersion);
+    },
     profile: async (userId: string) => toProfileDto(await findAccount(db, userId)),
     updateProfile: async (userId: string, patch: SettingsPatch) => toProfileDto(await updateAccount(db, userId, patch)),
     settings: async (userId: string) => toSettingsDto(await findAccount(db, userId)),

@@ -19,6 +19,8 @@ export interface AdminInvitationDeps {
   /** SERVICE_APP_URL, for the link. */
   appUrl: string;
   tokens: TokenService;
+  /** PRIVACY_POLICY_VERSION: a new account registered through a link accepts it (unset: nothing to accept). */
+  privacyPolicyVersion?: string | null;
 }
 
 const toAdminInvitationDto = (invitation: InstallationAdminInvitation): AdminInvitationDto => ({
@@ -104,7 +106,7 @@ export async function acceptAdminInvitation(
   audit: Pick<AuditContext, 'ip'>,
 ): Promise<AdminInvitationAcceptedDto> {
   const invitation = await findUsableAdminInvitation(deps.db, token);
-  const acceptor = await identifyAcceptor(deps.db, user, body, invitation.email);
+  const acceptor = await identifyAcceptor(deps.db, user, body, invitation.email, deps.privacyPolicyVersion ?? null);
   return deps.db.$transaction(async (tx) => {
     const now = new Date();
     const consumed = await tx.installationAdminInvitation.updateMany({

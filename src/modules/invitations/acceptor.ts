@@ -23,8 +23,11 @@ const accountExists = () =>
 const usernameTaken = () =>
   conflict('username_taken', 'A user with that username already exists.', { username: ['A user with that username already exists.'] });
 
-/** Checks a registration body completely (every invalid field at once) and hashes its password. */
-async function registration(db: Db, body: AcceptBody, email: string): Promise<NewAccount> {
+/**
+ * Checks a registration body completely (every invalid field at once) and hashes its password. With a privacy policy
+ * (`privacyPolicyVersion`), the body must accept it; the account then records that version as accepted.
+ */
+async function registration(db: Db, body: AcceptBody, email: string, privacyPolicyVersion: string | null): Promise<NewAccount> {
   const errors: FieldErrors = {};
   let profile: NewAccount['profile'] = {};
   // The profile PATCH's rules and messages, its errors merged with the account fields' so all come in one answer.
@@ -42,6 +45,10 @@ async function registration(db: Db, body: AcceptBody, email: string): Promise<Ne
     if (problems.length > 0) errors.password = problems;
   }
   if (!errors.display_name && !body.display_name?.trim()) errors.display_name = ['This field is required.'];
+  if (privacyPolicyVersion !== null) {
+    if (body.privacy_policy_accepted !== true) errors.privacy_policy_accepted = ['You must accept the privacy policy.'];
+    else profile = { ...profile, privacyPolicyVersion, privacyPolicyAcceptedAt: new Date() };
+  }
   if (username === undefined || password === undefined || Object.keys(errors).length > 0) throw validationFailed(errors);
   // Sign-in names differing only in case would be indistinguishable to people.
   if (await db.user.findFirst({ where: { username: { equals: username, mode: 'insensitive' } }, select: { id: true } })) {
@@ -55,7 +62,13 @@ async function registration(db: Db, body: AcceptBody, email: string): Promise<Ne
  * (403 otherwise, the link stays usable); an anonymous caller registers, unless the address already has an account
  * (409: sign in instead).
  */
-export async function identifyAcceptor(db: Db, user: CurrentUser | null, body: AcceptBody, invitedEmail: string): Promise<Acceptor> {
+export async function identifyAcceptor(
+  db: Db,
+  user: CurrentUser | null,
+  body: AcceptBody,
+  invitedEmail: string,
+  privacyPolicyVersion: string | null,
+): Promise<Acceptor> {
   if (user) {
     const fields = Object.keys(body);
     if (fields.length > 0) {
@@ -70,7 +83,7 @@ export async function identifyAcceptor(db: Db, user: CurrentUser | null, body: A
     return { kind: 'existing', userId: user.id };
   }
   if (await db.user.findUnique({ where: { email: invitedEmail }, select: { id: true } })) throw accountExists();
-  return { kind: 'new', account: await registration(db, body, invitedEmail) };
+  return { kind: 'new', account: await registration(db, body, invitedEmail, privacyPolicyVersion) };
 }
 
 /**

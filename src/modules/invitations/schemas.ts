@@ -79,12 +79,16 @@ export const AcceptBodySchema = Type.Partial(
     username: Type.String({ minLength: 1, maxLength: 150, pattern: '^[\\w.@+-]+$', description: 'Letters, digits and @ . + - _ only.' }),
     password: Password({ description: 'At least 8 characters, at most 1,024 bytes, not entirely numeric, not the username or email.' }),
     ...editableProfileProperties,
+    privacy_policy_accepted: Type.Boolean({
+      description: 'New users: acceptance of the current privacy policy, required (`true`) when the installation sets one.',
+    }),
   }),
   {
     ...named('InvitationAccept'),
     description:
       'New users (no Authorization header): `username`, `password` and `display_name` are required, the other profile ' +
-      'fields optional; the email address is the invited one. Signed-in users send `{}` or no body.',
+      'fields optional, and `privacy_policy_accepted: true` when the installation has a privacy policy; the email address ' +
+      'is the invited one. Signed-in users send `{}` or no body.',
   },
 );
 export type AcceptBody = Static<typeof AcceptBodySchema>;

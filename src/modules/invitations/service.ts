@@ -22,6 +22,8 @@ export interface InvitationDeps {
   /** SERVICE_APP_URL, for the link. */
   appUrl: string;
   tokens: TokenService;
+  /** PRIVACY_POLICY_VERSION: a new account registered through a link accepts it (unset: nothing to accept). */
+  privacyPolicyVersion?: string | null;
 }
 
 /** The caller managing invitations of the organization in the path (already authorized for MANAGE_MEMBERS). */
@@ -231,7 +233,7 @@ export async function acceptInvitation(
   audit: Pick<AuditContext, 'ip'>,
 ): Promise<InvitationAcceptedDto> {
   const invitation = await findUsableInvitation(deps.db, token, new Date());
-  const acceptor = await identifyAcceptor(deps.db, user, body, invitation.email);
+  const acceptor = await identifyAcceptor(deps.db, user, body, invitation.email, deps.privacyPolicyVersion ?? null);
   return deps.db.$transaction(async (tx) => {
     const now = new Date();
     // A handoff locks its workspace first, in the order provisioning's resend and cancel use (no deadlock); after
