@@ -39,6 +39,8 @@ t.test('the export holds account, profile and memberships, and nothing else', as
     locale: null,
     marketing_consent: true,
     onboarding_completed_at: null,
+    privacy_policy_version_accepted: null,
+    privacy_policy_accepted_at: null,
   });
   const membership = await app.db.membership.findFirstOrThrow({ where: { userId: carol.id } });
   t.same(body.memberships, [

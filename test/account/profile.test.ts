@@ -38,6 +38,8 @@ t.test("me lists the active workspaces of the caller, newest membership first, e
     'id',
     'is_superuser',
     'organizations',
+    'privacy_policy_acceptance_required',
+    'privacy_policy_version_accepted',
     'two_factor_enabled',
     'username',
   ]);
@@ -48,6 +50,8 @@ t.test("me lists the active workspaces of the caller, newest membership first, e
     is_superuser: false,
     can_create_workspaces: false,
     two_factor_enabled: false,
+    privacy_policy_version_accepted: null,
+    privacy_policy_acceptance_required: false,
   });
   t.same(
     body.organizations.map((o: { slug: string }) => o.slug),

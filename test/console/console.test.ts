@@ -209,7 +209,7 @@ t.test('the dashboard summarises readiness and backups, the readiness page detai
   const dashboard = await app.inject({ method: 'GET', url: '/admin/', headers: { cookie } });
   t.match(
     dashboard.body,
-    /data-readiness="not-ready"><a href="\/admin\/readiness\/">6 of 12 checks pass<\/a>; failing: node_env_production, app_url_https/,
+    /data-readiness="not-ready"><a href="\/admin\/readiness\/">7 of 13 checks pass<\/a>; failing: node_env_production, app_url_https/,
   );
   t.match(dashboard.body, /data-backup="Backup">unknown</);
   await app.db.backupEvent.create({ data: { kind: 'backup', status: 'failure', reportedBy: 'make backup' } });
