@@ -67,7 +67,9 @@ export async function searchPage<Row extends pg.QueryResultRow, Filter extends s
   const candidates = known ?? (await count(indexedPart().estimate));
   // A far ordered part reads as many rows as the index's candidates would cost: it stops as soon as the page is full,
   // so a larger part costs more only when the index then has to finish the page.
-  const far = Math.max(searchTuning.farRows, Math.ceil(candidates * searchTuning.rowsPerCandidate));
+  // At most an int's worth: the part's LIMIT is an int parameter, which a large estimate times rowsPerCandidate
+  // overflowed (a 500 instead of a page).
+  const far = Math.min(2 ** 31 - 1, Math.max(searchTuning.farRows, Math.ceil(candidates * searchTuning.rowsPerCandidate)));
   if (candidates > searchTuning.indexCandidates && (await ordered(far))) return found;
   // Built now: from where the ordered parts stopped, for what the page still needs (one built before them handed out
   // their matches a second time).
