@@ -105,7 +105,11 @@ export async function csvCopy<Filter extends string>(
   // A connection whose COPY did not run to its end (an error, a client that went away) is closed, not reused.
   pipeline(client.query(copyTo(`COPY (${text}) TO STDOUT WITH (FORMAT csv, HEADER)`)), records, (error) => {
     if (error) client.release(error);
-    else client.query('COMMIT').then(() => client.release(), (failure: Error) => client.release(failure));
+    else
+      client.query('COMMIT').then(
+        () => client.release(),
+        (failure: Error) => client.release(failure),
+      );
   });
   return records;
 }
