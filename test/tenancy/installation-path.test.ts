@@ -14,11 +14,9 @@ const INSTALLATION_PATH = /\bapp\.(db|pg)\b|sessionDatabaseUrl\(|\.databaseUrl\b
 
 /** Each file that reaches the installation path, with what it does there (as docs/tenant-isolation.md lists them). */
 const USES: Record<string, string> = {
-  'app.ts': 'composes the installation-wide services (accounts, sign-in, setup, workspaces, installation API) over it',
+  'app.ts': 'composes the installation-wide services (accounts, sign-in, setup, workspaces, installation API, the console, readiness) over it',
   'config.ts': 'declares DATABASE_URL and DATABASE_DIRECT_URL',
-  'console/routes.ts': "the console's installation pages (users, workspaces, invitations, runs, outbox, audit)",
   'jobs/queue.ts': 'the job queue (graphile-worker) and its workers',
-  'modules/health/routes.ts': 'readiness: pending migrations and the job queue schema',
   'modules/imports/import-thread.ts': 'the CSV import thread, which writes the workspace of each import job',
   'plugins/auth.ts': 'authentication: the user behind a token',
   'plugins/db.ts': 'opens the handles',

@@ -32,6 +32,8 @@ $$;
 -- A workspace's first customer code creates its sequence: the serving role may not create objects, so the function
 -- runs as its owner (it only creates and advances that workspace's counter).
 ALTER FUNCTION "next_customer_number"(uuid) SECURITY DEFINER SET search_path = public, pg_temp;
+-- Deleting a workspace drops that counter (the organizations' delete trigger): only its owner may drop it.
+ALTER FUNCTION "drop_customer_numbers"() SECURITY DEFINER SET search_path = public, pg_temp;
 
 -- The job queue's tables admit only their owner (graphile-worker enables row-level security on them, with no
 -- policy). A CRM write of the serving role queues its automation runs' jobs in the same statement: through this
