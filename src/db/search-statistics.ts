@@ -63,8 +63,8 @@ export async function sampleOf(pool: pg.Pool, table: string): Promise<readonly s
  * What the trigram index is asked for a term: the longest part of it whose trigrams are all rare in the statistics
  * sample, or the term itself. pg_trgm answers a `LIKE '%…%'` by reading the posting list of every trigram of the
  * pattern, and a trigram found in most rows costs a page of its list for each candidate, where the rare part alone
- * reads short lists (measurements: docs/benchmarks-search.md). The part needs two rare trigrams or more. Only trigrams within runs of letters and
- * digits count (pg_trgm's words); a term whose folding changes its length in JavaScript is asked whole (positions
+ * reads short lists (measurements: docs/benchmarks.md, Lists and search). The part needs two rare trigrams or more.
+ * Only trigrams within runs of letters and digits count (pg_trgm's words); a term whose folding changes its length in JavaScript is asked whole (positions
  * would not match PostgreSQL's `lower()`). The choice changes what the index is asked, never the answer.
  */
 export function probeOf(term: string, sample: readonly string[]): string {
@@ -101,7 +101,7 @@ export function probeOf(term: string, sample: readonly string[]): string {
  *   The matches' position is unknown until they are read: reading in order until that cost is spent, then asking the
  *   index, costs at most about twice the cheaper of the two.
  *
- * How these numbers were measured: docs/benchmarks-search.md.
+ * How these numbers were measured: docs/benchmarks.md, Lists and search.
  */
 export const searchTuning = { indexCandidates: 8_000, farRows: 65_536, rowsPerCandidate: 6 };
 /**

@@ -14,7 +14,8 @@ const INSTALLATION_PATH = /\bapp\.(db|pg)\b|sessionDatabaseUrl\(|\.databaseUrl\b
 
 /** Each file that reaches the installation path, with what it does there (as docs/tenant-isolation.md lists them). */
 const USES: Record<string, string> = {
-  'app.ts': 'composes the installation-wide services (accounts, sign-in, setup, workspaces, installation API, the console, readiness) over it',
+  'app.ts':
+    'composes the installation-wide services (accounts, sign-in, setup, workspaces, installation API, the console, readiness) over it',
   'config.ts': 'declares DATABASE_URL and DATABASE_DIRECT_URL',
   'jobs/queue.ts': 'the job queue (graphile-worker) and its workers',
   'modules/imports/import-thread.ts': 'the CSV import thread, which writes the workspace of each import job',
