@@ -1,4 +1,4 @@
-// DATABASE_POOL_SIZE bounds the connections one server process holds: requests beyond it wait for one, then succeed.
+// DATABASE_POOL_SIZE bounds each pool of a server process (the owner's and the serving role's): requests beyond it wait for one, then succeed.
 import t from 'tap';
 import { buildTestApp } from '../helpers/app.js';
 import { setupInstallation } from '../helpers/fixtures.js';
@@ -13,8 +13,10 @@ t.test('with 2 connections, a third request waits for one instead of opening ano
   await holder.query('LOCK TABLE companies IN ACCESS EXCLUSIVE MODE');
   const requests = [list(), list(), list()];
   await holder.waitForLockWaiters(2);
-  while (app.pg.waitingCount < 1) await new Promise((resolve) => setTimeout(resolve, 10));
-  t.equal(app.pg.totalCount, 2, 'no third connection');
+  // Workspace requests run on the serving role's pool (row-level security binds it).
+  const pool = app.serving.pool;
+  while (pool.waitingCount < 1) await new Promise((resolve) => setTimeout(resolve, 10));
+  t.equal(pool.totalCount, 2, 'no third connection');
   t.equal(await holder.lockWaiters(), 2, 'two requests reached the database, the third waits in the pool');
   await holder.release();
   t.same(
