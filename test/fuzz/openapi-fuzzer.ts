@@ -416,6 +416,18 @@ export const SHAPES: Shape[] = [
   { name: 'very long headers', headers: { 'x-padding': 'p'.repeat(15_000), 'idempotency-key': 'k'.repeat(5_000) } },
 ];
 
+/** The request that sends `shape` to `operation` at `url` (its path values filled in) as `caller`. */
+export const shapeRequest = (operation: Operation, url: string, caller: Caller, shape: Shape): InjectOptions => ({
+  method: operation.method as InjectOptions['method'],
+  url: shape.query ? `${url}?${shape.query}` : url,
+  headers: {
+    ...(caller.authorization ? { authorization: caller.authorization } : {}),
+    ...(shape.body !== undefined ? { 'content-type': shape.contentType ?? 'application/json' } : {}),
+    ...shape.headers,
+  },
+  ...(shape.body !== undefined ? { payload: shape.body } : {}),
+});
+
 /** Sends every shape to every operation (path values from the scenery's first choice) as `caller`. */
 export async function fuzzShapes(
   app: App,
@@ -433,16 +445,7 @@ export async function fuzzShapes(
         url = url.replace(`{${p.name}}`, encodePathValue(scenery.pathValues[p.name]?.[0] ?? 'x'));
       }
       for (const shape of SHAPES) {
-        const request: InjectOptions = {
-          method: operation.method as InjectOptions['method'],
-          url: shape.query ? `${url}?${shape.query}` : url,
-          headers: {
-            ...(caller.authorization ? { authorization: caller.authorization } : {}),
-            ...(shape.body !== undefined ? { 'content-type': shape.contentType ?? 'application/json' } : {}),
-            ...shape.headers,
-          },
-          ...(shape.body !== undefined ? { payload: shape.body } : {}),
-        };
+        const request = shapeRequest(operation, url, caller, shape);
         await probe(app, client, report, operation, caller, request, `${operation.id}`);
       }
     }

@@ -15,6 +15,7 @@ import {
   formatCounts,
   operations,
   probe,
+  shapeRequest,
   validValueOf,
 } from '../fuzz/openapi-fuzzer.js';
 
@@ -178,16 +179,7 @@ t.test('the request shapes the schemas do not describe, sent with a workspace AP
     const url = urlOf(operation, pathValues(true));
     for (const caller of [keyCaller, callers[0]!]) {
       for (const shape of shapes) {
-        const request: InjectOptions = {
-          method: operation.method as InjectOptions['method'],
-          url: shape.query ? `${url}?${shape.query}` : url,
-          headers: {
-            ...(caller.authorization ? { authorization: caller.authorization } : {}),
-            ...(shape.body !== undefined ? { 'content-type': shape.contentType ?? 'application/json' } : {}),
-          },
-          ...(shape.body !== undefined ? { payload: shape.body } : {}),
-        };
-        await probe(app, null, report, operation, caller, request);
+        await probe(app, null, report, operation, caller, shapeRequest(operation, url, caller, shape));
       }
     }
   }
