@@ -163,6 +163,27 @@ function withoutOrganizationId(data: Args | undefined): Args | undefined {
   return rest;
 }
 
+/** The read Prisma batches across requests, and the one it is equivalent to that it does not batch. */
+const UNBATCHED: Record<string, string | undefined> = { findUnique: 'findFirst', findUniqueOrThrow: 'findFirstOrThrow' };
+
+/** Whether an operation runs in a transaction (Prisma's internal parameters say so; a transaction is one organization). */
+const inTransaction = (params: object) =>
+  (params as { __internalParams?: { transaction?: unknown } }).__internalParams?.transaction !== undefined;
+
+/** The client's property of a model (`Company` → `company`). */
+const delegateName = (model: string) => model.charAt(0).toLowerCase() + model.slice(1);
+
+/** A findUnique `where` as findFirst takes it: a compound unique key (`organizationId_userId: {...}`) spread into its fields. */
+function withoutCompoundKeys(shapes: Shapes, model: string, where: Args): Args {
+  const scalars = shapes.get(model)?.scalars;
+  const flat: Args = {};
+  for (const [key, value] of Object.entries(where)) {
+    if (scalars && !scalars.has(key) && key.includes('_') && isPlainObject(value)) Object.assign(flat, value);
+    else flat[key] = value;
+  }
+  return flat;
+}
+
 function extendFor(db: Db, organizationId: string) {
   const shapes = shapesOf(db);
   return db.$extends({
@@ -170,7 +191,8 @@ function extendFor(db: Db, organizationId: string) {
     query: {
       // Raw statements and model operations alike run with the organization the row-level security policies admit
       // (organization-setting.ts). A Prisma promise starts its request when `then` is called: called here, inside.
-      $allOperations({ model, operation, args, query }) {
+      $allOperations(params) {
+        const { model, operation, args, query } = params;
         const send = (sent: typeof args) => withOrganization(organizationId, () => query(sent).then((result) => result));
         if (model === undefined) return send(args);
         const trusted = isGuarded(model);
@@ -178,7 +200,20 @@ function extendFor(db: Db, organizationId: string) {
           checkNested(shapes, model, value, WRITE_KEYS.includes(key), trusted);
         }
         if (!trusted) return send(args);
-        return send(scopeArgs(model, operation, args as Args, organizationId) as typeof args);
+        const scoped = scopeArgs(model, operation, args as Args, organizationId);
+        // Prisma gathers the findUnique calls of one tick, whatever their organization, into one batch sent in the
+        // context of the first: another organization's read would then carry the first one's setting, and the
+        // policy would hide its row (a 404 for a record that exists). Outside a transaction (whose batch is its
+        // own), each is sent as the findFirst it is equivalent to, which Prisma never batches.
+        const unbatched = UNBATCHED[operation];
+        if (unbatched && !inTransaction(params)) {
+          const delegate = (db as unknown as Record<string, Record<string, (args: Args) => Promise<unknown>>>)[delegateName(model)];
+          const read = delegate?.[unbatched];
+          if (!read) throw new TenantScopeError(`the Prisma client has no ${model}.${unbatched}`);
+          const unbatchedArgs = { ...scoped, where: withoutCompoundKeys(shapes, model, scoped.where) };
+          return withOrganization(organizationId, () => read.call(delegate, unbatchedArgs).then((result) => result));
+        }
+        return send(scoped as typeof args);
       },
     },
   });

@@ -6,6 +6,7 @@ import { buildTestApp } from '../helpers/app.js';
 import { crmWorkspaces, created } from './crm-workspaces.js';
 import { bypassesRowSecurity, servingRoleUrl } from '../../src/db/serving-role.js';
 import { bindTenant } from '../../src/db/tenant.js';
+import { scopeToOrganization } from '../../src/db/tenant-scope.js';
 import { organizationPool } from '../../src/db/organization-setting.js';
 
 const { app, databaseUrl } = await buildTestApp(t);
@@ -119,6 +120,48 @@ t.test("the tenant handles' statements carry their workspace, and only theirs", 
     reads.map((rows) => rows.map((row) => row.id)),
     reads.map((_, n) => [n % 2 ? companyB.id : companyA.id]),
   );
+});
+
+t.test('single reads of two workspaces in the same tick each find their own record (no shared batch)', async (t) => {
+  // Prisma gathers findUnique calls of one tick into one batch, sent in the context of the first: the second
+  // workspace's read would run with the first's setting, and its record, hidden by the policy, answer 404.
+  const readA = scopeToOrganization(app.serving.db, a.id);
+  const readB = scopeToOrganization(app.serving.db, b.id);
+  const [foundA, foundB] = await Promise.all([
+    readA.company.findUnique({ where: { id: companyA.id }, select: { id: true } }),
+    readB.company.findUnique({ where: { id: companyB.id }, select: { id: true } }),
+  ]);
+  t.same([foundA?.id, foundB?.id], [companyA.id, companyB.id]);
+  const [orThrowA, orThrowB] = await Promise.all([
+    readA.company.findUniqueOrThrow({ where: { id: companyA.id }, select: { id: true } }),
+    readB.company.findUniqueOrThrow({ where: { id: companyB.id }, select: { id: true } }),
+  ]);
+  t.same([orThrowA.id, orThrowB.id], [companyA.id, companyB.id]);
+  // Through the API: two workspaces' members read their own company at once, many times over.
+  const answers = await Promise.all(
+    Array.from({ length: 20 }, (_, n) =>
+      n % 2 ? b.call(memberB, 'GET', `companies/${companyB.id}/`) : a.call(memberA, 'GET', `companies/${companyA.id}/`),
+    ),
+  );
+  t.same(
+    answers.map((answer) => answer.statusCode),
+    answers.map(() => 200),
+  );
+  t.equal(await readB.company.findUnique({ where: { id: companyA.id } }), null, "another workspace's record stays unread");
+  await t.rejects(readB.company.findUniqueOrThrow({ where: { id: companyA.id } }), { code: 'P2025' });
+  const membership = await scopeToOrganization(app.serving.db, a.id).membership.findUnique({
+    where: { organizationId_userId: { organizationId: a.id, userId: memberA.id } },
+    select: { role: true },
+  });
+  t.equal(membership?.role, 'member', 'a compound unique key reads as well');
+  // In a transaction the read stays in it: it sees the transaction's own uncommitted row.
+  const seen = await readA.$transaction(async (tx) => {
+    const company = await tx.company.create({ data: { name: 'Uncommitted Ltd', organizationId: a.id }, select: { id: true } });
+    const [inside] = await Promise.all([tx.company.findUnique({ where: { id: company.id }, select: { id: true } })]);
+    await tx.company.delete({ where: { id: company.id } });
+    return inside?.id === company.id;
+  });
+  t.ok(seen, 'a findUnique in a transaction reads within it');
 });
 
 t.test('every table with an organization_id has row-level security enabled, forced, and a policy', async (t) => {
