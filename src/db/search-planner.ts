@@ -6,7 +6,7 @@ import { Slots } from '../lib/slots.js';
 import { positionIn, type PageFilter } from './page-query.js';
 import type { PageTable } from './page-table.js';
 import { INDEXED_PLAN, indexedQuery, scanQuery, TRIGRAM_TERM } from './search-queries.js';
-import { densities, estimates, probeOf, sampleOf, SEARCH_MORE_ROWS, SEARCH_SCAN_ROWS, searchTuning } from './search-statistics.js';
+import { commonGramsOf, densities, estimates, probeOf, SEARCH_MORE_ROWS, SEARCH_SCAN_ROWS, searchTuning } from './search-statistics.js';
 
 /**
  * Search statements this process runs at once. Each costs PostgreSQL up to milliseconds of CPU: with more running
@@ -58,7 +58,7 @@ export async function searchPage<Row extends pg.QueryResultRow, Filter extends s
     const expected = found.length > 0 ? ((wanted - found.length) * first) / found.length : Number.POSITIVE_INFINITY;
     if (expected * 2 <= SEARCH_MORE_ROWS && (await ordered(Math.ceil(expected * 2)))) return found;
   }
-  const probe = TRIGRAM_TERM.test(search) ? probeOf(search, await sampleOf(pool, spec.table)) : search;
+  const probe = TRIGRAM_TERM.test(search) ? probeOf(search, await commonGramsOf(pool, spec.table, search)) : search;
   const indexedPart = () => indexedQuery(organizationId, spec, filter, after, wanted - found.length, probe);
   // A term whose candidates are many (common in older rows): an ordered part, far, costs less than visiting them all;
   // it is complete when it fills the page or reaches the end. Phone digits are asked like any other term: the index,

@@ -1,5 +1,5 @@
-// What the search planner knows before it reads: search_text's statistics sample, a term's rare part, and the counts
-// and densities earlier searches of a term left in this process.
+// What the search planner knows before it reads: which trigrams search_text's statistics call common, a term's rare
+// part, and the counts and densities earlier searches of a term left in this process.
 import type pg from 'pg';
 
 /**
@@ -39,44 +39,65 @@ class Memory<Value> {
   }
 }
 
-/** Statistics samples by table (see `sampleOf`). */
-const samples = new Memory<readonly string[]>(16);
+/** Whether a trigram is common in a table's statistics sample (see `commonGramsOf`), by table and trigram. */
+const commonGrams = new Memory<boolean>(10_000);
+/** Tables without a statistics sample this process could read (see crm_common_grams). */
+const unsampled = new Memory<true>(16);
+
+/** The word-character trigrams of a folded term, where pg_trgm's words have them (runs of letters and digits). */
+function gramsOf(folded: readonly string[]): string[] {
+  const word = /[\p{L}\p{N}]/u;
+  const grams: string[] = [];
+  for (let start = 0; start + 3 <= folded.length; start++) {
+    const gram = folded.slice(start, start + 3);
+    if (gram.every((c) => word.test(c))) grams.push(gram.join(''));
+  }
+  return grams;
+}
 
 /**
- * The values PostgreSQL's statistics keep of `table`.search_text (its most common values and histogram bounds,
- * lower-cased like the column): a sample of the rows, read once per SAMPLE_TTL_MS.
+ * Which of a term's trigrams are common in `table`.search_text's statistics sample (its most common values and
+ * histogram bounds, lower-cased like the column): asked of crm_common_grams, which reads the statistics the serving
+ * role may not see and answers only that, and kept for SAMPLE_TTL_MS (the sample changes with each ANALYZE). Null
+ * when the table has no sample to tell.
  */
-export async function sampleOf(pool: pg.Pool, table: string): Promise<readonly string[]> {
-  const known = samples.get(table);
-  if (known) return known;
-  const { rows } = await pool.query<{ mcv: string[] | null; histogram: string[] | null }>(
-    `SELECT most_common_vals::text::text[] AS mcv, histogram_bounds::text::text[] AS histogram FROM pg_stats
-     WHERE schemaname = current_schema() AND tablename = $1 AND attname = 'search_text'`,
-    [table],
-  );
-  const values = [...(rows[0]?.mcv ?? []), ...(rows[0]?.histogram ?? [])];
-  samples.keep(table, values);
-  return values;
+export async function commonGramsOf(pool: pg.Pool, table: string, term: string): Promise<ReadonlySet<string> | null> {
+  if (unsampled.get(table)) return null;
+  const grams = [...new Set(gramsOf([...term.toLowerCase()]))];
+  const unknown = grams.filter((gram) => commonGrams.get(`${table}\u0000${gram}`) === undefined);
+  if (unknown.length > 0) {
+    const { rows } = await pool.query<{ common: string[] | null }>('SELECT crm_common_grams($1, $2::text[], $3) AS common', [
+      table,
+      unknown,
+      COMMON_GRAM_SHARE,
+    ]);
+    const common = rows[0]?.common;
+    if (common === null || common === undefined) {
+      unsampled.keep(table, true);
+      return null;
+    }
+    for (const gram of unknown) commonGrams.keep(`${table}\u0000${gram}`, common.includes(gram));
+  }
+  return new Set(grams.filter((gram) => commonGrams.get(`${table}\u0000${gram}`)));
 }
 
 /**
  * What the trigram index is asked for a term: the longest part of it whose trigrams are all rare in the statistics
- * sample, or the term itself. pg_trgm answers a `LIKE '%…%'` by reading the posting list of every trigram of the
- * pattern, and a trigram found in most rows costs a page of its list for each candidate, where the rare part alone
- * reads short lists (measurements: docs/benchmarks.md, Lists and search). The part needs two rare trigrams or more.
- * Only trigrams within runs of letters and digits count (pg_trgm's words); a term whose folding changes its length in JavaScript is asked whole (positions
- * would not match PostgreSQL's `lower()`). The choice changes what the index is asked, never the answer.
+ * sample (`common` holds those that are not), or the term itself. pg_trgm answers a `LIKE '%…%'` by reading the
+ * posting list of every trigram of the pattern, and a trigram found in most rows costs a page of its list for each
+ * candidate, where the rare part alone reads short lists (measurements: docs/benchmarks.md, Lists and search). The
+ * part needs two rare trigrams or more. Only trigrams within runs of letters and digits count (pg_trgm's words); a
+ * term whose folding changes its length in JavaScript is asked whole (positions would not match PostgreSQL's
+ * `lower()`). The choice changes what the index is asked, never the answer.
  */
-export function probeOf(term: string, sample: readonly string[]): string {
+export function probeOf(term: string, common: ReadonlySet<string> | null): string {
   const chars = [...term];
   const folded = [...term.toLowerCase()];
-  if (folded.length !== chars.length || sample.length === 0) return term;
+  if (folded.length !== chars.length || common === null) return term;
   const word = /[\p{L}\p{N}]/u;
   const rare = (start: number) => {
     const gram = folded.slice(start, start + 3);
-    if (!gram.every((c) => word.test(c))) return false;
-    const text = gram.join('');
-    return sample.filter((value) => value.includes(text)).length < COMMON_GRAM_SHARE * sample.length;
+    return gram.length === 3 && gram.every((c) => word.test(c)) && !common.has(gram.join(''));
   };
   // The longest run of consecutive rare trigrams (each within a word): its characters are the probe.
   let best = { start: 0, grams: 0 };
