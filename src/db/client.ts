@@ -2,7 +2,7 @@
 import pg from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '../generated/prisma/client.js';
-import { contextualPool } from './organization-setting.js';
+import { contextualPool, UNNAMED_STATEMENTS } from './organization-setting.js';
 
 /** The unscoped Prisma client: installation-wide services only; tenant services get a `TenantDb` instead. */
 export type Db = PrismaClient;
@@ -24,6 +24,8 @@ export interface Database {
  * named ones bring is small here) and work through any pooler.
  */
 function sendUnnamed(client: pg.PoolClient): void {
+  // The workspace preface (organization-setting.ts) is written to the connection itself: it reads the mark there.
+  (client as unknown as { connection: Record<symbol, boolean> }).connection[UNNAMED_STATEMENTS] = true;
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
   (client as unknown as { query: (...args: unknown[]) => unknown }).query = (config: unknown, ...rest: unknown[]) => {
     // A query object (organization-setting.ts) keeps its class: only its name goes.

@@ -15,6 +15,15 @@ const SET_ORGANIZATION = `SELECT WHERE set_config('${ORGANIZATION_SETTING}', $1,
 export const setOrganizationStatement = (organizationId: string) =>
   `SELECT set_config('${ORGANIZATION_SETTING}', ${pg.escapeLiteral(organizationId)}, true)`;
 
+/**
+ * The name the preface is prepared under on a connection that keeps named statements: parsed and planned once per
+ * connection instead of with every statement. A connection through a transaction-mode pooler is marked
+ * UNNAMED_STATEMENTS (db/client.ts) and parses it each time, as every statement it sends.
+ */
+const PREFACE_NAME = 'crm_set_organization';
+/** Marks a connection (node-postgres' protocol connection) whose statements must all be unnamed. */
+export const UNNAMED_STATEMENTS = Symbol('unnamed statements only');
+
 /** Statements that open or end a transaction: a setting sent before them would die with the implicit one. */
 const TRANSACTION_CONTROL = /^\s*(BEGIN|START|COMMIT|END|ROLLBACK|ABORT|SAVEPOINT|RELEASE|PREPARE|SET\s+TRANSACTION)\b/i;
 
@@ -25,6 +34,8 @@ interface QueryInternals {
   handleCommandComplete(message: unknown, connection: unknown): void;
 }
 interface ProtocolConnection {
+  parsedStatements: Record<string, string>;
+  [UNNAMED_STATEMENTS]?: boolean;
   parse(message: { text: string; name: string; types: unknown[] }): void;
   bind(message: { portal: string; statement: string; values: unknown[] }): void;
   execute(message: { portal: string; rows: number }): void;
@@ -49,8 +60,12 @@ class OrganizationQuery extends pg.Query {
   }
 
   prepare(connection: ProtocolConnection): void {
-    connection.parse({ text: SET_ORGANIZATION, name: '', types: [] });
-    connection.bind({ portal: '', statement: '', values: [this.organizationId] });
+    const name = connection[UNNAMED_STATEMENTS] ? '' : PREFACE_NAME;
+    if (name === '' || connection.parsedStatements[name] !== SET_ORGANIZATION) {
+      connection.parse({ text: SET_ORGANIZATION, name, types: [] });
+      if (name !== '') connection.parsedStatements[name] = SET_ORGANIZATION;
+    }
+    connection.bind({ portal: '', statement: name, values: [this.organizationId] });
     connection.execute({ portal: '', rows: 0 });
     (pg.Query.prototype as unknown as QueryInternals).prepare.call(this, connection);
   }

@@ -8,6 +8,7 @@ import { isUuid } from '../lib/http-schemas.js';
 import { authenticateMember } from '../db/authentication.js';
 import { bindApiKeyTenant, bindTenant, type Tenant } from '../db/tenant.js';
 import { authenticateApiKey } from '../db/api-key-authentication.js';
+import { organizationPool } from '../db/organization-setting.js';
 import { hashApiKey, looksLikeApiKey } from '../lib/api-key-format.js';
 import { bearerCredential } from './auth.js';
 
@@ -39,7 +40,10 @@ export default fp(
       const { organization_id: organizationId } = request.params as { organization_id?: string };
       // A malformed id still authenticates first: an invalid token is a 401 whatever the path.
       const orgId = organizationId && isUuid(organizationId) ? organizationId.toLowerCase() : null;
-      const { user, membership, twoFactorEnabled } = await authenticateMember(app.pg, claims, orgId);
+      // On the serving role's pool, which the request's own statements use next: a tenant request holds connections
+      // of one pool, not one of each. Its membership row is the one the workspace's policy admits.
+      const pool = orgId ? organizationPool(app.serving.pool, orgId) : app.serving.pool;
+      const { user, membership, twoFactorEnabled } = await authenticateMember(pool, claims, orgId);
       request.currentUser = user;
       if (!membership) throw organizationNotFound();
       // The workspace's own rule, after membership so that non-members still learn nothing but 404.
