@@ -12,9 +12,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { startEmbeddedPostgres, type RunningPostgres } from '../src/db/embedded-postgres.js';
 import { applyMigrations } from '../src/db/migrate.js';
-import { hashPassword } from '../src/lib/passwords.js';
 import { projectRoot } from '../src/lib/project-root.js';
 import { freePort } from '../test/helpers/net.js';
+import { addBenchUser } from './bench-kit.js';
 import { percentileOf, wrk, type WrkResult } from './wrk.js';
 
 const EXPORT_ROWS = Number(process.env.BENCH_EXPORT_ROWS ?? 1_000_000);
@@ -66,16 +66,7 @@ async function seed(url: string): Promise<{ big: string; target: string }> {
     );
     for (const index of indexes) await client.query(index.definition);
     await client.query('VACUUM (ANALYZE) companies');
-    const { rows: users } = await client.query<{ id: string }>(
-      `INSERT INTO users (id, username, email, password_hash, updated_at)
-       VALUES (gen_random_uuid(), 'bench', 'bench@example.test', $1, now()) RETURNING id`,
-      [await hashPassword(PASSWORD)],
-    );
-    await client.query(
-      `INSERT INTO memberships (id, organization_id, user_id, role, updated_at)
-       SELECT gen_random_uuid(), id, $1, 'owner', now() FROM organizations`,
-      [users[0]!.id],
-    );
+    await addBenchUser(client);
     await client.query('CHECKPOINT');
     return { big, target };
   } finally {

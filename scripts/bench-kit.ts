@@ -152,22 +152,27 @@ export async function seed(url: string, companiesNeeded = true): Promise<Seeded>
     // VACUUM as well: after a million inserts autovacuum would otherwise process the table during the measurements.
     await client.query('VACUUM (ANALYZE)');
 
-    const { rows: users } = await client.query<{ id: string }>(
-      `INSERT INTO users (id, username, email, password_hash, updated_at)
-       VALUES (gen_random_uuid(), 'bench', 'bench@example.test', $1, now()) RETURNING id`,
-      [await hashPassword(PASSWORD)],
-    );
-    await client.query(
-      `INSERT INTO memberships (id, organization_id, user_id, role, updated_at)
-       SELECT gen_random_uuid(), id, $1, 'owner', now() FROM organizations`,
-      [users[0]!.id],
-    );
+    await addBenchUser(client);
     // The seeding and the VACUUM leave the buffers dirty: write them out now rather than during the measurements.
     await client.query('CHECKPOINT');
     return { organizationId: big, seconds: (Date.now() - started) / 1000 };
   } finally {
     await client.end();
   }
+}
+
+/** The user the benches sign in as (`signIn`): an owner of every workspace of the database. */
+export async function addBenchUser(client: pg.Client): Promise<void> {
+  const { rows: users } = await client.query<{ id: string }>(
+    `INSERT INTO users (id, username, email, password_hash, updated_at)
+     VALUES (gen_random_uuid(), 'bench', 'bench@example.test', $1, now()) RETURNING id`,
+    [await hashPassword(PASSWORD)],
+  );
+  await client.query(
+    `INSERT INTO memberships (id, organization_id, user_id, role, updated_at)
+     SELECT gen_random_uuid(), id, $1, 'owner', now() FROM organizations`,
+    [users[0]!.id],
+  );
 }
 
 /** The positions (as list cursors) of the big workspace's companies at these ranks, newest first (1 = newest). */
