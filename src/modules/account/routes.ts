@@ -121,7 +121,7 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (scope) => {
         description:
           'Records that the caller accepted privacy policy `version` (and when): 400 unless it is the current version ' +
           '(PRIVACY_POLICY_VERSION). Answers `me`, whose `privacy_policy_acceptance_required` is then false.',
-        params: Ref(PrivacyPolicyParamsSchema),
+        params: PrivacyPolicyParamsSchema,
         response: responses({ 200: Ref(MeSchema) }, 400, 401),
       },
     },

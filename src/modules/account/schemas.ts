@@ -74,10 +74,10 @@ export const SettingsPatchSchema = Type.Partial(
 );
 export type SettingsPatch = Static<typeof SettingsPatchSchema>;
 
-export const PrivacyPolicyParamsSchema = Type.Object(
-  { version: Type.String({ minLength: 1, maxLength: 64, description: 'The privacy policy version accepted.' }) },
-  named('PrivacyPolicyParams'),
-);
+/** Path parameters are inlined into each operation (a named component of them would be unused). */
+export const PrivacyPolicyParamsSchema = Type.Object({
+  version: Type.String({ minLength: 1, maxLength: 64, description: 'The privacy policy version accepted.' }),
+});
 
 const ExportProfileSchema = Type.Object(
   {
@@ -143,7 +143,6 @@ export const PasswordResetParamsSchema = Type.Object({
 /** The named components of this module, for app.addSchema (src/http/components.ts). */
 export const ACCOUNT_SCHEMAS = [
   MeSchema,
-  PrivacyPolicyParamsSchema,
   ProfileSchema,
   SettingsSchema,
   ProfilePatchSchema,
