@@ -59,6 +59,8 @@ export interface RecordType<Row = unknown, Dto extends Record<string, unknown> =
   timeline?: TimelineColumn;
   /** The CSV export's columns, in order (its endpoint exists when given). */
   exportFields?: readonly string[];
+  /** False for a type without `archived_at` (a note): no archive and restore endpoints. Default true. */
+  archivable?: boolean;
   /** Whether `updated_since` syncs the list (the table keeps `changed_xid` and tombstones in `crm_deletions`). */
   sync: boolean;
   /**

@@ -112,10 +112,8 @@ export function registerRecordRoutes<Row, Dto extends Versioned & Record<string,
     },
   );
 
-  for (const [action, change] of [
-    ['archive', 'Archive'],
-    ['restore', 'Restore'],
-  ] as const) {
+  const archiving = type.archivable === false ? [] : ([['archive', 'Archive'], ['restore', 'Restore']] as const);
+  for (const [action, change] of archiving) {
     app.post(
       `${item}${action}/`,
       {
@@ -147,7 +145,7 @@ export function registerRecordRoutes<Row, Dto extends Versioned & Record<string,
           description:
             'Entries `created`, `updated` (the names of the changed fields, never their values), `assigned`, `archived`, ' +
             '`restored`, and the deals and tasks attached to the record or moved away from it (`deal_attached`, ' +
-            '`deal_detached`, `task_attached`, `task_detached`), each with its actor and time, written in the same ' +
+            '`deal_detached`, `task_attached`, `task_detached`), the notes written on it (`note_added`), each with its actor and time, written in the same ' +
             'transaction as the change. Pages follow the `Link: rel="next"` header.',
           params: schemas.params,
           querystring: ActivityQuerySchema,
