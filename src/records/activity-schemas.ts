@@ -35,7 +35,7 @@ export const ActivityKindSchema = StringEnum(ACTIVITY_KINDS, {
     'assignee, null when unassigned); `archived`; `restored`; `deal_attached` / `task_attached` (a deal or task was ' +
     'created for this company or contact, or moved to it; `subject_id`: the deal or task) and `deal_detached` / ' +
     '`task_detached` (it was moved away from it, or its contact cleared); `note_added` (a note was written on the record, ' +
-    'or the record added to a note\'s targets; `subject_id`: the note).',
+    "or the record added to a note's targets; `subject_id`: the note).",
 });
 
 export const ActivityActorTypeSchema = StringEnum(['user', 'api_key'], {

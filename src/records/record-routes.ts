@@ -19,6 +19,7 @@ import { pageOf, pageResponse } from '../lib/pagination.js';
 import { ActivityQuerySchema, ActivitySchema } from './activity-schemas.js';
 import { activityPage } from './activity-service.js';
 import { routesOf, type RecordOperation, type RecordType } from './definition.js';
+import { registerBatchRoute } from './batch-routes.js';
 import { registerListRoutes } from './list-routes.js';
 import type { RecordService } from './record-service.js';
 import { scopeOf } from './scope.js';
@@ -112,7 +113,13 @@ export function registerRecordRoutes<Row, Dto extends Versioned & Record<string,
     },
   );
 
-  const archiving = type.archivable === false ? [] : ([['archive', 'Archive'], ['restore', 'Restore']] as const);
+  const archiving =
+    type.archivable === false
+      ? []
+      : ([
+          ['archive', 'Archive'],
+          ['restore', 'Restore'],
+        ] as const);
   for (const [action, change] of archiving) {
     app.post(
       `${item}${action}/`,
@@ -164,6 +171,8 @@ export function registerRecordRoutes<Row, Dto extends Versioned & Record<string,
       },
     );
   }
+
+  registerBatchRoute(app, type, service);
 
   app.delete(
     item,

@@ -63,8 +63,14 @@ t.test('a note is created on several records, read back, and its targets keep th
     note,
     'the list reads the same note, targets included',
   );
-  t.ok((await timeline(`companies/${acme.id}/`)).some((e) => e.kind === 'note_added' && e.subject_id === note.id), 'company timeline');
-  t.ok((await timeline(`contacts/${ada.id}/`)).some((e) => e.kind === 'note_added' && e.subject_id === note.id), 'contact timeline');
+  t.ok(
+    (await timeline(`companies/${acme.id}/`)).some((e) => e.kind === 'note_added' && e.subject_id === note.id),
+    'company timeline',
+  );
+  t.ok(
+    (await timeline(`contacts/${ada.id}/`)).some((e) => e.kind === 'note_added' && e.subject_id === note.id),
+    'contact timeline',
+  );
   const runs = await runsOf();
   t.equal(runs.length, runsBefore + 1, 'one note.created run');
   t.match(runs.at(-1)?.payload, { event: 'note.created', data: { id: note.id, targets: note.targets } });
@@ -83,7 +89,10 @@ t.test('bad bodies and targets answer 400 and write nothing', async (t) => {
   for (const [payload, field] of cases) {
     const res = await a.call(memberA, 'POST', 'notes/', payload);
     t.equal(res.statusCode, 400, field);
-    t.ok(Object.keys(json(res).errors ?? {}).some((key) => key.startsWith(field)), `${field}: ${res.body.slice(0, 200)}`);
+    t.ok(
+      Object.keys(json(res).errors ?? {}).some((key) => key.startsWith(field)),
+      `${field}: ${res.body.slice(0, 200)}`,
+    );
   }
   const max = await a.call(memberA, 'POST', 'notes/', { body: 'y'.repeat(65536), targets: [{ type: 'company', id: acme.id }] });
   t.equal(max.statusCode, 201, '65,536 characters are fine');
@@ -117,7 +126,10 @@ t.test('only the author, an owner or an admin changes or deletes a note; If-Matc
   t.equal(patched.statusCode, 200, patched.body);
   t.match(json(patched), { body: 'Mine, edited', targets: [{ type: 'deal' }, { type: 'company' }] });
   t.ok(json(patched).updated_at > note.updated_at, 'a new version');
-  t.ok((await timeline(`companies/${acme.id}/`)).some((e) => e.kind === 'note_added' && e.subject_id === note.id), 'added target');
+  t.ok(
+    (await timeline(`companies/${acme.id}/`)).some((e) => e.kind === 'note_added' && e.subject_id === note.id),
+    'added target',
+  );
   const stale = await app.inject({
     method: 'PATCH',
     url: `/api/v1/organizations/${a.id}/notes/${note.id}/`,
@@ -134,7 +146,9 @@ t.test('only the author, an owner or an admin changes or deletes a note; If-Matc
   t.equal(byAdmin.statusCode, 200, byAdmin.body);
   t.equal((await a.call(admin, 'DELETE', `notes/${note.id}/`)).statusCode, 204);
   t.equal((await a.call(memberA, 'GET', `notes/${note.id}/`)).statusCode, 404);
-  const deletions = json<Array<{ record_type: string; id: string }>>(await a.call(viewerA, 'GET', `deletions/?record_type=note&since=${encodeURIComponent(note.created_at)}`));
+  const deletions = json<Array<{ record_type: string; id: string }>>(
+    await a.call(viewerA, 'GET', `deletions/?record_type=note&since=${encodeURIComponent(note.created_at)}`),
+  );
   t.ok(
     deletions.some((d) => d.id === note.id),
     'a tombstone for the sync',

@@ -4,7 +4,16 @@ import type { Prisma } from '../../generated/prisma/client.js';
 import { pageTable } from '../../db/page-table.js';
 import { notFound } from '../../lib/problem.js';
 import type { RecordType } from '../../records/definition.js';
-import { NoteCreateSchema, NoteListQuerySchema, NoteParamsSchema, NoteSchema, NoteUpdateSchema, type NoteDto, type NoteListQuery } from './schemas.js';
+import {
+  NoteCreateSchema,
+  NoteListQuerySchema,
+  NoteParamsSchema,
+  NoteSchema,
+  NoteUpdateSchema,
+  type NoteDto,
+  type NoteListQuery,
+  NoteBatchSchemas,
+} from './schemas.js';
 
 /** A note with its targets in their order: what `find` reads and `toNoteDto` shapes. */
 export const noteInclude = { targets: { orderBy: { position: 'asc' } } } satisfies Prisma.NoteInclude;
@@ -23,11 +32,17 @@ export function toNoteDto(note: NoteRow): NoteDto {
 }
 
 /** The list reads the API fields straight from SQL, the targets as one JSON array per note (in their order). */
-export const notePage = pageTable<NoteDto>('notes', ['id', 'body', 'created_by', 'created_by_name'], [], {}, {
-  targets:
-    "(SELECT coalesce(jsonb_agg(jsonb_build_object('type', nt.target_type, 'id', nt.target_id) ORDER BY nt.position), '[]'::jsonb) " +
-    'FROM note_targets nt WHERE nt.organization_id = notes.organization_id AND nt.note_id = notes.id)',
-});
+export const notePage = pageTable<NoteDto>(
+  'notes',
+  ['id', 'body', 'created_by', 'created_by_name'],
+  [],
+  {},
+  {
+    targets:
+      "(SELECT coalesce(jsonb_agg(jsonb_build_object('type', nt.target_type, 'id', nt.target_id) ORDER BY nt.position), '[]'::jsonb) " +
+      'FROM note_targets nt WHERE nt.organization_id = notes.organization_id AND nt.note_id = notes.id)',
+  },
+);
 
 export const noteNotFound = () => notFound('Note not found.', 'note_not_found');
 
@@ -39,6 +54,7 @@ export const noteRecord: RecordType<NoteRow, NoteDto, NoteListQuery> = {
     update: NoteUpdateSchema,
     listQuery: NoteListQuerySchema,
     params: NoteParamsSchema,
+    batch: NoteBatchSchemas,
   },
   table: notePage,
   find: (db, id) => db.note.findFirst({ where: { id }, include: noteInclude }),

@@ -1,4 +1,5 @@
 // Request and response schemas of the note endpoints: a note's Markdown body and the records it is on.
+import { batchComponents, recordBatchSchemas } from '../../records/batch-schemas.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { named, Nullable, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
@@ -91,5 +92,16 @@ export type NoteListQuery = Static<typeof NoteListQuerySchema>;
 
 export const NoteParamsSchema = RecordParamsSchema('note_id', 'Note');
 
+/** The batch endpoint's request and answer (`POST …/notes/batch/`). */
+export const NoteBatchSchemas = recordBatchSchemas('Note', NoteSchema, ['create', 'update', 'delete']);
+
 /** The named components of this module, for app.addSchema (src/http/components.ts). */
-export const NOTE_SCHEMAS = [NoteTargetTypeSchema, NoteTargetSchema, NoteSortSchema, NoteSchema, NoteCreateSchema, NoteUpdateSchema];
+export const NOTE_SCHEMAS = [
+  NoteTargetTypeSchema,
+  NoteTargetSchema,
+  NoteSortSchema,
+  NoteSchema,
+  NoteCreateSchema,
+  NoteUpdateSchema,
+  ...batchComponents(NoteBatchSchemas),
+];

@@ -54,14 +54,27 @@ async function writeTargets(tx: TenantTx, scope: CrmScope, noteId: string, targe
   await checkTargets(tx, organizationId, targets);
   if (before.length > 0) await tx.noteTarget.deleteMany({ where: { noteId } });
   await tx.noteTarget.createMany({
-    data: targets.map((target, position) => ({ organizationId, noteId, targetType: target.type, targetId: target.id.toLowerCase(), position })),
+    data: targets.map((target, position) => ({
+      organizationId,
+      noteId,
+      targetType: target.type,
+      targetId: target.id.toLowerCase(),
+      position,
+    })),
   });
   const had = new Set(before.map((target) => `${target.type}:${target.id}`));
   const entries = targets.flatMap((target) => {
     const timeline = TARGET_TABLES[target.type].timeline;
     if (!timeline || had.has(`${target.type}:${target.id.toLowerCase()}`)) return [];
     return [
-      { [timeline]: target.id.toLowerCase(), kind: 'note_added', subjectId: noteId, actorType: actor.type, actorId: actor.id, actorName: actor.name },
+      {
+        [timeline]: target.id.toLowerCase(),
+        kind: 'note_added',
+        subjectId: noteId,
+        actorType: actor.type,
+        actorId: actor.id,
+        actorName: actor.name,
+      },
     ];
   });
   if (entries.length > 0) await tx.crmActivity.createMany({ data: entries.map((entry) => ({ ...entry, organizationId })) });
