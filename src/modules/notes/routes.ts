@@ -35,8 +35,7 @@ export const tenantRoutes: FastifyPluginAsync = async (app) => {
           tags: [tag, 'notes'],
           operationId: `list${type.names.one}Notes`,
           summary: `The notes on a ${one}, newest first (VIEW_CRM).`,
-          description:
-            `Every note that has this ${one} among its targets, newest first, as one list (not paged). An unknown ${one} ` + 'answers 404.',
+          description: `Every note that has this ${one} among its targets, newest first, as one list (not paged). An unknown ${one} answers 404.`,
           params: type.schemas.params,
           response: responses({ 200: Type.Array(Ref(NoteSchema), { description: `The ${one}'s notes, newest first.` }) }, 401, 403, 404),
         },
