@@ -81,7 +81,7 @@ export function composeServices({ db, pool, serving, jwt, config }: ServiceInfra
       pool,
       serving,
       config,
-      crm: { companies: companyService, contacts: contactService, automations, deals: dealService, tasks: taskService },
+      crm: { companies: companyService, contacts: contactService, automations, deals: dealService, tasks: taskService, notes: noteService },
     }),
     // The operators' console: its reads and sign-in, beside the API services above that its actions reuse.
     console: createConsoleService({ db, pool, session: config.adminSession, apiKeys, invitations }),

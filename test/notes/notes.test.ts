@@ -188,6 +188,7 @@ t.test('a deleted record leaves its notes; a note whose last target is deleted i
   t.equal((await a.call(memberA, 'DELETE', `companies/${co.id}/`)).statusCode, 204);
   const kept = json(await a.call(viewerA, 'GET', `notes/${shared.id}/`));
   t.same(kept.targets, [{ type: 'contact', id: contact.id }], 'the company left the targets');
+  t.ok(kept.updated_at > shared.updated_at, 'a new version: its ETag changes and the sync hands it out again');
   t.equal((await a.call(viewerA, 'GET', `notes/${only.id}/`)).statusCode, 404, 'a note without targets is gone');
   t.equal((await a.call(memberA, 'DELETE', `contacts/${contact.id}/`)).statusCode, 204);
   t.equal((await a.call(viewerA, 'GET', `notes/${shared.id}/`)).statusCode, 404);

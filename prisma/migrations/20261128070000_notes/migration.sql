@@ -60,8 +60,8 @@ CREATE TRIGGER notes_deleted AFTER DELETE ON "notes" FOR EACH ROW EXECUTE FUNCTI
 CREATE TRIGGER notes_deletions_purge AFTER DELETE ON "notes" FOR EACH STATEMENT EXECUTE FUNCTION crm_deletions_purge();
 
 -- A deleted record leaves the notes it was a target of (a company's cascaded contacts, deals and tasks too); a note
--- left without any target is deleted with it (docs/notes-and-batches.md). Two statements: the second must see the
--- first one's deletions, which a single statement's snapshot would not.
+-- left without any target is deleted with it (docs/notes-and-batches.md), one that keeps others gets a new version.
+-- Separate statements: each must see the one before's deletions, which a single statement's snapshot would not.
 CREATE FUNCTION "note_targets_of_deleted"() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   touched uuid[];
@@ -75,6 +75,8 @@ BEGIN
   IF touched IS NOT NULL THEN
     DELETE FROM "notes" n WHERE n."id" = ANY(touched)
       AND NOT EXISTS (SELECT 1 FROM "note_targets" o WHERE o."note_id" = n."id");
+    -- A note that keeps other targets changed: a new version (its ETag), and the sync hands it out again.
+    UPDATE "notes" SET "updated_at" = greatest(now(), "updated_at" + interval '1 millisecond') WHERE "id" = ANY(touched);
   END IF;
   RETURN NULL;
 END $$;
