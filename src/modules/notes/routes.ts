@@ -14,12 +14,15 @@ import { taskRecord } from '../tasks/record.js';
 import { noteRecord } from './record.js';
 import { NoteSchema, type NoteTargetType } from './schemas.js';
 
+/** What a record's notes list needs of the record type: its names, path parameters and one-record read. */
+type TargetRecord = Pick<RecordType<unknown>, 'names' | 'schemas' | 'find' | 'notFound'>;
+
 /** The record types a note can be on, by their target type. */
-const TARGETS: ReadonlyArray<[NoteTargetType, RecordType<unknown, Record<string, unknown>, never>]> = [
-  ['company', companyRecord as unknown as RecordType<unknown, Record<string, unknown>, never>],
-  ['contact', contactRecord as unknown as RecordType<unknown, Record<string, unknown>, never>],
-  ['deal', dealRecord as unknown as RecordType<unknown, Record<string, unknown>, never>],
-  ['task', taskRecord as unknown as RecordType<unknown, Record<string, unknown>, never>],
+const TARGETS: ReadonlyArray<[NoteTargetType, TargetRecord]> = [
+  ['company', companyRecord],
+  ['contact', contactRecord],
+  ['deal', dealRecord],
+  ['task', taskRecord],
 ];
 
 export const tenantRoutes: FastifyPluginAsync = async (app) => {
