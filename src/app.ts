@@ -34,6 +34,7 @@ import * as companies from './modules/companies/routes.js';
 import * as contacts from './modules/contacts/routes.js';
 import * as deals from './modules/deals/routes.js';
 import * as tasks from './modules/tasks/routes.js';
+import * as notes from './modules/notes/routes.js';
 import * as automations from './modules/automations/routes.js';
 import * as imports from './modules/imports/routes.js';
 import * as deletions from './modules/deletions/routes.js';
@@ -199,6 +200,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
           contacts.tenantRoutes,
           deals.tenantRoutes,
           tasks.tenantRoutes,
+          notes.tenantRoutes,
           automations.tenantRoutes,
           imports.tenantRoutes,
           deletions.tenantRoutes,

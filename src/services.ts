@@ -17,6 +17,7 @@ import { companyService } from './modules/companies/service.js';
 import { contactService } from './modules/contacts/service.js';
 import { dealService } from './modules/deals/service.js';
 import { taskService } from './modules/tasks/service.js';
+import { noteService } from './modules/notes/service.js';
 import { createImportService } from './modules/imports/service.js';
 import { createDeletionService } from './modules/deletions/service.js';
 import { createAutomationService } from './modules/automations/service.js';
@@ -70,6 +71,7 @@ export function composeServices({ db, pool, serving, jwt, config }: ServiceInfra
     contacts: contactService,
     deals: dealService,
     tasks: taskService,
+    notes: noteService,
     automations,
     imports: createImportService(),
     deletions: createDeletionService(),
@@ -79,7 +81,7 @@ export function composeServices({ db, pool, serving, jwt, config }: ServiceInfra
       pool,
       serving,
       config,
-      crm: { companies: companyService, contacts: contactService, automations, deals: dealService, tasks: taskService },
+      crm: { companies: companyService, contacts: contactService, automations, deals: dealService, tasks: taskService, notes: noteService },
     }),
     // The operators' console: its reads and sign-in, beside the API services above that its actions reuse.
     console: createConsoleService({ db, pool, session: config.adminSession, apiKeys, invitations }),

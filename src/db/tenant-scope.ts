@@ -22,6 +22,8 @@ const TENANT_MODELS: ReadonlySet<string> = new Set([
   'Deal',
   'DealPipelineTotal',
   'Task',
+  'Note',
+  'NoteTarget',
 ]);
 const ORGANIZATION = 'Organization';
 

@@ -12,6 +12,7 @@ import { CONTACT_SCHEMAS } from '../modules/contacts/schemas.js';
 import { CRM_ACTIVITY_SCHEMAS } from '../records/activity-schemas.js';
 import { DEAL_SCHEMAS } from '../modules/deals/schemas.js';
 import { TASK_SCHEMAS } from '../modules/tasks/schemas.js';
+import { NOTE_SCHEMAS } from '../modules/notes/schemas.js';
 import { ListSortSchema } from '../records/record-schemas.js';
 import { DELETION_SCHEMAS } from '../modules/deletions/schemas.js';
 import { SmtpAccountInputSchema } from '../email/smtp-account-input.js';
@@ -53,6 +54,7 @@ export const COMPONENT_SCHEMAS: readonly TSchema[] = [
   ...CONTACT_SCHEMAS,
   ...DEAL_SCHEMAS,
   ...TASK_SCHEMAS,
+  ...NOTE_SCHEMAS,
   ...DELETION_SCHEMAS,
   ...AUTOMATION_SCHEMAS,
   ...IMPORT_SCHEMAS,

@@ -1,5 +1,5 @@
 // The API's authentication contexts: where a route is registered decides who may call it, and what its OpenAPI operation says.
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, FastifySchema, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, FastifySchema, preHandlerAsyncHookHandler, RouteOptions } from 'fastify';
 import { assertInstallationAdmin } from '../lib/current-user.js';
 import { BUDGET_HEADERS, problemResponse } from '../lib/http-schemas.js';
 import { requireUser } from './request.js';
@@ -18,6 +18,8 @@ declare module 'fastify' {
     authContext?: AuthContext;
     /** Public routes only: authenticate the caller when an Authorization header is sent (invitation accept). */
     identifyUser?: boolean;
+    /** Tenant routes only: how many requests this one counts as in the request budgets (a batch: its operations). */
+    budgetWeight?: (request: FastifyRequest) => number;
   }
 }
 
@@ -71,6 +73,11 @@ function addResponses(route: RouteOptions, refusals: Record<number, string>): vo
 function appendOnRequest(route: RouteOptions, hook: (request: FastifyRequest) => Promise<void>): void {
   const own = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
   route.onRequest = [...own, hook] as RouteOptions['onRequest'];
+}
+
+function appendPreHandler(route: RouteOptions, hook: preHandlerAsyncHookHandler): void {
+  const own = route.preHandler === undefined ? [] : Array.isArray(route.preHandler) ? route.preHandler : [route.preHandler];
+  route.preHandler = [...own, hook] as RouteOptions['preHandler'];
 }
 
 /** Marks every route registered below with its context (and what it means for the OpenAPI document). */
@@ -143,6 +150,8 @@ export function tenantContext(routes: FastifyPluginAsync[]): FastifyPluginAsync 
       // The route's own hook, bound to its capability now (route hooks run after the context's resolveTenant),
       // rather than a context hook reading the route's options on every request.
       if (access !== 'member') appendOnRequest(route, scope.capabilityCheck(access));
+      const weight = route.config?.budgetWeight;
+      if (weight) appendPreHandler(route, chargeRest(weight));
     });
     // After authentication: only a workspace's members and keys can spend its budget.
     const { workspace, apiKey } = scope.config.requestBudgets;
@@ -158,6 +167,15 @@ export function tenantContext(routes: FastifyPluginAsync[]): FastifyPluginAsync 
       ],
       { scope: workspaceInPath, caller: (request) => credentialIdentity(scope, request) },
     );
+    /**
+     * A request that counts as several (its body read, hence a preHandler) is charged the rest after onRequest charged
+     * one: every charge counts even when a budget runs out midway, as a refused request counts.
+     */
+    const chargeRest =
+      (weight: (request: FastifyRequest) => number): preHandlerAsyncHookHandler =>
+      async (request, reply) => {
+        for (let charged = 1; charged < weight(request); charged += 1) await budgets.charge.call(scope, request, reply);
+      };
     // Before authentication, a caller refused here a moment ago is refused again without touching the database.
     scope.addHook('onRequest', budgets.early);
     scope.addHook('onRequest', scope.resolveTenant);

@@ -9,4 +9,5 @@ export type CrmEventName =
   | 'contact.deleted'
   | 'import.finished'
   | 'deal.stage_changed'
-  | 'task.completed';
+  | 'task.completed'
+  | 'note.created';

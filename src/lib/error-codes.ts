@@ -59,6 +59,8 @@ export const ERROR_CODES = {
   contact_not_found: 'No such contact in this workspace.',
   deal_not_found: 'No such deal in this workspace.',
   task_not_found: 'No such task in this workspace.',
+  note_not_found: 'No such note in this workspace.',
+  note_author_only: 'Only the author of a note, or an owner or admin, may change or delete it.',
   automation_not_found: 'No such automation in this workspace.',
   automation_not_webhook: 'Only webhook rules have a signing secret.',
   automation_changed: 'The rule changed while this request was handled; read it again and retry.',

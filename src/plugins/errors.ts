@@ -10,7 +10,7 @@ import { fieldErrors, type AjvIssue } from '../lib/field-errors.js';
 
 const PROBLEM_TYPE_BASE = 'https://docs.example/errors/';
 
-interface ProblemBody {
+export interface ProblemBody {
   type: string;
   title: string;
   status: number;
@@ -104,6 +104,12 @@ export function sendProblem(reply: FastifyReply, body: ProblemBody, headers?: Re
  * Renders any error as problem+json. The app's error handler, and Fastify's `frameworkErrors` option (the router's
  * own refusals: a malformed URL, an over-long path parameter, which never reach the error handler), both use it.
  */
+/** The problem body a ProblemError answers, as the error handler writes it: a batch operation's `error`. */
+export function problemBodyOf(error: ProblemError, request: FastifyRequest): ProblemBody {
+  const { body } = toProblem(error, request);
+  return { ...body, instance: requestInstance(request) };
+}
+
 export function renderError(error: unknown, request: FastifyRequest, reply: FastifyReply) {
   const { body, headers } = toProblem(error, request);
   body.instance = requestInstance(request);

@@ -25,6 +25,7 @@ export const ACTIVITY_KINDS = [
   'deal_detached',
   'task_attached',
   'task_detached',
+  'note_added',
 ] as const;
 
 export const ActivityKindSchema = StringEnum(ACTIVITY_KINDS, {
@@ -33,7 +34,8 @@ export const ActivityKindSchema = StringEnum(ACTIVITY_KINDS, {
     '`created`; `updated` (`fields` names the changed fields, never their values); `assigned` (`subject_id`: the new ' +
     'assignee, null when unassigned); `archived`; `restored`; `deal_attached` / `task_attached` (a deal or task was ' +
     'created for this company or contact, or moved to it; `subject_id`: the deal or task) and `deal_detached` / ' +
-    '`task_detached` (it was moved away from it, or its contact cleared).',
+    '`task_detached` (it was moved away from it, or its contact cleared); `note_added` (a note was written on the record, ' +
+    "or the record added to a note's targets; `subject_id`: the note).",
 });
 
 export const ActivityActorTypeSchema = StringEnum(['user', 'api_key'], {

@@ -8,6 +8,7 @@ import type { ActivityActor, ColumnValues, Numbering } from '../db/tenant-writes
 import type { CrmEventName } from '../lib/crm-events.js';
 import type { ListOrder } from '../lib/pagination.js';
 import type { ProblemError } from '../lib/problem.js';
+import type { RecordBatchSchemas } from './batch-schemas.js';
 
 /** The kernel's operations, whose generated summary a definition may replace (`summaries`). */
 export type RecordOperation = 'list' | 'create' | 'get' | 'update' | 'delete' | 'archive' | 'restore';
@@ -25,6 +26,8 @@ export interface RecordSchemas {
   listQuery: TObject;
   /** The organization and the record id (`idParam`). */
   params: TObject;
+  /** The batch endpoint's operations and results (`recordBatchSchemas`). */
+  batch: RecordBatchSchemas;
 }
 
 /** What a list, its export and its sync select: everything of a page request but the page itself. */
@@ -59,6 +62,8 @@ export interface RecordType<Row = unknown, Dto extends Record<string, unknown> =
   timeline?: TimelineColumn;
   /** The CSV export's columns, in order (its endpoint exists when given). */
   exportFields?: readonly string[];
+  /** False for a type without `archived_at` (a note): no archive and restore endpoints. Default true. */
+  archivable?: boolean;
   /** Whether `updated_since` syncs the list (the table keeps `changed_xid` and tombstones in `crm_deletions`). */
   sync: boolean;
   /**

@@ -19,6 +19,7 @@ import { pageOf, pageResponse } from '../lib/pagination.js';
 import { ActivityQuerySchema, ActivitySchema } from './activity-schemas.js';
 import { activityPage } from './activity-service.js';
 import { routesOf, type RecordOperation, type RecordType } from './definition.js';
+import { registerBatchRoute } from './batch-routes.js';
 import { registerListRoutes } from './list-routes.js';
 import type { RecordService } from './record-service.js';
 import { scopeOf } from './scope.js';
@@ -112,10 +113,14 @@ export function registerRecordRoutes<Row, Dto extends Versioned & Record<string,
     },
   );
 
-  for (const [action, change] of [
-    ['archive', 'Archive'],
-    ['restore', 'Restore'],
-  ] as const) {
+  const archiving =
+    type.archivable === false
+      ? []
+      : ([
+          ['archive', 'Archive'],
+          ['restore', 'Restore'],
+        ] as const);
+  for (const [action, change] of archiving) {
     app.post(
       `${item}${action}/`,
       {
@@ -147,7 +152,7 @@ export function registerRecordRoutes<Row, Dto extends Versioned & Record<string,
           description:
             'Entries `created`, `updated` (the names of the changed fields, never their values), `assigned`, `archived`, ' +
             '`restored`, and the deals and tasks attached to the record or moved away from it (`deal_attached`, ' +
-            '`deal_detached`, `task_attached`, `task_detached`), each with its actor and time, written in the same ' +
+            '`deal_detached`, `task_attached`, `task_detached`), the notes written on it (`note_added`), each with its actor and time, written in the same ' +
             'transaction as the change. Pages follow the `Link: rel="next"` header.',
           params: schemas.params,
           querystring: ActivityQuerySchema,
@@ -166,6 +171,8 @@ export function registerRecordRoutes<Row, Dto extends Versioned & Record<string,
       },
     );
   }
+
+  registerBatchRoute(app, type, service);
 
   app.delete(
     item,

@@ -4,6 +4,7 @@
 // board, a task's completion) replaces the writes it needs to.
 import type { Readable } from 'node:stream';
 import type { TenantDb } from '../db/tenant-scope.js';
+import type { MembershipRole } from '../generated/prisma/enums.js';
 import type { TenantPages } from '../db/tenant-pages.js';
 import type { ActivityActor, ColumnValues, TenantWrites } from '../db/tenant-writes.js';
 import { isUuid } from '../lib/http-schemas.js';
@@ -18,6 +19,8 @@ export interface CrmScope {
   organizationId: string;
   writes: TenantWrites;
   actor: ActivityActor;
+  /** The acting member's role (rules such as a note's author rule); null or absent for a workspace API key. */
+  role?: MembershipRole | null;
 }
 
 /** The versions an If-Match names, or `*` (any version). */

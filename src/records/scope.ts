@@ -14,5 +14,6 @@ export function actorOf(request: FastifyRequest): CrmScope['actor'] {
 /** The CRM scope (tenant-bound client, writer and organization id) of a route in the tenant context. */
 export function scopeOf(request: FastifyRequest): CrmScope {
   const tenant = requireTenant(request);
-  return { db: tenant.db, organizationId: tenant.organization.id, writes: tenant.writes, actor: actorOf(request) };
+  const role = request.apiKey ? null : tenant.role;
+  return { db: tenant.db, organizationId: tenant.organization.id, writes: tenant.writes, actor: actorOf(request), role };
 }

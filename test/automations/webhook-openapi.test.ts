@@ -79,6 +79,7 @@ t.test('a real delivery of each event verifies (standardwebhooks) and validates 
   const deal = await call('POST', '/deals/', { title: 'Renewal', company_id: company.id });
   await call('POST', `/deals/${deal.id}/move/`, { stage: 'qualified', position: 0 });
   await call('POST', '/tasks/', { title: 'Call', company_id: company.id, workflow_status: 'completed' });
+  await call('POST', '/notes/', { body: 'Called Peter', targets: [{ type: 'contact', id: contact.id }] });
   const { payload, contentType } = multipartForm({ kind: 'companies', file: 'name\nImported Co\n' });
   const imported = await app.inject({
     method: 'POST',

@@ -294,6 +294,7 @@ t.test("the data export: installation records and my workspaces' CRM data, witho
   t.equal((await crm(`companies/${archived.id}/archive/`)).statusCode, 200);
   t.equal((await crm('deals/', { title: 'Export deal', company_id: initech.id, value: '10.00' })).statusCode, 201);
   t.equal((await crm('tasks/', { title: 'Export task', company_id: initech.id })).statusCode, 201);
+  t.equal((await crm('notes/', { body: 'Export note', targets: [{ type: 'company', id: initech.id }] })).statusCode, 201);
   const secret = await app.db.company.findFirstOrThrow({ where: { organizationId: other.id } });
   await app.db.deal.create({ data: { organizationId: other.id, companyId: secret.id, title: 'Secret deal', position: 0 } });
   await app.db.task.create({ data: { organizationId: other.id, companyId: secret.id, title: 'Secret task' } });
@@ -335,6 +336,7 @@ t.test("the data export: installation records and my workspaces' CRM data, witho
   t.equal(of('deal').length, 1, "not the other workspace's deal");
   t.match(of('task'), [{ title: 'Export task', company_id: initech.id, workspace_id: organizationId, effective_status: 'open' }]);
   t.equal(of('task').length, 1, "not the other workspace's task");
+  t.match(of('note'), [{ body: 'Export note', targets: [{ type: 'company', id: initech.id }], workspace_id: organizationId }]);
   t.notOk(res.body.includes('Secret'), 'nothing of the other workspace');
   t.equal(of('automation').length, 1);
   const settings = of('installation_settings')[0] as { fallback_smtp: Record<string, unknown> };

@@ -41,6 +41,7 @@ async function scenery(org: string, headers: Record<string, string>) {
   const contact = (await created(crm(org, 'contacts/'), headers, { company_id: company, first_name: 'Ada', last_name: 'Seed' })).id;
   const deal = (await created(crm(org, 'deals/'), headers, { company_id: company, title: 'Seed deal' })).id;
   const task = (await created(crm(org, 'tasks/'), headers, { company_id: company, title: 'Call back' })).id;
+  const note = (await created(crm(org, 'notes/'), headers, { body: 'Seed note', targets: [{ type: 'company', id: company }] })).id;
   const automation = (
     await created(crm(org, 'automations/'), headers, {
       name: 'Seed rule',
@@ -49,7 +50,7 @@ async function scenery(org: string, headers: Record<string, string>) {
       action_config: { url: 'https://example.com/hook' },
     })
   ).id;
-  return { company, contact, deal, task, automation };
+  return { company, contact, deal, task, note, automation };
 }
 const a = await scenery(orgA, admin.headers);
 const b = await scenery(orgB, outsider.headers);
@@ -95,6 +96,7 @@ const pathValues = (own: boolean): Record<string, string> => {
     contact_id: records.contact,
     deal_id: records.deal,
     task_id: records.task,
+    note_id: records.note,
     automation_id: records.automation,
     membership_id: NONE,
     invitation_id: NONE,

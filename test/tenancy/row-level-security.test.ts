@@ -47,6 +47,20 @@ t.test('without the workspace condition, workspace B stays out of a list, a sear
   });
 });
 
+t.test("without the workspace condition, workspace B's notes and their targets stay out", async (t) => {
+  const noteB = await created<{ id: string }>(
+    b.call(memberB, 'POST', 'notes/', { body: 'Beta note', targets: [{ type: 'company', id: companyB.id }] }),
+  );
+  await inWorkspace(a.id, async () => {
+    t.same(ids(await serving.query('SELECT id FROM notes WHERE id = $1', [noteB.id])), [], 'the note');
+    t.equal((await serving.query('SELECT 1 FROM note_targets WHERE note_id = $1', [noteB.id])).rowCount, 0, 'its targets');
+    t.equal((await serving.query("UPDATE notes SET body = 'taken' WHERE id = $1", [noteB.id])).rowCount, 0, 'update');
+  });
+  await inWorkspace(b.id, async () => {
+    t.same(ids(await serving.query('SELECT id FROM notes WHERE id = $1', [noteB.id])), [noteB.id], 'its own workspace reads it');
+  });
+});
+
 t.test('without the workspace condition, workspace B is neither updated, deleted nor written into', async (t) => {
   await inWorkspace(a.id, async () => {
     t.equal((await serving.query("UPDATE companies SET name = 'taken' WHERE id = $1", [companyB.id])).rowCount, 0, 'update');
@@ -173,7 +187,11 @@ t.test('every table with an organization_id has row-level security enabled, forc
         AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'organization_id' AND NOT a.attisdropped)
       ORDER BY c.relname`,
   );
-  t.equal(rows.length, 18);
+  t.equal(rows.length, 20);
+  t.ok(
+    ['notes', 'note_targets'].every((table) => rows.some((row) => row.table === table)),
+    'notes and their targets too',
+  );
   for (const row of rows) {
     t.ok(
       row.enabled && row.forced && row.policies > 0,

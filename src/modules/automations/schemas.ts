@@ -25,6 +25,7 @@ export const TriggerSchema = StringEnum(
     'import.finished',
     'deal.stage_changed',
     'task.completed',
+    'note.created',
   ],
   {
     $id: 'AutomationTrigger',
@@ -32,7 +33,7 @@ export const TriggerSchema = StringEnum(
       'The event that starts the rule: a company or a contact was created (`*.created`), changed (`*.updated`) or deleted ' +
       '(`*.deleted`, with the record as it was; deleting a company deletes its contacts without a `contact.deleted` each), ' +
       'a CSV import ended (`import.finished`), a deal changed stage (`deal.stage_changed`: the deal plus `previous_stage`) ' +
-      'or a task was completed (`task.completed`).',
+      'a task was completed (`task.completed`) or a note was written (`note.created`).',
   },
 );
 

@@ -8,6 +8,7 @@ import { ContactSchema } from '../contacts/schemas.js';
 import { DealSchema, DealStageSchema } from '../deals/schemas.js';
 import { ImportSchema } from '../imports/schemas.js';
 import { TaskSchema } from '../tasks/schemas.js';
+import { NoteSchema } from '../notes/schemas.js';
 import { LEGACY_SIGNATURE_UNTIL, WEBHOOK_SECRET_OVERLAP_MS, WEBHOOK_TIMEOUT_MS } from './webhook.js';
 
 /** What each event's `data` holds (a Record over the event names: a new trigger without its entry fails to compile). */
@@ -30,6 +31,7 @@ const EVENTS: Record<CrmEventName, { data: TSchema; summary: string }> = {
     summary: 'A deal changed stage (`data`: the deal after the move, with `previous_stage`).',
   },
   'task.completed': { data: Ref(TaskSchema), summary: 'A task became completed (`data`: the task).' },
+  'note.created': { data: Ref(NoteSchema), summary: 'A note was written (`data`: the note with its targets).' },
 };
 
 /** `company.created` → `CompanyCreated`. */

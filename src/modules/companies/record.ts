@@ -14,6 +14,7 @@ import {
   CompanySchema,
   type CompanyDto,
   type CompanyListQuery,
+  CompanyBatchSchemas,
 } from './schemas.js';
 
 /** The columns of the API body (not `organizationId`, not the trigger-kept `searchText`). */
@@ -121,6 +122,7 @@ export const companyRecord: RecordType<CompanyRow, CompanyDto, CompanyListQuery>
     update: CompanyBodySchemas.update,
     listQuery: CompanyListQuerySchema,
     params: CompanyParamsSchema,
+    batch: CompanyBatchSchemas,
   },
   table: companyPage,
   find: (db, id) => db.company.findUnique({ select: companyBody, where: { id } }),

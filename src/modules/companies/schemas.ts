@@ -1,4 +1,5 @@
 // Request and response schemas of the company endpoints.
+import { ALL_BATCH_OPS, batchComponents, recordBatchSchemas } from '../../records/batch-schemas.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { Email, named, Nullable, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
@@ -116,5 +117,14 @@ export type CompanyListQuery = Static<typeof CompanyListQuerySchema>;
 
 export const CompanyParamsSchema = RecordParamsSchema('company_id', 'Company');
 
+/** The batch endpoint's request and answer (`POST …/companies/batch/`). */
+export const CompanyBatchSchemas = recordBatchSchemas('Company', CompanySchema, ALL_BATCH_OPS);
+
 /** The named components of this module, for app.addSchema (src/http/components.ts). */
-export const COMPANY_SCHEMAS = [LifecycleStageSchema, CompanySchema, CompanyBodySchemas.create, CompanyBodySchemas.update];
+export const COMPANY_SCHEMAS = [
+  LifecycleStageSchema,
+  CompanySchema,
+  CompanyBodySchemas.create,
+  CompanyBodySchemas.update,
+  ...batchComponents(CompanyBatchSchemas),
+];

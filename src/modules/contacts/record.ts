@@ -13,6 +13,7 @@ import {
   ContactSchema,
   type ContactDto,
   type ContactListQuery,
+  ContactBatchSchemas,
 } from './schemas.js';
 
 /** The columns of the API body (not `organizationId`, not the trigger-kept `searchText`). */
@@ -88,6 +89,7 @@ export const contactRecord: RecordType<ContactRow, ContactDto, ContactListQuery>
     update: ContactBodySchemas.update,
     listQuery: ContactListQuerySchema,
     params: ContactParamsSchema,
+    batch: ContactBatchSchemas,
   },
   table: contactPage,
   find: (db, id) => db.contact.findUnique({ select: contactBody, where: { id } }),

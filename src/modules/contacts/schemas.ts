@@ -1,4 +1,5 @@
 // Request and response schemas of the contact endpoints.
+import { ALL_BATCH_OPS, batchComponents, recordBatchSchemas } from '../../records/batch-schemas.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { Email, named, Nullable, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
@@ -84,5 +85,13 @@ export type ContactListQuery = Static<typeof ContactListQuerySchema>;
 
 export const ContactParamsSchema = RecordParamsSchema('contact_id', 'Contact');
 
+/** The batch endpoint's request and answer (`POST …/contacts/batch/`). */
+export const ContactBatchSchemas = recordBatchSchemas('Contact', ContactSchema, ALL_BATCH_OPS);
+
 /** The named components of this module, for app.addSchema (src/http/components.ts). */
-export const CONTACT_SCHEMAS = [ContactSchema, ContactBodySchemas.create, ContactBodySchemas.update];
+export const CONTACT_SCHEMAS = [
+  ContactSchema,
+  ContactBodySchemas.create,
+  ContactBodySchemas.update,
+  ...batchComponents(ContactBatchSchemas),
+];

@@ -4,7 +4,15 @@ import type { Prisma } from '../../generated/prisma/client.js';
 import { pageTable } from '../../db/page-table.js';
 import { notFound } from '../../lib/problem.js';
 import type { RecordType } from '../../records/definition.js';
-import { DealBodySchemas, DealListQuerySchema, DealParamsSchema, DealSchema, type DealDto, type DealListQuery } from './schemas.js';
+import {
+  DealBodySchemas,
+  DealListQuerySchema,
+  DealParamsSchema,
+  DealSchema,
+  type DealDto,
+  type DealListQuery,
+  DealBatchSchemas,
+} from './schemas.js';
 
 export type DealRow = Prisma.DealGetPayload<object>;
 
@@ -76,6 +84,7 @@ export const dealRecord: RecordType<DealRow, DealDto, DealListQuery> = {
     update: DealBodySchemas.update,
     listQuery: DealListQuerySchema,
     params: DealParamsSchema,
+    batch: DealBatchSchemas,
   },
   table: dealPage,
   find: (db, id) => db.deal.findFirst({ where: { id } }),

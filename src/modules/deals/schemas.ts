@@ -1,4 +1,5 @@
 // Request and response schemas of the deal endpoints: the deal, its create/update/move bodies, the pipeline summary.
+import { ALL_BATCH_OPS, batchComponents, recordBatchSchemas } from '../../records/batch-schemas.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { named, Nullable, NullableTimestamp, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
@@ -169,6 +170,9 @@ export type DealListQuery = Static<typeof DealListQuerySchema>;
 
 export const DealParamsSchema = RecordParamsSchema('deal_id', 'Deal');
 
+/** The batch endpoint's request and answer (`POST …/deals/batch/`). */
+export const DealBatchSchemas = recordBatchSchemas('Deal', DealSchema, ALL_BATCH_OPS);
+
 /** The named components of this module, for app.addSchema (src/http/components.ts). */
 export const DEAL_SCHEMAS = [
   DealStageSchema,
@@ -178,4 +182,5 @@ export const DEAL_SCHEMAS = [
   DealMoveSchema,
   DealPipelineTotalSchema,
   DealPipelineStageSchema,
+  ...batchComponents(DealBatchSchemas),
 ];

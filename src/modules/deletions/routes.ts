@@ -14,10 +14,10 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['sync'],
         operationId: 'listDeletions',
-        summary: 'Companies, contacts, deals and tasks deleted since an instant, for clients that keep a copy (VIEW_CRM).',
+        summary: 'Companies, contacts, deals, tasks and notes deleted since an instant, for clients that keep a copy (VIEW_CRM).',
         description:
-          "The feed that completes a list's incremental sync (`updated_since`): every company, contact, deal or task " +
-          "deleted after `since` (a company's contacts, deals and tasks included, when the company took them with it), in the order the deletions " +
+          "The feed that completes a list's incremental sync (`updated_since`): every company, contact, deal, task or note " +
+          "deleted after `since` (a company's contacts, deals and tasks included, when the company took them with it, and notes left without targets), in the order the deletions " +
           'committed, each once. Like the sync, it never ends: every page links on, a page shorter than `limit` means ' +
           '"caught up for now". Tombstones are kept 30 days; a deleted workspace leaves none.',
         params: OrganizationParamsSchema,

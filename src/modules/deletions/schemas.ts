@@ -4,9 +4,9 @@ import { Type, type Static } from '@sinclair/typebox';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { Ref, StringEnum, Uuid } from '../../lib/http-schemas.js';
 
-export const RecordTypeSchema = StringEnum(['company', 'contact', 'deal', 'task'], {
+export const RecordTypeSchema = StringEnum(['company', 'contact', 'deal', 'task', 'note'], {
   $id: 'RecordType',
-  description: 'The kind of CRM record: `company`, `contact`, `deal` or `task`.',
+  description: 'The kind of CRM record: `company`, `contact`, `deal`, `task` or `note`.',
 });
 
 export const DeletionSchema = Type.Object(
@@ -15,7 +15,7 @@ export const DeletionSchema = Type.Object(
     id: Uuid({ description: 'The deleted record.' }),
     deleted_at: Type.String({ format: 'date-time' }),
   },
-  { $id: 'Deletion', title: 'Deletion', additionalProperties: false, description: 'A deleted company, contact, deal or task.' },
+  { $id: 'Deletion', title: 'Deletion', additionalProperties: false, description: 'A deleted company, contact, deal, task or note.' },
 );
 export type DeletionDto = Static<typeof DeletionSchema>;
 

@@ -12,7 +12,7 @@ export interface DeletionQuery {
   since: Date;
   after?: SyncPosition;
   limit: number;
-  recordType?: 'company' | 'contact' | 'deal' | 'task';
+  recordType?: 'company' | 'contact' | 'deal' | 'task' | 'note';
 }
 
 /** The deletions feed of a workspace; `list` takes the request's tenant-bound page reader. */

@@ -34,6 +34,7 @@ export interface ExportReaders {
   contacts: RecordReader;
   deals: RecordReader;
   tasks: RecordReader;
+  notes: RecordReader;
   automations: {
     list(
       tenant: ReturnType<typeof bindTenant>,
@@ -201,6 +202,7 @@ export async function* exportData(deps: ExportDeps, user: CurrentUser, audit: Au
       ['contact', crm.contacts],
       ['deal', crm.deals],
       ['task', crm.tasks],
+      ['note', crm.notes],
     ] as const) {
       // Archived records too: the lists' default leaves them out, an export must not.
       const records = everyPage(async (after: ListPosition | undefined) =>

@@ -120,7 +120,7 @@ export const installationRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'One JSON object a line, `{"type": …, "data": …}`: first `export`, then `installation_settings`, `user`, ' +
           '`workspace`, `membership`, `invitation` (its state, never its token), `installation_admin_invitation`, ' +
           '`audit_entry`, `backup_event`, then the CRM records (`company` and `contact`, archived ones included, ' +
-          '`automation`, `deal`, `task`, each in its API shape with its `workspace_id`) of the workspaces **the caller ' +
+          '`automation`, `deal`, `task`, `note`, each in its API shape with its `workspace_id`) of the workspaces **the caller ' +
           'is a member of** only: an installation administrator sees no ' +
           "other workspace's data (a copy of every tenant is what backups are for); last `end`, whose absence means a " +
           'cut-off download. Password hashes, tokens, stored SMTP passwords and webhook secrets are never part of it. ' +

@@ -16,6 +16,7 @@ import {
   type TaskDto,
   type TaskEffectiveStatus,
   type TaskListQuery,
+  TaskBatchSchemas,
 } from './schemas.js';
 
 export type TaskRow = Prisma.TaskGetPayload<object>;
@@ -109,6 +110,7 @@ export const taskRecord: RecordType<TaskRow, TaskDto, TaskListQuery> = {
     update: TaskBodySchemas.update,
     listQuery: TaskListQuerySchema,
     params: TaskParamsSchema,
+    batch: TaskBatchSchemas,
   },
   table: taskPage,
   find: (db, id) => db.task.findFirst({ where: { id } }),

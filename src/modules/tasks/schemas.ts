@@ -1,4 +1,5 @@
 // Request and response schemas of the task endpoints: the task, its create/update bodies, its enums and list filters.
+import { ALL_BATCH_OPS, batchComponents, recordBatchSchemas } from '../../records/batch-schemas.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { named, Nullable, NullableTimestamp, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
@@ -128,6 +129,9 @@ export type TaskListQuery = Static<typeof TaskListQuerySchema>;
 
 export const TaskParamsSchema = RecordParamsSchema('task_id', 'Task');
 
+/** The batch endpoint's request and answer (`POST …/tasks/batch/`). */
+export const TaskBatchSchemas = recordBatchSchemas('Task', TaskSchema, ALL_BATCH_OPS);
+
 /** The named components of this module, for app.addSchema (src/http/components.ts). */
 export const TASK_SCHEMAS = [
   TaskKindSchema,
@@ -138,4 +142,5 @@ export const TASK_SCHEMAS = [
   TaskSchema,
   TaskBodySchemas.create,
   TaskBodySchemas.update,
+  ...batchComponents(TaskBatchSchemas),
 ];

@@ -60,6 +60,7 @@ sameType<
   | 'import.finished'
   | 'deal.stage_changed'
   | 'task.completed'
+  | 'note.created'
 >(true);
 // One type per enum, wherever it is used.
 sameType<Company['lifecycle_stage'], LifecycleStage>(true);

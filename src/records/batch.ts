@@ -1,0 +1,110 @@
+// A record type's batch: each operation through the kernel's single write (the service's create, update, archive,
+// restore or remove, with their own checks, timeline entries and events), its outcome the status and problem the single
+// request would have answered. `atomic`: every operation in one transaction, the first failure undoing them all.
+import { versionsIn } from '../lib/etag.js';
+import { ProblemError, validationFailed } from '../lib/problem.js';
+import type { BatchOp } from './batch-schemas.js';
+import type { CrmScope, RecordService } from './record-service.js';
+import { inOneTransaction } from './batch-transaction.js';
+
+/** One operation of a batch request. */
+export interface BatchOperation {
+  op: BatchOp;
+  id?: string;
+  data?: Record<string, unknown>;
+  if_match?: string;
+}
+
+/** The outcome of one operation: its status, and the record or the problem the single request would have answered. */
+export interface BatchOutcome<Dto> {
+  index: number;
+  status: number;
+  record?: Dto;
+  error?: ProblemError;
+}
+
+/** Checks a create or update body as the single request's validation does, answering its 400; the checked body. */
+export interface BodyChecks {
+  create(data: unknown): unknown;
+  update(data: unknown): unknown;
+}
+
+/** The operation as its single request: validation first, then the service's write. */
+async function runOne<Dto>(
+  service: RecordService<Dto, unknown, unknown>,
+  scope: CrmScope,
+  checks: BodyChecks,
+  operation: BatchOperation,
+): Promise<{ status: number; record?: Dto }> {
+  const { op, id, data } = operation;
+  if (op === 'create') {
+    if (id !== undefined) throw validationFailed({ id: ['Not taken by `create`: the server assigns the id.'] });
+    return { status: 201, record: await service.create(scope, checks.create(data ?? {})) };
+  }
+  if (id === undefined) throw validationFailed({ id: [`This field is required for \`${op}\`.`] });
+  const body = op === 'update' ? checks.update(data ?? {}) : undefined;
+  if (op !== 'update' && data !== undefined) throw validationFailed({ data: [`Not taken by \`${op}\`.`] });
+  const expected = operation.if_match === undefined ? undefined : versionsIn(operation.if_match, { strong: true });
+  switch (op) {
+    case 'update':
+      return { status: 200, record: await service.update(scope, id, body, expected) };
+    case 'archive':
+      return { status: 200, record: await service.archive(scope, id, expected) };
+    case 'restore':
+      return { status: 200, record: await service.restore(scope, id, expected) };
+    case 'delete':
+      await service.remove(scope, id, expected);
+      return { status: 204 };
+  }
+}
+
+/** The problem of an atomic batch that failed at `index`: that operation's, its field errors under `operations.N`. */
+function atomicFailure(error: ProblemError, index: number): ProblemError {
+  const prefix = `operations.${index}`;
+  const fields = Object.entries(error.errors ?? {}).map(([field, messages]) => [`${prefix}.${field}`, messages] as const);
+  return new ProblemError({
+    status: error.status,
+    code: error.code,
+    title: error.title,
+    detail: `Operation ${index} failed, so none was written: ${error.detail}`,
+    errors: Object.fromEntries([[prefix, [error.detail]], ...fields]),
+    headers: error.headers,
+  });
+}
+
+/**
+ * Runs `operations` in order. Each on its own: a failure (a ProblemError: what the single request answers) is that
+ * operation's outcome and the next one runs. Atomic: all in one transaction; the first failure is thrown (as
+ * `atomicFailure`) and nothing is written, no timeline entry, no automation run or webhook delivery.
+ */
+export async function runBatch<Dto>(
+  service: RecordService<Dto, unknown, unknown>,
+  scope: CrmScope,
+  checks: BodyChecks,
+  operations: readonly BatchOperation[],
+  atomic: boolean,
+): Promise<BatchOutcome<Dto>[]> {
+  if (atomic) {
+    return inOneTransaction(scope, async (inner) => {
+      const outcomes: BatchOutcome<Dto>[] = [];
+      for (const [index, operation] of operations.entries()) {
+        try {
+          outcomes.push({ index, ...(await runOne(service, inner, checks, operation)) });
+        } catch (error) {
+          throw error instanceof ProblemError ? atomicFailure(error, index) : error;
+        }
+      }
+      return outcomes;
+    });
+  }
+  const outcomes: BatchOutcome<Dto>[] = [];
+  for (const [index, operation] of operations.entries()) {
+    try {
+      outcomes.push({ index, ...(await runOne(service, scope, checks, operation)) });
+    } catch (error) {
+      if (!(error instanceof ProblemError)) throw error;
+      outcomes.push({ index, status: error.status, error });
+    }
+  }
+  return outcomes;
+}
