@@ -20,6 +20,7 @@ import { ActivityQuerySchema, ActivitySchema } from './activity-schemas.js';
 import { activityPage } from './activity-service.js';
 import { routesOf, type RecordOperation, type RecordType } from './definition.js';
 import { registerListRoutes } from './list-routes.js';
+import { registerQueryRoute } from './query-routes.js';
 import type { RecordService } from './record-service.js';
 import { scopeOf } from './scope.js';
 
@@ -53,6 +54,7 @@ export function registerRecordRoutes<Row, Dto extends Versioned & Record<string,
   const idOf = (request: FastifyRequest) => (request.params as Record<string, string>)[idParam] ?? '';
 
   registerListRoutes(app, type, service, summary('list', `${names.many} of a workspace, newest first unless sorted (VIEW_CRM).`));
+  registerQueryRoute(app, type, service, schemas.queryPage);
 
   app.post(
     path,

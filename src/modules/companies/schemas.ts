@@ -1,5 +1,6 @@
 // Request and response schemas of the company endpoints.
 import { Type, type Static } from '@sinclair/typebox';
+import { queryPageSchema } from '../../records/filter/schema.js';
 import { Email, named, Nullable, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { ArchivedQuery } from '../../records/activity-schemas.js';
@@ -12,7 +13,7 @@ import {
   recordBodySchemas,
 } from '../../records/record-schemas.js';
 
-const LIFECYCLE_STAGES = ['lead', 'prospect', 'customer', 'inactive'] as const;
+export const LIFECYCLE_STAGES = ['lead', 'prospect', 'customer', 'inactive'] as const;
 
 export const LifecycleStageSchema = StringEnum(LIFECYCLE_STAGES, {
   $id: 'LifecycleStage',
@@ -117,4 +118,13 @@ export type CompanyListQuery = Static<typeof CompanyListQuerySchema>;
 export const CompanyParamsSchema = RecordParamsSchema('company_id', 'Company');
 
 /** The named components of this module, for app.addSchema (src/http/components.ts). */
-export const COMPANY_SCHEMAS = [LifecycleStageSchema, CompanySchema, CompanyBodySchemas.create, CompanyBodySchemas.update];
+/** The answer of a company query (POST …/query/). */
+export const CompanyQueryPageSchema = queryPageSchema('Company', CompanySchema);
+
+export const COMPANY_SCHEMAS = [
+  LifecycleStageSchema,
+  CompanySchema,
+  CompanyBodySchemas.create,
+  CompanyBodySchemas.update,
+  CompanyQueryPageSchema,
+];

@@ -1,5 +1,6 @@
 // Request and response schemas of the contact endpoints.
 import { Type, type Static } from '@sinclair/typebox';
+import { queryPageSchema } from '../../records/filter/schema.js';
 import { Email, named, Nullable, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { ArchivedQuery } from '../../records/activity-schemas.js';
@@ -85,4 +86,7 @@ export type ContactListQuery = Static<typeof ContactListQuerySchema>;
 export const ContactParamsSchema = RecordParamsSchema('contact_id', 'Contact');
 
 /** The named components of this module, for app.addSchema (src/http/components.ts). */
-export const CONTACT_SCHEMAS = [ContactSchema, ContactBodySchemas.create, ContactBodySchemas.update];
+/** The answer of a contact query (POST …/query/). */
+export const ContactQueryPageSchema = queryPageSchema('Contact', ContactSchema);
+
+export const CONTACT_SCHEMAS = [ContactSchema, ContactBodySchemas.create, ContactBodySchemas.update, ContactQueryPageSchema];

@@ -1,5 +1,6 @@
 // Request and response schemas of the deal endpoints: the deal, its create/update/move bodies, the pipeline summary.
 import { Type, type Static } from '@sinclair/typebox';
+import { queryPageSchema } from '../../records/filter/schema.js';
 import { named, Nullable, NullableTimestamp, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { ArchivedFilterSchema } from '../../records/activity-schemas.js';
@@ -170,6 +171,9 @@ export type DealListQuery = Static<typeof DealListQuerySchema>;
 export const DealParamsSchema = RecordParamsSchema('deal_id', 'Deal');
 
 /** The named components of this module, for app.addSchema (src/http/components.ts). */
+/** The answer of a deal query (POST …/query/). */
+export const DealQueryPageSchema = queryPageSchema('Deal', DealSchema);
+
 export const DEAL_SCHEMAS = [
   DealStageSchema,
   DealSchema,
@@ -178,4 +182,5 @@ export const DEAL_SCHEMAS = [
   DealMoveSchema,
   DealPipelineTotalSchema,
   DealPipelineStageSchema,
+  DealQueryPageSchema,
 ];

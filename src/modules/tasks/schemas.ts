@@ -1,5 +1,6 @@
 // Request and response schemas of the task endpoints: the task, its create/update bodies, its enums and list filters.
 import { Type, type Static } from '@sinclair/typebox';
+import { queryPageSchema } from '../../records/filter/schema.js';
 import { named, Nullable, NullableTimestamp, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { ArchivedFilterSchema } from '../../records/activity-schemas.js';
@@ -129,6 +130,9 @@ export type TaskListQuery = Static<typeof TaskListQuerySchema>;
 export const TaskParamsSchema = RecordParamsSchema('task_id', 'Task');
 
 /** The named components of this module, for app.addSchema (src/http/components.ts). */
+/** The answer of a task query (POST …/query/). */
+export const TaskQueryPageSchema = queryPageSchema('Task', TaskSchema);
+
 export const TASK_SCHEMAS = [
   TaskKindSchema,
   TaskPrioritySchema,
@@ -138,4 +142,5 @@ export const TASK_SCHEMAS = [
   TaskSchema,
   TaskBodySchemas.create,
   TaskBodySchemas.update,
+  TaskQueryPageSchema,
 ];
