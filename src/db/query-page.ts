@@ -2,7 +2,7 @@
 // the rows after the cursor in a multi-key order (compared key by key, so directions may differ), every value a
 // parameter. Each row also carries its order keys as text, for the next cursor.
 import type pg from 'pg';
-import { type ArchivedFilter, type PageCondition } from './page-query.js';
+import type { ArchivedFilter, PageCondition } from './page-query.js';
 import { pageTypes, type PageTable } from './page-table.js';
 import { matches } from './search-queries.js';
 

@@ -38,7 +38,7 @@ export function registerQueryRoute<Row, Dto extends Record<string, unknown>, Que
             : '`search` answers 400: this type has no search. ') +
           'Pages are complete (`limit` records unless it is the last, `next_cursor` null) and exact under concurrent ' +
           'writes for records whose sort keys do not change. A malformed filter, sort or cursor answers 400 with the path ' +
-          'of each offending node in `errors` (`filter.and.1.field`, `sort.0.field`). See docs/queries-and-views.md.',
+          'of each offending node in `errors` (`filter.and.1.field`, `sort.0.field`). See docs/queries.md.',
         params: OrganizationParamsSchema,
         body: Ref(RecordQuerySchema as never),
         response: responses({ 200: Ref(page) }, 401, 403, 404),

@@ -54,7 +54,9 @@ export function sortKeys(field: ResolvedField, descending: boolean): OrderKey[] 
 /** Checks a query body: every problem at its path (`filter.and.1.op`, `sort.0.field`), all of them at once. */
 export function checkQuery(body: unknown, resolve: FieldResolver, type: Pick<RecordType, 'query'>): CheckedQuery {
   const errors: FieldErrors = {};
-  const fail = (at: string, message: string) => (errors[at] ??= []).push(message);
+  const fail = (at: string, message: string): void => {
+    errors[at] = [...(errors[at] ?? []), message];
+  };
   const input = body ?? {};
   if (!isObject(input)) throw validationFailed({ body: ['Expected a JSON object.'] });
   for (const key of Object.keys(input)) if (!BODY_KEYS.has(key)) fail(key, 'Unknown field.');
@@ -81,18 +83,20 @@ export function checkQuery(body: unknown, resolve: FieldResolver, type: Pick<Rec
     if (!Array.isArray(input.sort) || input.sort.length > MAX_SORT_KEYS)
       fail('sort', `Expected an array of at most ${MAX_SORT_KEYS} sort keys.`);
     else {
-      input.sort.forEach((key: unknown, i: number) => {
+      for (const [i, key] of (input.sort as unknown[]).entries()) {
         const at = `sort.${i}`;
-        if (!isObject(key)) return fail(at, 'Expected {field, direction}.');
+        if (!isObject(key)) {
+          fail(at, 'Expected {field, direction}.');
+          continue;
+        }
         for (const name of Object.keys(key)) if (name !== 'field' && name !== 'direction') fail(`${at}.${name}`, 'Unknown field.');
         const direction = key.direction ?? 'asc';
         if (direction !== 'asc' && direction !== 'desc') fail(`${at}.direction`, 'Expected asc or desc.');
         const field = key.field;
         const known = typeof field === 'string' && (type.query.sortAliases?.[field] !== undefined || resolve(field) !== undefined);
-        if (!known)
-          return fail(`${at}.field`, typeof field === 'string' ? `Unknown field: ${field.slice(0, 100)}.` : 'Expected a field name.');
-        sort.push({ field: field as string, direction: direction as 'asc' | 'desc' });
-      });
+        if (known) sort.push({ field: field as string, direction: direction as 'asc' | 'desc' });
+        else fail(`${at}.field`, typeof field === 'string' ? `Unknown field: ${field.slice(0, 100)}.` : 'Expected a field name.');
+      }
     }
   }
   if (Object.keys(errors).length > 0) throw validationFailed(errors);

@@ -24,23 +24,22 @@ export interface QueryDefinition {
 /** Resolves the field names of one record type (a standard field, `company.<field>`); undefined for an unknown one. */
 export type FieldResolver = (name: string) => ResolvedField | undefined;
 
-const own = (catalog: FieldCatalog, name: string): FieldSpec | undefined =>
-  Object.prototype.hasOwnProperty.call(catalog, name) ? catalog[name] : undefined;
+const ownField = (catalog: FieldCatalog, name: string): FieldSpec | undefined => (Object.hasOwn(catalog, name) ? catalog[name] : undefined);
 
-const valueOf = (spec: FieldSpec, column: string) => (spec.type === 'enum' ? `${column}::text` : column);
+const readAs = (spec: FieldSpec, column: string) => (spec.type === 'enum' ? `${column}::text` : column);
 
 export function fieldResolver(table: string, definition: QueryDefinition): FieldResolver {
   return (name) => {
-    const spec = own(definition.fields, name);
-    if (spec) return { name, spec, sql: valueOf(spec, `${table}.${name}`) };
+    const spec = ownField(definition.fields, name);
+    if (spec) return { name, spec, sql: readAs(spec, `${table}.${name}`) };
     const { company } = definition;
     if (!company || !name.startsWith('company.')) return undefined;
     const field = name.slice('company.'.length);
-    const companySpec = own(company.fields, field);
+    const companySpec = ownField(company.fields, field);
     if (!companySpec) return undefined;
     // The linked company's field, null without a company: one row at most, by the companies' primary key.
     const sql =
-      `(SELECT ${valueOf(companySpec, `linked_company.${field}`)} FROM companies AS linked_company ` +
+      `(SELECT ${readAs(companySpec, `linked_company.${field}`)} FROM companies AS linked_company ` +
       `WHERE linked_company.organization_id = ${table}.organization_id AND linked_company.id = ${table}.${company.column})`;
     return { name, spec: companySpec, sql };
   };

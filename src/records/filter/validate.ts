@@ -65,7 +65,7 @@ export function validateFilter(input: unknown, resolve: FieldResolver, path = 'f
   const errors: FieldErrors = {};
   let conditions = 0;
   const fail = (at: string, message: string) => {
-    (errors[at] ??= []).push(message);
+    errors[at] = [...(errors[at] ?? []), message];
     return undefined;
   };
 
