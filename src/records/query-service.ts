@@ -1,6 +1,6 @@
 // A record type's query (POST …/query/): the body checked with the path of each problem, the filter compiled, a
 // multi-key order with empty values last and text in the order people read it, and keyset cursors over that order.
-import type { ArchivedFilter } from '../db/page-query.js';
+import { NATURAL_COLLATION, type ArchivedFilter } from '../db/page-query.js';
 import type { OrderKey } from '../db/query-page.js';
 import type { TenantPages } from '../db/tenant-pages.js';
 import { isUuid } from '../lib/http-schemas.js';
@@ -12,9 +12,6 @@ import { compileFilter } from './filter/compile.js';
 import { SQL_TYPES } from './filter/fields.js';
 import { fieldResolver, type FieldResolver, type ResolvedField } from './filter/resolve.js';
 import { validateFilter, type FilterNode } from './filter/validate.js';
-
-/** The collation text sorts in: case- and accent-insensitive ICU (migration query_natural_order). */
-export const NATURAL_COLLATION = 'crm_natural';
 
 const BODY_KEYS = new Set(['filter', 'search', 'sort', 'archived', 'limit', 'cursor']);
 const ARCHIVED = ['active', 'archived', 'all'];

@@ -105,6 +105,11 @@ t.test('search combines with the filter; deals and tasks have none (400)', async
 
 t.test('text sorts case- and accent-insensitively, empty values last, enums in their order', async (t) => {
   t.same(await names('companies', { sort: [{ field: 'name' }] }), ['acme', 'Beta', 'Émile', 'zeta']);
+  // The lists' `sort=name` reads in the same order.
+  const list = async (path: string, field: string) => json<Row[]>(await a.call(memberA, 'GET', path)).map((row) => row[field]);
+  t.same(await list('companies/?sort=name', 'name'), ['acme', 'Beta', 'Émile', 'zeta']);
+  t.same(await list('companies/?sort=-name&limit=2', 'name'), ['zeta', 'Émile']);
+  t.same(await list('contacts/?sort=name', 'last_name'), ['baker', 'Écrin', 'Lovelace']);
   t.same(await names('companies', { sort: [{ field: 'name', direction: 'desc' }] }), ['zeta', 'Émile', 'Beta', 'acme']);
   t.same(await names('companies', { sort: [{ field: 'industry' }, { field: 'name', direction: 'desc' }] }), [
     'zeta',
