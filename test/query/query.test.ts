@@ -2,6 +2,7 @@
 // complete keyset pages, every 400 with its path, roles, API keys and tenancy.
 import t from 'tap';
 import { buildTestApp, json } from '../helpers/app.js';
+import { createUser } from '../helpers/fixtures.js';
 import { created, crmWorkspaces } from '../tenancy/crm-workspaces.js';
 
 const { app } = await buildTestApp(t);
@@ -228,6 +229,24 @@ t.test('archived, limits, roles, API keys and tenancy', async (t) => {
   t.same(await names('companies', { archived: 'archived' }), ['Beta']);
   t.ok((await names('companies', { archived: 'all', limit: 200 })).includes('Beta'));
   t.equal((await query('companies', {}, viewerA)).statusCode, 200);
+  // A workspace API key queries with VIEW_CRM; without it, 403.
+  const admin = await createUser(app, { membership: { organizationId: a.id, role: 'admin' } });
+  const keyOf = async (capabilities: string[]) =>
+    json<{ key: string }>(await a.call(admin, 'POST', 'api-keys/', { name: capabilities.join('+') || 'none', capabilities })).key;
+  const byKey = (key: string) =>
+    app.inject({
+      method: 'POST',
+      url: `/api/v1/organizations/${a.id}/deals/query/`,
+      headers: { authorization: `Bearer ${key}` },
+      payload: { filter: { field: 'stage', op: 'eq', value: 'proposal' } },
+    });
+  const reader = await byKey(await keyOf(['VIEW_CRM']));
+  t.equal(reader.statusCode, 200);
+  t.same(
+    json<{ results: Row[] }>(reader).results.map((row) => row.title),
+    ['big'],
+  );
+  t.equal((await byKey(await keyOf(['MANAGE_AUTOMATIONS']))).statusCode, 403);
   // Workspace B's records never appear, whatever the filter; A's query from B's member is a 404.
   const everything = json<{ results: Row[] }>(await query('companies', { archived: 'all', limit: 200 })).results;
   t.notOk(everything.some((row) => row.name === 'acme of B'));
