@@ -22,6 +22,13 @@ export interface PageFilter<Filter extends string> extends ListPageRequest {
  */
 export type PageCondition = (parameter: (value: unknown, type: string) => string) => string;
 
+/**
+ * The collation text sort keys compare in: ICU's root locale at strength 1, case and accents ignored (`alpha`, `Beta`,
+ * `Émile`, `zeta`), from the migration query_natural_order. Nondeterministic: equal-looking names tie, and `id`, the
+ * last key of every order, decides.
+ */
+export const NATURAL_COLLATION = 'crm_natural';
+
 /** The value a nulls-last sort key has for null (see `SortKey`), in cursors too. */
 export const NULL_LAST = 'infinity';
 
@@ -39,6 +46,7 @@ export function sortOf(spec: PageTable<unknown, string>, order: ListOrder) {
   /** A sort key as SQL, of the rows of `alias` when given: a nulls-last key puts null after every value. */
   const expression = (key: SortKey, alias?: string) => {
     const column = alias ? `${alias}.${key.column}` : key.column;
+    if (key.type === 'text') return `(${column} COLLATE "${NATURAL_COLLATION}")`;
     return key.nullsLast ? `coalesce(${column}, '${NULL_LAST}'::timestamptz)` : column;
   };
   return {
@@ -99,9 +107,10 @@ function afterPosition(
 ): string {
   const { expressions, types, comparison } = sortOf(spec, order);
   // Timestamps go to SQL as `Date#toISOString` writes them: a cursor's text was only checked to be a date.
-  const keys = [...position.values, position.id].map((value, i) =>
-    parameter(types[i] === 'timestamptz' && value !== NULL_LAST ? new Date(value).toISOString() : value, types[i] ?? 'text'),
-  );
+  const keys = [...position.values, position.id].map((value, i) => {
+    const sent = parameter(types[i] === 'timestamptz' && value !== NULL_LAST ? new Date(value).toISOString() : value, types[i] ?? 'text');
+    return types[i] === 'text' ? `(${sent} COLLATE "${NATURAL_COLLATION}")` : sent;
+  });
   return `(${expressions().join(', ')}) ${comparison} (${keys.join(', ')})`;
 }
 

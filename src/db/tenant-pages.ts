@@ -4,6 +4,7 @@
 import type { Readable } from 'node:stream';
 import type pg from 'pg';
 import { listQuery, type PageFilter } from './page-query.js';
+import { keyedRows, queryPageStatement, withId, type KeyedRow, type QueryPageRequest } from './query-page.js';
 import { pageTypes, type PageTable } from './page-table.js';
 import { csvCopy, type ExportFilter } from './csv-export.js';
 import { searchPage } from './search-planner.js';
@@ -41,6 +42,11 @@ export function scopePages(pool: pg.Pool, organizationId: string) {
     ): Promise<Row[]> {
       if (filter.search) return searchPage(pool, organizationId, spec, filter);
       return (await pool.query<Row>(listQuery(organizationId, spec, filter))).rows;
+    },
+    /** A query page (POST …/query/): `limit + 1` rows when more follow, each with its order keys for the cursor. */
+    async query<Row>(spec: PageTable<unknown, string>, request: QueryPageRequest): Promise<KeyedRow<Row>[]> {
+      const { rows } = await pool.query<Record<string, unknown>>(queryPageStatement(organizationId, spec, request));
+      return keyedRows<Row>(rows, withId(spec.table, request.keys).length);
     },
     /** Every row of the list's conditions and order as a CSV stream of `fields` (see `csvCopy`). */
     csv<Filter extends string>(

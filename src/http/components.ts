@@ -14,6 +14,7 @@ import { DEAL_SCHEMAS } from '../modules/deals/schemas.js';
 import { TASK_SCHEMAS } from '../modules/tasks/schemas.js';
 import { NOTE_SCHEMAS } from '../modules/notes/schemas.js';
 import { ListSortSchema } from '../records/record-schemas.js';
+import { FILTER_SCHEMAS } from '../records/filter/schema.js';
 import { DELETION_SCHEMAS } from '../modules/deletions/schemas.js';
 import { SmtpAccountInputSchema } from '../email/smtp-account-input.js';
 import { EMAIL_ACCOUNT_SCHEMAS } from '../modules/email-accounts/schemas.js';
@@ -50,6 +51,7 @@ export const COMPONENT_SCHEMAS: readonly TSchema[] = [
   ...EMAIL_ACCOUNT_SCHEMAS,
   ...CRM_ACTIVITY_SCHEMAS,
   ListSortSchema,
+  ...FILTER_SCHEMAS,
   ...COMPANY_SCHEMAS,
   ...CONTACT_SCHEMAS,
   ...DEAL_SCHEMAS,

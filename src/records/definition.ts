@@ -9,6 +9,7 @@ import type { CrmEventName } from '../lib/crm-events.js';
 import type { ListOrder } from '../lib/pagination.js';
 import type { ProblemError } from '../lib/problem.js';
 import type { RecordBatchSchemas } from './batch-schemas.js';
+import type { QueryDefinition } from './filter/resolve.js';
 
 /** The kernel's operations, whose generated summary a definition may replace (`summaries`). */
 export type RecordOperation = 'list' | 'create' | 'get' | 'update' | 'delete' | 'archive' | 'restore';
@@ -28,6 +29,8 @@ export interface RecordSchemas {
   params: TObject;
   /** The batch endpoint's operations and results (`recordBatchSchemas`). */
   batch: RecordBatchSchemas;
+  /** The answer of its query (`{results, next_cursor}`), a named component; with `query` (notes have neither). */
+  queryPage?: TObject;
 }
 
 /** What a list, its export and its sync select: everything of a page request but the page itself. */
@@ -45,6 +48,11 @@ export interface RecordType<Row = unknown, Dto extends Record<string, unknown> =
   schemas: RecordSchemas;
   /** The table, its API fields, its equality filters and its sorts: what lists, syncs, exports and writes read. */
   table: PageTable<Dto, string>;
+  /**
+   * The fields its queries filter and sort by (each declared once, by type), its company link, its search; absent,
+   * the type has no query endpoint (notes, which the contract's query language does not cover).
+   */
+  query?: QueryDefinition;
   /** One record by id in this organization (a tenant-scoped read), and its API shape. */
   find(db: TenantDb, id: string): Promise<Row | null>;
   toDto(row: Row): Dto;

@@ -21,6 +21,7 @@ import { activityPage } from './activity-service.js';
 import { routesOf, type RecordOperation, type RecordType } from './definition.js';
 import { registerBatchRoute } from './batch-routes.js';
 import { registerListRoutes } from './list-routes.js';
+import { registerQueryRoute } from './query-routes.js';
 import type { RecordService } from './record-service.js';
 import { scopeOf } from './scope.js';
 
@@ -54,6 +55,7 @@ export function registerRecordRoutes<Row, Dto extends Versioned & Record<string,
   const idOf = (request: FastifyRequest) => (request.params as Record<string, string>)[idParam] ?? '';
 
   registerListRoutes(app, type, service, summary('list', `${names.many} of a workspace, newest first unless sorted (VIEW_CRM).`));
+  if (type.query && service.query && schemas.queryPage) registerQueryRoute(app, type, type.query, service.query, schemas.queryPage);
 
   app.post(
     path,

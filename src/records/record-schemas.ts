@@ -61,8 +61,8 @@ export const ListSortSchema = StringEnum(['-created_at', 'created_at', '-updated
   description:
     'Order of a company or contact list: by `created_at` (default `-created_at`, newest first), `updated_at` or ' +
     "`name` (a contact's `last_name`, then `first_name`), ascending, or descending with a leading `-`; ties broken by " +
-    "`id` in the same direction. Names compare by Unicode code point (the database's C.UTF-8 collation: `Zeta` before " +
-    '`alpha`). Keyset pages: a record whose sort key does not change during the walk appears exactly once and in ' +
+    '`id` in the same direction. Names compare as people read them: case- and accent-insensitively (ICU, root ' +
+    'locale: `alpha`, `Beta`, `Émile`, `zeta`); names equal so compare by `id`. Keyset pages: a record whose sort key does not change during the walk appears exactly once and in ' +
     'order; one whose key changes (a rename, an update under `updated_at`) may appear at its old or its new place. A ' +
     'cursor belongs to its sort: sent with another, it answers 400.',
 });

@@ -12,6 +12,7 @@ import type { ListOrder, ListPageRequest } from '../lib/pagination.js';
 import { changedSince, versionMatches } from '../lib/etag.js';
 import { validationFailed, type ProblemError } from '../lib/problem.js';
 import { eventOf, type RecordFilter, type RecordType } from './definition.js';
+import { recordQuery, type QueryPage } from './query-service.js';
 
 /** The organization a record service works in, its tenant-scoped client and its tenant-bound writer, and who acts. */
 export interface CrmScope {
@@ -29,6 +30,8 @@ type Expected = '*' | Date[];
 /** What the kernel's routes call; `recordService` builds it from a definition. */
 export interface RecordService<Dto, Create = never, Update = never> {
   list(pages: TenantPages, filter: RecordFilter, page: ListPageRequest): Promise<Dto[]>;
+  /** A query (POST …/query/): the body checked (400 with paths), one page and the next page's cursor. */
+  query?(pages: TenantPages, body: unknown): Promise<QueryPage<Dto>>;
   csv(pages: TenantPages, filter: RecordFilter, order: ListOrder, fields: readonly string[]): Promise<Readable>;
   get(db: TenantDb, id: string): Promise<Dto>;
   create(scope: CrmScope, body: Create): Promise<Dto>;
@@ -108,6 +111,7 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
   return {
     /** `page.limit + 1` records in the page's order (already in API shape) when more follow, else the rest. */
     list: (pages, filter, page) => pages.read(table, { ...filter, ...page }),
+    query: type.query ? recordQuery<Dto>(table, type.query).query : undefined,
     /** Every record of the list's filters, in `order`, as a CSV stream of `fields`. */
     csv: (pages, filter, order, fields) => pages.csv(table, fields, { ...filter, order }),
     get,

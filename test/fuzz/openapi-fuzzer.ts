@@ -135,7 +135,9 @@ const nasty = fc.constantFrom(
 export function validValueOf(raw: Schema | undefined, depth = 0): fc.Arbitrary<unknown> {
   const schema = deref(raw);
   const branches = (schema.oneOf ?? schema.anyOf) as Schema[] | undefined;
-  if (branches) return fc.oneof(...branches.map((branch) => validValueOf(branch, depth + 1)));
+  // A recursive schema (a filter tree) ends in its first branch (a condition) once deep enough.
+  if (branches)
+    return depth > 6 ? validValueOf(branches[0], depth + 1) : fc.oneof(...branches.map((branch) => validValueOf(branch, depth + 1)));
   if (schema.const !== undefined) return fc.constant(schema.const);
   if (Array.isArray(schema.enum)) return fc.constantFrom(...schema.enum);
   const type = Array.isArray(schema.type) ? schema.type.find((t: string) => t !== 'null') : schema.type;

@@ -36,12 +36,14 @@ t.test(
     await writeFile(
       path.join(dir, 'operations.ts'),
       [
-        "import type { Company, CompanyCreate, CreateCompanyData, CreateCompanyResponse, GetCompanyResponse, ListCompaniesResponse } from './sdk/types.gen.js';",
+        "import type { Company, CompanyCreate, CompanyQueryPage, CreateCompanyData, CreateCompanyResponse, GetCompanyResponse, ListCompaniesResponse, QueryCompaniesData, QueryCompaniesResponse, RecordQuery } from './sdk/types.gen.js';",
         "import { sameType } from './named-types.js';",
         'sameType<GetCompanyResponse, Company>(true);',
         'sameType<CreateCompanyResponse, Company>(true);',
         'sameType<ListCompaniesResponse, Company[]>(true);',
         "sameType<CreateCompanyData['body'], CompanyCreate>(true);",
+        'sameType<QueryCompaniesResponse, CompanyQueryPage>(true);',
+        "sameType<QueryCompaniesData['body'], RecordQuery>(true);",
         '',
       ].join('\n'),
     );

@@ -7,11 +7,14 @@ import type { Numbering } from '../../db/tenant-writes.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
 import { assigneeName, assigneeNameSql, assigneeSelect } from '../../records/assignee.js';
 import type { RecordType } from '../../records/definition.js';
+import { enumField, RECORD_FIELDS, textFields, type FieldCatalog } from '../../records/filter/fields.js';
 import {
   CompanyBodySchemas,
   CompanyListQuerySchema,
   CompanyParamsSchema,
+  CompanyQueryPageSchema,
   CompanySchema,
+  LIFECYCLE_STAGES,
   type CompanyDto,
   type CompanyListQuery,
   CompanyBatchSchemas,
@@ -94,6 +97,15 @@ export const companyPage = pageTable<CompanyDto, 'lifecycle_stage'>(
   assigneeNameSql('companies'),
 );
 
+/** The fields a company query filters and sorts by (and `company.<field>` of the other record types). */
+export const COMPANY_FIELDS: FieldCatalog = {
+  ...RECORD_FIELDS,
+  ...textFields('name', 'email', 'phone_number', 'website', 'tax_id', 'industry', 'address_line_1', 'address_line_2'),
+  ...textFields('city', 'postal_code', 'country', 'notes', 'customer_code'),
+  lifecycle_stage: enumField(LIFECYCLE_STAGES),
+  assigned_to: { type: 'uuid' },
+};
+
 /** Every company gets the next customer code of its workspace, whether created through the API or imported. */
 export const COMPANY_NUMBERING: Numbering = { column: 'customer_code', next: 'next_customer_number', prefix: 'CUS-' };
 
@@ -123,8 +135,10 @@ export const companyRecord: RecordType<CompanyRow, CompanyDto, CompanyListQuery>
     listQuery: CompanyListQuerySchema,
     params: CompanyParamsSchema,
     batch: CompanyBatchSchemas,
+    queryPage: CompanyQueryPageSchema,
   },
   table: companyPage,
+  query: { fields: COMPANY_FIELDS, search: true },
   find: (db, id) => db.company.findUnique({ select: companyBody, where: { id } }),
   toDto: toCompanyDto,
   notFound: () => notFound('Company not found.', 'company_not_found'),

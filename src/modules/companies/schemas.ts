@@ -1,6 +1,7 @@
 // Request and response schemas of the company endpoints.
 import { ALL_BATCH_OPS, batchComponents, recordBatchSchemas } from '../../records/batch-schemas.js';
 import { Type, type Static } from '@sinclair/typebox';
+import { queryPageSchema } from '../../records/filter/schema.js';
 import { Email, named, Nullable, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { ArchivedQuery } from '../../records/activity-schemas.js';
@@ -13,7 +14,7 @@ import {
   recordBodySchemas,
 } from '../../records/record-schemas.js';
 
-const LIFECYCLE_STAGES = ['lead', 'prospect', 'customer', 'inactive'] as const;
+export const LIFECYCLE_STAGES = ['lead', 'prospect', 'customer', 'inactive'] as const;
 
 export const LifecycleStageSchema = StringEnum(LIFECYCLE_STAGES, {
   $id: 'LifecycleStage',
@@ -121,10 +122,14 @@ export const CompanyParamsSchema = RecordParamsSchema('company_id', 'Company');
 export const CompanyBatchSchemas = recordBatchSchemas('Company', CompanySchema, ALL_BATCH_OPS);
 
 /** The named components of this module, for app.addSchema (src/http/components.ts). */
+/** The answer of a company query (POST …/query/). */
+export const CompanyQueryPageSchema = queryPageSchema('Company', CompanySchema);
+
 export const COMPANY_SCHEMAS = [
   LifecycleStageSchema,
   CompanySchema,
   CompanyBodySchemas.create,
   CompanyBodySchemas.update,
   ...batchComponents(CompanyBatchSchemas),
+  CompanyQueryPageSchema,
 ];

@@ -6,10 +6,13 @@ import { pageTable } from '../../db/page-table.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
 import { assigneeName, assigneeNameSql, assigneeSelect } from '../../records/assignee.js';
 import type { RecordType } from '../../records/definition.js';
+import { RECORD_FIELDS, textFields } from '../../records/filter/fields.js';
+import { COMPANY_FIELDS } from '../companies/record.js';
 import {
   ContactBodySchemas,
   ContactListQuerySchema,
   ContactParamsSchema,
+  ContactQueryPageSchema,
   ContactSchema,
   type ContactDto,
   type ContactListQuery,
@@ -90,8 +93,20 @@ export const contactRecord: RecordType<ContactRow, ContactDto, ContactListQuery>
     listQuery: ContactListQuerySchema,
     params: ContactParamsSchema,
     batch: ContactBatchSchemas,
+    queryPage: ContactQueryPageSchema,
   },
   table: contactPage,
+  query: {
+    fields: {
+      ...RECORD_FIELDS,
+      ...textFields('first_name', 'last_name', 'email', 'phone_number', 'department', 'job_title', 'notes'),
+      company_id: { type: 'uuid' },
+      assigned_to: { type: 'uuid' },
+    },
+    company: { column: 'company_id', fields: COMPANY_FIELDS },
+    sortAliases: { name: ['last_name', 'first_name'] },
+    search: true,
+  },
   find: (db, id) => db.contact.findUnique({ select: contactBody, where: { id } }),
   toDto: toContactDto,
   notFound: () => notFound('Contact not found.', 'contact_not_found'),

@@ -1,6 +1,7 @@
 // Request and response schemas of the contact endpoints.
 import { ALL_BATCH_OPS, batchComponents, recordBatchSchemas } from '../../records/batch-schemas.js';
 import { Type, type Static } from '@sinclair/typebox';
+import { queryPageSchema } from '../../records/filter/schema.js';
 import { Email, named, Nullable, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { ArchivedQuery } from '../../records/activity-schemas.js';
@@ -89,9 +90,13 @@ export const ContactParamsSchema = RecordParamsSchema('contact_id', 'Contact');
 export const ContactBatchSchemas = recordBatchSchemas('Contact', ContactSchema, ALL_BATCH_OPS);
 
 /** The named components of this module, for app.addSchema (src/http/components.ts). */
+/** The answer of a contact query (POST …/query/). */
+export const ContactQueryPageSchema = queryPageSchema('Contact', ContactSchema);
+
 export const CONTACT_SCHEMAS = [
   ContactSchema,
   ContactBodySchemas.create,
   ContactBodySchemas.update,
   ...batchComponents(ContactBatchSchemas),
+  ContactQueryPageSchema,
 ];

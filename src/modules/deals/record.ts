@@ -4,14 +4,18 @@ import type { Prisma } from '../../generated/prisma/client.js';
 import { pageTable } from '../../db/page-table.js';
 import { notFound } from '../../lib/problem.js';
 import type { RecordType } from '../../records/definition.js';
+import { enumField, RECORD_FIELDS, textFields, type FieldSpec } from '../../records/filter/fields.js';
+import { COMPANY_FIELDS } from '../companies/record.js';
 import {
+  DEAL_STAGES,
   DealBodySchemas,
   DealListQuerySchema,
   DealParamsSchema,
+  DealQueryPageSchema,
   DealSchema,
+  DealBatchSchemas,
   type DealDto,
   type DealListQuery,
-  DealBatchSchemas,
 } from './schemas.js';
 
 export type DealRow = Prisma.DealGetPayload<object>;
@@ -85,8 +89,28 @@ export const dealRecord: RecordType<DealRow, DealDto, DealListQuery> = {
     listQuery: DealListQuerySchema,
     params: DealParamsSchema,
     batch: DealBatchSchemas,
+    queryPage: DealQueryPageSchema,
   },
   table: dealPage,
+  query: {
+    fields: {
+      ...RECORD_FIELDS,
+      ...textFields('title', 'currency', 'lost_reason', 'notes'),
+      ...Object.fromEntries(
+        ['value', 'tax_rate', 'net_value', 'tax_value', 'gross_value'].map((name) => [name, { type: 'decimal' } as FieldSpec]),
+      ),
+      company_id: { type: 'uuid' },
+      contact_id: { type: 'uuid' },
+      assigned_to: { type: 'uuid' },
+      amount_includes_tax: { type: 'boolean' },
+      probability: { type: 'number' },
+      position: { type: 'number' },
+      stage: enumField(DEAL_STAGES),
+      expected_close_date: { type: 'date' },
+    },
+    company: { column: 'company_id', fields: COMPANY_FIELDS },
+    search: false,
+  },
   find: (db, id) => db.deal.findFirst({ where: { id } }),
   toDto: toDealDto,
   notFound: () => notFound('Deal not found.', 'deal_not_found'),

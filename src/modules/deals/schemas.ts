@@ -1,6 +1,7 @@
 // Request and response schemas of the deal endpoints: the deal, its create/update/move bodies, the pipeline summary.
 import { ALL_BATCH_OPS, batchComponents, recordBatchSchemas } from '../../records/batch-schemas.js';
 import { Type, type Static } from '@sinclair/typebox';
+import { queryPageSchema } from '../../records/filter/schema.js';
 import { named, Nullable, NullableTimestamp, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { ArchivedFilterSchema } from '../../records/activity-schemas.js';
@@ -174,6 +175,9 @@ export const DealParamsSchema = RecordParamsSchema('deal_id', 'Deal');
 export const DealBatchSchemas = recordBatchSchemas('Deal', DealSchema, ALL_BATCH_OPS);
 
 /** The named components of this module, for app.addSchema (src/http/components.ts). */
+/** The answer of a deal query (POST …/query/). */
+export const DealQueryPageSchema = queryPageSchema('Deal', DealSchema);
+
 export const DEAL_SCHEMAS = [
   DealStageSchema,
   DealSchema,
@@ -183,4 +187,5 @@ export const DEAL_SCHEMAS = [
   DealPipelineTotalSchema,
   DealPipelineStageSchema,
   ...batchComponents(DealBatchSchemas),
+  DealQueryPageSchema,
 ];

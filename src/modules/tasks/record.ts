@@ -8,11 +8,17 @@ import type { ActivityActor } from '../../db/tenant-writes.js';
 import { NEWEST_FIRST } from '../../lib/pagination.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
 import type { RecordType } from '../../records/definition.js';
+import { enumField, RECORD_FIELDS, textFields } from '../../records/filter/fields.js';
+import { COMPANY_FIELDS } from '../companies/record.js';
 import {
   TaskBodySchemas,
   TaskListQuerySchema,
   TaskParamsSchema,
+  TaskQueryPageSchema,
+  TaskKindSchema,
+  TaskPrioritySchema,
   TaskSchema,
+  TaskWorkflowStatusSchema,
   type TaskDto,
   type TaskEffectiveStatus,
   type TaskListQuery,
@@ -111,8 +117,29 @@ export const taskRecord: RecordType<TaskRow, TaskDto, TaskListQuery> = {
     listQuery: TaskListQuerySchema,
     params: TaskParamsSchema,
     batch: TaskBatchSchemas,
+    queryPage: TaskQueryPageSchema,
   },
   table: taskPage,
+  query: {
+    fields: {
+      ...RECORD_FIELDS,
+      ...textFields('title', 'notes'),
+      kind: enumField(TaskKindSchema.enum),
+      priority: enumField(TaskPrioritySchema.enum),
+      workflow_status: enumField(TaskWorkflowStatusSchema.enum),
+      due_at: { type: 'datetime' },
+      reminder_at: { type: 'datetime' },
+      completed_at: { type: 'datetime' },
+      ...Object.fromEntries(
+        ['company_id', 'contact_id', 'deal_id', 'assigned_to', 'completed_by', 'completed_by_api_key_id'].map((name) => [
+          name,
+          { type: 'uuid' as const },
+        ]),
+      ),
+    },
+    company: { column: 'company_id', fields: COMPANY_FIELDS },
+    search: false,
+  },
   find: (db, id) => db.task.findFirst({ where: { id } }),
   toDto: (row) => toTaskDto(row),
   notFound: () => notFound('Task not found.', 'task_not_found'),

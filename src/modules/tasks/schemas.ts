@@ -1,6 +1,7 @@
 // Request and response schemas of the task endpoints: the task, its create/update bodies, its enums and list filters.
 import { ALL_BATCH_OPS, batchComponents, recordBatchSchemas } from '../../records/batch-schemas.js';
 import { Type, type Static } from '@sinclair/typebox';
+import { queryPageSchema } from '../../records/filter/schema.js';
 import { named, Nullable, NullableTimestamp, Ref, StringEnum, Timestamp, Uuid } from '../../lib/http-schemas.js';
 import { PageQuerySchema } from '../../lib/pagination.js';
 import { ArchivedFilterSchema } from '../../records/activity-schemas.js';
@@ -133,6 +134,9 @@ export const TaskParamsSchema = RecordParamsSchema('task_id', 'Task');
 export const TaskBatchSchemas = recordBatchSchemas('Task', TaskSchema, ALL_BATCH_OPS);
 
 /** The named components of this module, for app.addSchema (src/http/components.ts). */
+/** The answer of a task query (POST …/query/). */
+export const TaskQueryPageSchema = queryPageSchema('Task', TaskSchema);
+
 export const TASK_SCHEMAS = [
   TaskKindSchema,
   TaskPrioritySchema,
@@ -143,4 +147,5 @@ export const TASK_SCHEMAS = [
   TaskBodySchemas.create,
   TaskBodySchemas.update,
   ...batchComponents(TaskBatchSchemas),
+  TaskQueryPageSchema,
 ];

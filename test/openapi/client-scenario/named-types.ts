@@ -10,6 +10,7 @@ import type {
   AutomationTrigger,
   Company,
   CompanyCreate,
+  CompanyQueryPage,
   CompanyUpdate,
   Contact,
   ContactCreate,
@@ -17,6 +18,9 @@ import type {
   EmailAccount,
   EmailAccountCreate,
   ErrorCode,
+  Filter,
+  FilterCondition,
+  FilterOperator,
   HealthStatus,
   Invitation,
   InvitationCreate,
@@ -29,6 +33,7 @@ import type {
   Problem,
   Profile,
   ProfileUpdate,
+  RecordQuery,
   SetupAvailability,
   Settings,
   TokenPair,
@@ -122,3 +127,19 @@ export const smtp: EmailAccountCreate = {
 };
 export const sender = (account: EmailAccount): string => account.from_name ?? account.from_email;
 export const healthy = (status: HealthStatus, setup: SetupAvailability): boolean => status.status === 'ok' && !setup.available;
+
+// A query's filter tree is typed node by node: a client builds "customers in Germany or France, without an industry,
+// not named Acme", sorted by name, and reads the page's next cursor.
+const country = (code: string): FilterCondition => ({ field: 'country', op: 'eq', value: code });
+export const customersAbroad: Filter = {
+  and: [
+    { field: 'lifecycle_stage', op: 'eq', value: 'customer' },
+    { or: [country('DE'), country('FR')] },
+    { field: 'industry', op: 'is_empty' },
+    { not: { field: 'name', op: 'in', value: ['Acme', 'Initech'] } },
+  ],
+};
+export const customersQuery: RecordQuery = { filter: customersAbroad, sort: [{ field: 'name', direction: 'asc' }], limit: 50 };
+export const nextQuery = (query: RecordQuery, page: CompanyQueryPage): RecordQuery | undefined =>
+  page.next_cursor === null ? undefined : { ...query, cursor: page.next_cursor };
+export const ORDERED_OPS: FilterOperator[] = ['lt', 'lte', 'gt', 'gte'];

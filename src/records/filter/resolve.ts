@@ -1,0 +1,46 @@
+// Field names of a filter or a sort resolved to SQL over a record's row: standard fields, `company.<field>` through the
+// record's company; the hook where `custom.<key>` will resolve too.
+import type { FieldCatalog, FieldSpec } from './fields.js';
+
+/** A field a filter or sort names, resolved: its type and its SQL expression (identifiers from catalogs only). */
+export interface ResolvedField {
+  name: string;
+  spec: FieldSpec;
+  /** The value as SQL over the row of the record's table (enums as text). */
+  sql: string;
+}
+
+/** What a record type declares for its queries: its field catalog, its company link, its sort aliases, its search. */
+export interface QueryDefinition {
+  fields: FieldCatalog;
+  /** The column holding the record's company and the companies' catalog (contacts, deals, tasks): `company.<field>`. */
+  company?: { column: string; fields: FieldCatalog };
+  /** Sort names that stand for several fields (a contact's `name`: last_name, then first_name). */
+  sortAliases?: Readonly<Record<string, readonly string[]>>;
+  /** Whether the list's `search` applies (the table keeps a `search_text`). */
+  search: boolean;
+}
+
+/** Resolves the field names of one record type (a standard field, `company.<field>`); undefined for an unknown one. */
+export type FieldResolver = (name: string) => ResolvedField | undefined;
+
+const ownField = (catalog: FieldCatalog, name: string): FieldSpec | undefined => (Object.hasOwn(catalog, name) ? catalog[name] : undefined);
+
+const readAs = (spec: FieldSpec, column: string) => (spec.type === 'enum' ? `${column}::text` : column);
+
+export function fieldResolver(table: string, definition: QueryDefinition): FieldResolver {
+  return (name) => {
+    const spec = ownField(definition.fields, name);
+    if (spec) return { name, spec, sql: readAs(spec, `${table}.${name}`) };
+    const { company } = definition;
+    if (!company || !name.startsWith('company.')) return undefined;
+    const field = name.slice('company.'.length);
+    const companySpec = ownField(company.fields, field);
+    if (!companySpec) return undefined;
+    // The linked company's field, null without a company: one row at most, by the companies' primary key.
+    const sql =
+      `(SELECT ${readAs(companySpec, `linked_company.${field}`)} FROM companies AS linked_company ` +
+      `WHERE linked_company.organization_id = ${table}.organization_id AND linked_company.id = ${table}.${company.column})`;
+    return { name, spec: companySpec, sql };
+  };
+}

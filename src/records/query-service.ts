@@ -1,0 +1,197 @@
+// A record type's query (POST …/query/): the body checked with the path of each problem, the filter compiled, a
+// multi-key order with empty values last and text in the order people read it, and keyset cursors over that order.
+import { NATURAL_COLLATION, type ArchivedFilter } from '../db/page-query.js';
+import type { OrderKey } from '../db/query-page.js';
+import type { TenantPages } from '../db/tenant-pages.js';
+import { isUuid } from '../lib/http-schemas.js';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../lib/pagination.js';
+import { validationFailed, type FieldErrors } from '../lib/problem.js';
+import { SEARCH_TERM_PATTERN } from '../lib/text-search.js';
+import type { RecordType } from './definition.js';
+import type { QueryDefinition } from './filter/resolve.js';
+
+/** What a query reads of its record type: the fields, company link and search it declares. */
+type Queryable = { query: QueryDefinition };
+import { compileFilter } from './filter/compile.js';
+import { SQL_TYPES } from './filter/fields.js';
+import { fieldResolver, type FieldResolver, type ResolvedField } from './filter/resolve.js';
+import { validateFilter, type FilterNode } from './filter/validate.js';
+
+const BODY_KEYS = new Set(['filter', 'search', 'sort', 'archived', 'limit', 'cursor']);
+const ARCHIVED = ['active', 'archived', 'all'];
+const MAX_SORT_KEYS = 3;
+
+export interface QueryPage<Dto> {
+  results: Dto[];
+  next_cursor: string | null;
+}
+
+/** A query's parts once checked: what the page reader needs, and the sort's signature its cursors carry. */
+export interface CheckedQuery {
+  filter?: FilterNode;
+  search?: string;
+  sort: Array<{ field: string; direction: 'asc' | 'desc' }>;
+  archived: ArchivedFilter;
+  limit: number;
+  cursor?: string;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/** The order keys of one sort field: empty first-or-last flag (always last), then the value in its direction. */
+export function sortKeys(field: ResolvedField, descending: boolean): OrderKey[] {
+  const { sql, spec } = field;
+  const empty = spec.type === 'text' ? `(coalesce(${sql}, '') = '')` : `(${sql} IS NULL)`;
+  const flag: OrderKey = { sql: empty, type: 'boolean', descending: false };
+  if (spec.type === 'text')
+    return [flag, { sql: `(nullif(${sql}, '') COLLATE "${NATURAL_COLLATION}")`, type: 'text', descending, collation: NATURAL_COLLATION }];
+  if (spec.type === 'enum') {
+    const values = (spec.values ?? []).map((value) => `'${value.replaceAll("'", "''")}'`).join(', ');
+    return [flag, { sql: `array_position(ARRAY[${values}]::text[], ${sql})`, type: 'int', descending }];
+  }
+  return [flag, { sql, type: SQL_TYPES[spec.type], descending }];
+}
+
+/** Checks a query body: every problem at its path (`filter.and.1.op`, `sort.0.field`), all of them at once. */
+export function checkQuery(body: unknown, resolve: FieldResolver, type: Queryable): CheckedQuery {
+  const errors: FieldErrors = {};
+  const fail = (at: string, message: string): void => {
+    errors[at] = [...(errors[at] ?? []), message];
+  };
+  const input = body ?? {};
+  if (!isObject(input)) throw validationFailed({ body: ['Expected a JSON object.'] });
+  for (const key of Object.keys(input)) if (!BODY_KEYS.has(key)) fail(key, 'Unknown field.');
+  let filter: FilterNode | undefined;
+  if (input.filter !== undefined) {
+    const checked = validateFilter(input.filter, resolve);
+    Object.assign(errors, checked.errors);
+    filter = checked.node;
+  }
+  const { search, archived, limit, cursor } = input;
+  if (search !== undefined) {
+    if (!type.query.search) fail('search', 'This record type has no search: use a filter.');
+    else if (typeof search !== 'string' || search.length > 200 || !new RegExp(SEARCH_TERM_PATTERN, 'u').test(search)) {
+      fail('search', 'Expected a search term of at most 200 characters, without control characters.');
+    }
+  }
+  if (archived !== undefined && !ARCHIVED.includes(archived as string)) fail('archived', `Expected one of: ${ARCHIVED.join(', ')}.`);
+  if (limit !== undefined && !(Number.isInteger(limit) && (limit as number) >= 1 && (limit as number) <= MAX_LIMIT)) {
+    fail('limit', `Expected an integer from 1 to ${MAX_LIMIT}.`);
+  }
+  if (cursor !== undefined && (typeof cursor !== 'string' || cursor.length > 4000)) fail('cursor', 'Invalid cursor.');
+  const sort: CheckedQuery['sort'] = [];
+  if (input.sort !== undefined) {
+    if (!Array.isArray(input.sort) || input.sort.length > MAX_SORT_KEYS)
+      fail('sort', `Expected an array of at most ${MAX_SORT_KEYS} sort keys.`);
+    else {
+      for (const [i, key] of (input.sort as unknown[]).entries()) {
+        const at = `sort.${i}`;
+        if (!isObject(key)) {
+          fail(at, 'Expected {field, direction}.');
+          continue;
+        }
+        for (const name of Object.keys(key)) if (name !== 'field' && name !== 'direction') fail(`${at}.${name}`, 'Unknown field.');
+        const direction = key.direction ?? 'asc';
+        if (direction !== 'asc' && direction !== 'desc') fail(`${at}.direction`, 'Expected asc or desc.');
+        const field = key.field;
+        const known = typeof field === 'string' && (type.query.sortAliases?.[field] !== undefined || resolve(field) !== undefined);
+        if (known) sort.push({ field: field as string, direction: direction as 'asc' | 'desc' });
+        else fail(`${at}.field`, typeof field === 'string' ? `Unknown field: ${field.slice(0, 100)}.` : 'Expected a field name.');
+      }
+    }
+  }
+  if (Object.keys(errors).length > 0) throw validationFailed(errors);
+  return {
+    filter,
+    search: typeof search === 'string' && search !== '' ? search : undefined,
+    sort,
+    archived: (archived as ArchivedFilter | undefined) ?? 'active',
+    limit: (limit as number | undefined) ?? DEFAULT_LIMIT,
+    cursor: cursor as string | undefined,
+  };
+}
+
+/** The order keys of a checked sort (newest first without one), aliases expanded. */
+export function orderKeys(table: string, sort: CheckedQuery['sort'], resolve: FieldResolver, type: Queryable): OrderKey[] {
+  if (sort.length === 0) return [{ sql: `${table}.created_at`, type: 'timestamptz', descending: true }];
+  return sort.flatMap(({ field, direction }) =>
+    (type.query.sortAliases?.[field] ?? [field]).flatMap((name) => sortKeys(resolve(name) as ResolvedField, direction === 'desc')),
+  );
+}
+
+const KEY_TEXT: Record<string, RegExp> = {
+  boolean: /^(true|false)$/,
+  int: /^-?\d{1,9}$/,
+  numeric: /^-?\d{1,20}(\.\d{1,20})?$/,
+  date: /^\d{4}-\d{2}-\d{2}$/,
+  timestamptz: /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}(:\d{2})?)$/,
+};
+
+/** Whether a cursor's key text is a value of its SQL type (a tampered cursor must be a 400, never a failing cast). */
+function validKey(value: unknown, key: OrderKey): boolean {
+  if (value === null) return true;
+  if (typeof value !== 'string' || value.length > 4000 || value.includes('\u0000')) return false;
+  if (key.type === 'uuid') return isUuid(value);
+  if (key.type === 'timestamptz' && Number.isNaN(Date.parse(value))) return false;
+  if (key.type === 'date' && Number.isNaN(Date.parse(`${value}T00:00:00Z`))) return false;
+  return KEY_TEXT[key.type]?.test(value) ?? key.type === 'text';
+}
+
+const signatureOf = (sort: CheckedQuery['sort']) =>
+  sort.map(({ field, direction }) => `${direction === 'desc' ? '-' : ''}${field}`).join(',');
+
+export const encodeQueryCursor = (sort: CheckedQuery['sort'], keys: readonly (string | null)[]) =>
+  Buffer.from(JSON.stringify({ sort: signatureOf(sort), keys })).toString('base64url');
+
+/** The keys a cursor names, checked against the query's order (another sort's cursor or a tampered one: 400). */
+export function decodeQueryCursor(cursor: string | undefined, sort: CheckedQuery['sort'], keys: readonly OrderKey[]) {
+  if (cursor === undefined) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    parsed = undefined;
+  }
+  if (isObject(parsed) && parsed.sort !== signatureOf(sort) && typeof parsed.sort === 'string') {
+    throw validationFailed({ cursor: ['The cursor belongs to another sort: start again without it.'] });
+  }
+  const values = isObject(parsed) && Array.isArray(parsed.keys) ? (parsed.keys as unknown[]) : undefined;
+  if (
+    !values ||
+    values.length !== keys.length ||
+    !values.every((value, i) => validKey(value, keys[i] as OrderKey)) ||
+    values.at(-1) === null
+  ) {
+    throw validationFailed({ cursor: ['Invalid cursor.'] });
+  }
+  return values as (string | null)[];
+}
+
+/** A record type's query: one page and the cursor of the next. */
+export function recordQuery<Dto>(table: RecordType['table'], query: QueryDefinition) {
+  const type: Queryable = { query };
+  const resolve = fieldResolver(table.table, query);
+  return {
+    resolve,
+    async query(pages: TenantPages, body: unknown): Promise<QueryPage<Dto>> {
+      const checked = checkQuery(body, resolve, type);
+      const keys = orderKeys(table.table, checked.sort, resolve, type);
+      const withTiebreak = [...keys, { sql: '', type: 'uuid', descending: false }];
+      const after = decodeQueryCursor(checked.cursor, checked.sort, withTiebreak);
+      const rows = await pages.query<Dto>(table, {
+        conditions: checked.filter ? [compileFilter(checked.filter)] : [],
+        archived: checked.archived,
+        search: checked.search,
+        keys,
+        after,
+        limit: checked.limit,
+      });
+      const page = rows.slice(0, checked.limit);
+      const last = page.at(-1);
+      return {
+        results: page.map(({ row }) => row),
+        next_cursor: rows.length > checked.limit && last ? encodeQueryCursor(checked.sort, last.keys) : null,
+      };
+    },
+  };
+}
