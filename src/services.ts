@@ -82,7 +82,7 @@ export function composeServices({ db, pool, serving, jwt, config }: ServiceInfra
       crm: { companies: companyService, contacts: contactService, automations, deals: dealService, tasks: taskService },
     }),
     // The operators' console: its reads and sign-in, beside the API services above that its actions reuse.
-    console: createConsoleService({ db, pool, session: config.adminSession, apiKeys, invitations }),
+    console: createConsoleService({ db, pool, session: config.adminSession, apiKeys, invitations, automations }),
   };
 }
 
