@@ -14,6 +14,7 @@ import { DEAL_SCHEMAS } from '../modules/deals/schemas.js';
 import { TASK_SCHEMAS } from '../modules/tasks/schemas.js';
 import { ListSortSchema } from '../records/record-schemas.js';
 import { DELETION_SCHEMAS } from '../modules/deletions/schemas.js';
+import { EVENT_SCHEMAS } from '../modules/events/schemas.js';
 import { SmtpAccountInputSchema } from '../email/smtp-account-input.js';
 import { EMAIL_ACCOUNT_SCHEMAS } from '../modules/email-accounts/schemas.js';
 import { HealthStatusSchema } from '../modules/health/schemas.js';
@@ -55,6 +56,7 @@ export const COMPONENT_SCHEMAS: readonly TSchema[] = [
   ...TASK_SCHEMAS,
   ...DELETION_SCHEMAS,
   ...AUTOMATION_SCHEMAS,
+  ...EVENT_SCHEMAS,
   ...IMPORT_SCHEMAS,
   ...API_KEY_SCHEMAS,
   ...WEBHOOK_SCHEMAS,
