@@ -2,7 +2,7 @@
 // both, and a stream whose instance restarts resumes with Last-Event-ID on the new one with every missed event once.
 import t from 'tap';
 import { buildApp, type App } from '../../src/app.js';
-import { buildTestApp, json } from '../helpers/app.js';
+import { buildTestApp } from '../helpers/app.js';
 import { setupInstallation } from '../helpers/fixtures.js';
 import { openStream, type SseStream } from './sse-client.js';
 

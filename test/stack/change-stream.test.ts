@@ -64,7 +64,11 @@ function followingClient() {
       await sleep(200);
     }
   })();
-  return { received, connections: () => connections, stop: async () => ((running = false), await done) };
+  const stop = async () => {
+    running = false;
+    await done;
+  };
+  return { received, connections: () => connections, stop };
 }
 
 t.test('a stream through HAProxy survives a rolling restart of both instances: every event once, in order', async (t) => {
