@@ -38,6 +38,7 @@ import * as notes from './modules/notes/routes.js';
 import * as automations from './modules/automations/routes.js';
 import * as imports from './modules/imports/routes.js';
 import * as deletions from './modules/deletions/routes.js';
+import * as events from './modules/events/routes.js';
 import * as apiKeys from './modules/api-keys/routes.js';
 import * as sessions from './modules/sessions/routes.js';
 import * as twoFactor from './modules/two-factor/routes.js';
@@ -153,7 +154,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(tenancyPlugin);
   if (options.backgroundWorkers !== false) startJobWorkers(app);
 
-  app.decorate('services', composeServices({ db: app.db, pool: app.pg, serving: app.serving.pool, jwt: app.jwtCodec, config }));
+  app.decorate(
+    'services',
+    composeServices({ db: app.db, pool: app.pg, serving: app.serving.pool, jwt: app.jwtCodec, config, log: app.log }),
+  );
+  // Open change streams would hold the close forever: they end first, and their clients resume on another instance.
+  app.addHook('preClose', async () => app.services.events.close());
   // Every named component, once: routes refer to them by $id and the OpenAPI document lists them under their names.
   for (const schema of COMPONENT_SCHEMAS) app.addSchema(schema);
 
@@ -204,6 +210,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
           automations.tenantRoutes,
           imports.tenantRoutes,
           deletions.tenantRoutes,
+          events.tenantRoutes,
           apiKeys.tenantRoutes,
         ]),
         { prefix: TENANT_PREFIX },

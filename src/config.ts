@@ -210,6 +210,8 @@ const variables = {
   jobRecoverySeconds: integer('JOB_RECOVERY_SECONDS', 60),
   /** send_email automation messages one workspace may send per hour; beyond it runs end `skipped`. */
   automationEmailsPerHour: integer('AUTOMATION_EMAILS_PER_HOUR', 100),
+  /** Open change streams (`GET …/events/` as text/event-stream) one workspace may hold, counted across instances. */
+  eventStreamsPerWorkspace: integer('EVENT_STREAMS_PER_WORKSPACE', 100),
   /** Concurrent argon2 hashes, and how many more may wait before callers get 503. */
   passwordHashing: {
     concurrency: integer('PASSWORD_HASH_CONCURRENCY', 2),

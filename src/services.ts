@@ -1,7 +1,7 @@
 // The composition root of the domain: every service built once from narrowed dependencies, for routes and console alike.
 import type pg from 'pg';
 import type { Config } from './config.js';
-import type { Db, Queryable } from './db/client.js';
+import type { Db } from './db/client.js';
 import type { JwtCodec } from './lib/jwt-codec.js';
 import { createTokenService } from './modules/auth/token-service.js';
 import { createAuthService } from './modules/auth/service.js';
@@ -26,19 +26,24 @@ import { createSessionService } from './modules/sessions/service.js';
 import { createTwoFactorService } from './modules/two-factor/service.js';
 import { createInstallationService } from './modules/installation/service.js';
 import { createConsoleService } from './console/service.js';
+import { createEventService } from './modules/events/service.js';
+import { createEventHub } from './modules/events/hub.js';
+import { sessionDatabaseUrl } from './config.js';
 import { createHealthService } from './modules/health/service.js';
 
 export interface ServiceInfrastructure {
   /** The unscoped client: handed only to installation-wide services; tenant services get a `Tenant` per call. */
   db: Db;
   pool: pg.Pool;
-  /** The serving role's pool: only asked whether it escapes row-level security. */
-  serving: Queryable;
+  /** The serving role's pool (on the primary): the change feed's reads and stream slots, bound to a workspace per call. */
+  serving: pg.Pool;
   jwt: JwtCodec;
   config: Config;
+  /** Where the change feed's listener and streams report trouble. */
+  log: { warn(object: object, message: string): void };
 }
 
-export function composeServices({ db, pool, serving, jwt, config }: ServiceInfrastructure) {
+export function composeServices({ db, pool, serving, jwt, config, log }: ServiceInfrastructure) {
   const tokens = createTokenService({ db, pool, jwt, accessTtl: config.accessTokenTtl, refreshTtl: config.refreshTokenTtl });
   const { appUrl, emailEncryptionKey: encryptionKey } = config;
   const twoFactor = createTwoFactorService({ db, encryptionKey, tokens });
@@ -73,6 +78,13 @@ export function composeServices({ db, pool, serving, jwt, config }: ServiceInfra
     tasks: taskService,
     notes: noteService,
     automations,
+    // The change feed: one listener per instance wakes its open streams.
+    events: createEventService({
+      pool: serving,
+      hub: createEventHub({ connectionString: sessionDatabaseUrl(config), log }),
+      streamsPerWorkspace: config.eventStreamsPerWorkspace,
+      log,
+    }),
     imports: createImportService(),
     deletions: createDeletionService(),
     // The installation administrators' API; its data export reads CRM records through the tenant services above.
@@ -84,7 +96,7 @@ export function composeServices({ db, pool, serving, jwt, config }: ServiceInfra
       crm: { companies: companyService, contacts: contactService, automations, deals: dealService, tasks: taskService, notes: noteService },
     }),
     // The operators' console: its reads and sign-in, beside the API services above that its actions reuse.
-    console: createConsoleService({ db, pool, session: config.adminSession, apiKeys, invitations }),
+    console: createConsoleService({ db, pool, session: config.adminSession, apiKeys, invitations, automations }),
   };
 }
 

@@ -7,6 +7,7 @@ import { passwordResetTasks } from './modules/account/password-service.js';
 import { outboxTasks } from './email/outbox.js';
 import { automationTasks } from './modules/automations/run-queue.js';
 import { importTasks } from './modules/imports/import-job.js';
+import { EVENT_CRON_ITEMS, eventTasks } from './modules/events/retention.js';
 import { threadConnection } from './modules/imports/import-thread.js';
 
 /**
@@ -34,14 +35,19 @@ export function startJobWorkers(app: FastifyInstance): void {
     label: 'automation',
     liveness,
     concurrency: config.workerConcurrency.automation,
-    taskList: automationTasks({
-      db,
-      encryptionKey: config.emailEncryptionKey,
-      allowPrivateTargets: config.webhookAllowPrivate,
-      automationEmailsPerHour: config.automationEmailsPerHour,
-      smtpAllowPrivate: config.smtpAllowPrivate,
-      log,
-    }),
+    // The change feed's hourly cleanup beside the runs that the same events feed.
+    cronItems: EVENT_CRON_ITEMS,
+    taskList: {
+      ...eventTasks({ db }),
+      ...automationTasks({
+        db,
+        encryptionKey: config.emailEncryptionKey,
+        allowPrivateTargets: config.webhookAllowPrivate,
+        automationEmailsPerHour: config.automationEmailsPerHour,
+        smtpAllowPrivate: config.smtpAllowPrivate,
+        log,
+      }),
+    },
   });
   // Imports on a runner of their own, one at a time per process: a long file never holds emails or automations back.
   keepJobRunner(app, {

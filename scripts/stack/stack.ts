@@ -107,6 +107,8 @@ function haproxyConfig(frontPort: number, instances: Array<{ name: string; port:
     'defaults',
     '  mode http',
     '  timeout connect 2s',
+    // Also the longest silence of an open change stream (`GET …/events/` as text/event-stream), which sends a comment
+    // line every 10 seconds: a stream stays open through HAProxy for as long as its client and instance keep it.
     '  timeout client 30s',
     '  timeout server 30s',
     '  timeout http-keep-alive 10s',

@@ -40,6 +40,8 @@ export const AUDIT_ACTIONS = [
   'api_key.created',
   'api_key.revoked',
   'automation.created',
+  'automation.updated',
+  'automation.deleted',
   'automation.secret_rotated',
   'import.started',
   'crm.exported',

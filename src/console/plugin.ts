@@ -13,6 +13,7 @@ import queuePages from './pages/queues.js';
 import signInPages, { sessionCookieOptions } from './pages/sign-in.js';
 import userPages from './pages/users.js';
 import workspacePages from './pages/workspaces.js';
+import automationPages from './pages/automations.js';
 import { ConsoleHttpError, field, sendHtml } from './request.js';
 import { SESSION_COOKIE, csrfToken, csrfTokenValid } from './sessions.js';
 import { CONSOLE_CSS } from './stylesheet.js';
@@ -110,7 +111,7 @@ export default async function consolePlugin(app: FastifyInstance) {
     reply.type('text/css; charset=utf-8').send(CONSOLE_CSS),
   );
 
-  for (const pages of [signInPages, dashboardPages, userPages, workspacePages, invitationPages, queuePages, auditPages]) {
+  for (const pages of [signInPages, dashboardPages, userPages, workspacePages, automationPages, invitationPages, queuePages, auditPages]) {
     await app.register(pages);
   }
 }

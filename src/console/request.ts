@@ -46,9 +46,9 @@ export const pageNumber = (request: FastifyRequest) => {
   return Number.isInteger(page) && page >= 1 && page <= 100_000 ? page : 1;
 };
 
-/** The `:id` of the path; anything but a UUID is a 404. */
-export function idParam(request: FastifyRequest): string {
-  const id = (request.params as { id?: string }).id ?? '';
+/** The `:id` (or another named parameter) of the path; anything but a UUID is a 404. */
+export function idParam(request: FastifyRequest, name = 'id'): string {
+  const id = (request.params as Record<string, string | undefined>)[name] ?? '';
   if (!UUID.test(id)) throw notFound();
   return id;
 }

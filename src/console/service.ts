@@ -4,7 +4,9 @@ import type pg from 'pg';
 import type { Db } from '../db/client.js';
 import type { ApiKeyService } from '../modules/api-keys/service.js';
 import type { InvitationService } from '../modules/invitations/service.js';
+import type { AutomationService } from '../modules/automations/service.js';
 import { createConsoleAuditService } from './services/audit.js';
+import { createConsoleAutomationService } from './services/automations.js';
 import { createConsoleRunService } from './services/automation-runs.js';
 import { createConsoleDashboardService } from './services/dashboard.js';
 import { createConsoleInvitationService } from './services/invitations.js';
@@ -20,10 +22,11 @@ export interface ConsoleDeps {
   session: { idleSeconds: number; maxSeconds: number };
   apiKeys: ApiKeyService;
   invitations: InvitationService;
+  automations: AutomationService;
 }
 
 export function createConsoleService(deps: ConsoleDeps) {
-  const { db, pool, session, apiKeys, invitations } = deps;
+  const { db, pool, session, apiKeys, invitations, automations } = deps;
   return {
     signIn: createConsoleSignInService({ db, ...session }),
     dashboard: createConsoleDashboardService({ db }),
@@ -32,6 +35,7 @@ export function createConsoleService(deps: ConsoleDeps) {
     invitations: createConsoleInvitationService({ db, pool, invitations }),
     outbox: createConsoleOutboxService({ db }),
     runs: createConsoleRunService({ db }),
+    automations: createConsoleAutomationService({ db, pool, automations }),
     audit: createConsoleAuditService({ db }),
   };
 }

@@ -13,16 +13,19 @@ import type { PageTable } from './page-table.js';
 export type ColumnValues = Record<string, unknown>;
 
 /**
- * The statement's tail: queues one run per active rule of `$1` for the event (its name the last-but-one parameter,
- * the time the last one), whose payload is the event JSON with the written record (`record`, in API shape) as data,
- * and each run's job. A SELECT in WITH runs only when read, hence the job count the final row is filtered on.
+ * The statement's tail: records the event in the log (crm_events, whatever the rules) and queues one run of it per
+ * active rule of `$1` (its name the last-but-one parameter, the time the last one), whose payload is the event JSON
+ * with the written record (`record`, in API shape) as data, and each run's job. A SELECT in WITH runs only when read,
+ * hence the job count the final row is filtered on; the INSERTs run whether read or not.
  */
 function queueRuns(event: string, occurredAt: string): string {
   return (
-    `, runs AS (INSERT INTO automation_runs (id, organization_id, automation_id, trigger, payload) ` +
-    `SELECT crm_new_id(), a.organization_id, a.id, a.trigger, jsonb_build_object('event', ${event}::text, ` +
-    `'organization_id', a.organization_id, 'data', to_jsonb(record), 'occurred_at', ${occurredAt}::text) ` +
-    `FROM automations a CROSS JOIN record WHERE a.organization_id = $1 AND a.trigger = ${event}::automation_trigger AND a.is_active ` +
+    `, event AS (INSERT INTO crm_events (organization_id, type, payload) ` +
+    `SELECT $1, ${event}::automation_trigger, jsonb_build_object('event', ${event}::text, 'organization_id', $1::uuid, ` +
+    `'data', to_jsonb(record), 'occurred_at', ${occurredAt}::text) FROM record RETURNING id, type, payload), ` +
+    `runs AS (INSERT INTO automation_runs (id, organization_id, automation_id, event_id, trigger, payload) ` +
+    `SELECT crm_new_id(), a.organization_id, a.id, event.id, a.trigger, event.payload ` +
+    `FROM automations a CROSS JOIN event WHERE a.organization_id = $1 AND a.trigger = event.type AND a.is_active ` +
     'RETURNING id), ' +
     `jobs AS (SELECT ${RUN_JOBS_SQL} AS queued) ` +
     'SELECT record.* FROM record, jobs WHERE jobs.queued >= 0'

@@ -16,6 +16,7 @@ import { NOTE_SCHEMAS } from '../modules/notes/schemas.js';
 import { ListSortSchema } from '../records/record-schemas.js';
 import { FILTER_SCHEMAS } from '../records/filter/schema.js';
 import { DELETION_SCHEMAS } from '../modules/deletions/schemas.js';
+import { EVENT_SCHEMAS } from '../modules/events/schemas.js';
 import { SmtpAccountInputSchema } from '../email/smtp-account-input.js';
 import { EMAIL_ACCOUNT_SCHEMAS } from '../modules/email-accounts/schemas.js';
 import { HealthStatusSchema } from '../modules/health/schemas.js';
@@ -59,6 +60,7 @@ export const COMPONENT_SCHEMAS: readonly TSchema[] = [
   ...NOTE_SCHEMAS,
   ...DELETION_SCHEMAS,
   ...AUTOMATION_SCHEMAS,
+  ...EVENT_SCHEMAS,
   ...IMPORT_SCHEMAS,
   ...API_KEY_SCHEMAS,
   ...WEBHOOK_SCHEMAS,

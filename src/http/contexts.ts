@@ -29,6 +29,7 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /** Why a caller of a context is refused before the route runs, and with which `code`: what each status says in the document. */
 const NO_USER = 'No access token, or one that is invalid, expired or revoked (`not_authenticated`, `token_not_valid`).';
 const KEY_REFUSED = 'A workspace API key was sent to an operation that needs a signed-in user (`api_key_not_allowed`).';
+const TICKET_REFUSED = 'A `ticket` that is unknown, used, expired, or whose holder lost access (`ticket_not_valid`).';
 const REFUSALS = {
   user: { 401: NO_USER, 403: KEY_REFUSED },
   installation: {
@@ -143,7 +144,12 @@ export function tenantContext(routes: FastifyPluginAsync[]): FastifyPluginAsync 
     markRoutes(scope, 'tenant', (route, schema) => {
       const access = route.config?.access;
       if (access === undefined) throw new Error(`tenant route ${String(route.method)} ${route.url} declares no config.access`);
-      schema.security = route.config?.apiKeys ? [...BEARER, { apiKeyAuth: [] }] : BEARER;
+      schema.security = [
+        ...BEARER,
+        ...(route.config?.apiKeys ? [{ apiKeyAuth: [] }] : []),
+        ...(route.config?.streamTickets ? [{ streamTicket: [] }] : []),
+      ];
+      if (route.config?.streamTickets) addResponses(route, { 401: TICKET_REFUSED });
       // Every tenant route can refuse with 403: a workspace that requires two-factor, or a key where keys may not go.
       addResponses(route, REFUSALS.tenant);
       addBudgetResponse(route);

@@ -3,12 +3,23 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { encodeCursor, type Page } from '../lib/pagination.js';
 
-/** Sets `Link: rel="next"`: the request's own URL with `cursor` (none: without one) and `limit` set. */
-export function linkNext(request: FastifyRequest, reply: FastifyReply, cursor: string | undefined, limit: number): void {
+/**
+ * Sets `Link: rel="next"`: the request's own URL with `cursor` (none: without one) and `limit` set, in the query
+ * parameter `param` (default `cursor`), without the parameters in `drop` (credentials never go into a link).
+ */
+export function linkNext(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  cursor: string | undefined,
+  limit: number,
+  options: { param?: string; drop?: readonly string[] } = {},
+): void {
+  const { param = 'cursor', drop = [] } = options;
   const [path, query = ''] = request.url.split('?');
   const params = new URLSearchParams(query);
-  if (cursor === undefined) params.delete('cursor');
-  else params.set('cursor', cursor);
+  for (const name of drop) params.delete(name);
+  if (cursor === undefined) params.delete(param);
+  else params.set(param, cursor);
   params.set('limit', String(limit));
   reply.header('link', `<${path}?${params.toString()}>; rel="next"`);
 }

@@ -2,7 +2,7 @@
 // transaction, the in-process runner that an app keeps going, and a one-shot drain.
 import { EventEmitter } from 'node:events';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { Logger, run, runOnce, type LogLevel, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
+import { Logger, run, runOnce, type LogLevel, type ParsedCronItem, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import type { WorkerLiveness } from './liveness.js';
 import pg from 'pg';
 import { sessionDatabaseUrl } from '../config.js';
@@ -120,6 +120,8 @@ export interface JobRunnerOptions {
   taskList: TaskList;
   /** Jobs run at once in this process. */
   concurrency: number;
+  /** Jobs queued on a schedule, from code only (graphile-worker's cron queues each once, whatever the instances). */
+  cronItems?: ParsedCronItem[];
 }
 
 /** How long after an unexpected stop (e.g. the database went away mid-job) a runner is started again. */
@@ -170,8 +172,8 @@ export function keepJobRunner(app: FastifyInstance, options: JobRunnerOptions): 
           concurrency,
           pollInterval: app.config.outboxPollIntervalMs,
           noHandleSignals: true,
-          // No crontab: nothing here runs on a schedule, and no file next to the process may add any.
-          parsedCronItems: [],
+          // The schedule comes from the code only: no crontab file next to the process may add any.
+          parsedCronItems: options.cronItems ?? [],
           preset: RELEASE_THROUGH_BATCHER,
           logger: jobLogger(app.log, label),
           events,

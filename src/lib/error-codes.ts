@@ -13,6 +13,9 @@ export const ERROR_CODES = {
   headers_too_large: 'The request headers exceed 16 KiB; the connection is closed.',
   not_found: 'No such endpoint or resource.',
   precondition_failed: 'The record changed since the `ETag` sent in `If-Match`: read it again, then retry the change.',
+  cursor_expired:
+    "The change feed's `after` (or `Last-Event-ID`) names no event the workspace still keeps (older than the 7 days " +
+    'events are kept, or unknown): read the records again, then follow the feed from its newest event.',
   deletions_expired: 'The deletions asked for are older than the 30 days tombstones are kept: reload the whole list instead.',
   invalid_import_file: 'The import file is not a UTF-8 CSV with a header row whose columns are known fields (or mapped to them).',
   import_file_too_large: 'The import file exceeds the limit stated in the README (50 MiB).',
@@ -37,6 +40,7 @@ export const ERROR_CODES = {
   // Permissions
   api_key_not_allowed: 'An API key was sent to an endpoint keys may not call (only the workspace CRM endpoints accept keys).',
   api_key_not_valid: 'The API key is unknown, revoked or expired.',
+  ticket_not_valid: 'The change-stream ticket is unknown, used, expired, or its holder lost access: create another.',
   permission_denied: "The caller's role does not allow this action.",
   installation_admin_required: 'Only an installation administrator can do this.',
   owner_required: 'Only the workspace owner can do this.',
@@ -89,6 +93,7 @@ export const ERROR_CODES = {
   encryption_key_missing: 'Storing SMTP credentials, webhook secrets or TOTP secrets needs EMAIL_ENCRYPTION_KEY on the server.',
   // Limits and availability
   rate_limited: 'Too many requests; see Retry-After.',
+  event_streams_exhausted: 'The workspace holds as many open change streams as it may (EVENT_STREAMS_PER_WORKSPACE): close one first.',
   request_budget_exceeded: "The workspace's or the API key's request budget is used up; see Retry-After and RateLimit.",
   rate_limiter_unavailable: 'The shared rate-limit store is unreachable; this limited endpoint refuses until it is back.',
   server_busy: 'Too many password checks are queued; see Retry-After.',

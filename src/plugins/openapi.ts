@@ -125,6 +125,13 @@ export default fp<OpenApiOptions>(
               description:
                 "A workspace API key (POST /api/v1/organizations/{organization_id}/api-keys/), sent as `Authorization: Bearer crm_live_…`; accepted only on the operations that list this scheme (the workspace's CRM endpoints).",
             },
+            streamTicket: {
+              type: 'apiKey',
+              in: 'query',
+              name: 'ticket',
+              description:
+                'A single-use change-stream ticket (POST /api/v1/organizations/{organization_id}/events/tickets/, 60 seconds), for clients that cannot send an Authorization header (EventSource); accepted only on the operations that list this scheme.',
+            },
           },
         },
         tags: [

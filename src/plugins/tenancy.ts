@@ -10,6 +10,8 @@ import { bindApiKeyTenant, bindTenant, type Tenant } from '../db/tenant.js';
 import { authenticateApiKey } from '../db/api-key-authentication.js';
 import { organizationPool } from '../db/organization-setting.js';
 import { hashApiKey, looksLikeApiKey } from '../lib/api-key-format.js';
+import { redeemStreamTicket } from '../db/stream-ticket-authentication.js';
+import { ticketHash } from '../modules/events/service.js';
 import { bearerCredential } from './auth.js';
 
 export type { Tenant };
@@ -31,6 +33,12 @@ export default fp(
 
     app.decorate('resolveTenant', async (request: FastifyRequest) => {
       const credential = bearerCredential(request);
+      // A stream ticket is this context's credential on the routes that take one, only without an Authorization header.
+      const ticket = (request.query as { ticket?: unknown }).ticket;
+      if (request.headers.authorization === undefined && typeof ticket === 'string' && request.routeOptions.config.streamTickets) {
+        await resolveTicketTenant(request, ticket);
+        return;
+      }
       // Only routes marked `config.apiKeys` take a key; elsewhere accessClaims answers 403 api_key_not_allowed.
       if (credential && looksLikeApiKey(credential) && request.routeOptions.config.apiKeys) {
         await resolveApiKeyTenant(request, credential);
@@ -61,6 +69,22 @@ export default fp(
       if (organizationId?.toLowerCase() !== identity.organization.id) throw organizationNotFound();
       request.apiKey = { id: identity.id, name: identity.name, prefix: identity.prefix };
       request.tenant = bindApiKeyTenant(app.serving.db, app.serving.pool, identity.organization, identity.capabilities);
+    }
+
+    /**
+     * A ticket (single use: redeeming deletes it) acts as its holder, checked again now: the member (their role's
+     * capabilities) or the API key (its own). Its workspace only, read on the primary.
+     */
+    async function resolveTicketTenant(request: FastifyRequest, ticket: string): Promise<void> {
+      const { organization_id: organizationId } = request.params as { organization_id?: string };
+      if (!organizationId || !isUuid(organizationId)) throw organizationNotFound();
+      const holder = await redeemStreamTicket(app.pg, ticketHash(ticket), organizationId.toLowerCase());
+      if (holder.kind === 'member') {
+        request.tenant = bindTenant(app.serving.db, app.serving.pool, holder);
+        return;
+      }
+      request.apiKey = { id: holder.id, name: holder.name, prefix: holder.prefix };
+      request.tenant = bindApiKeyTenant(app.serving.db, app.serving.pool, holder.organization, holder.capabilities);
     }
 
     app.decorate('capabilityCheck', (capability: Capability) => async (request: FastifyRequest) => {
@@ -96,6 +120,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Tenant routes only: workspace API keys may call this route (the CRM endpoints); 403 api_key_not_allowed otherwise. */
     apiKeys?: boolean;
+    /**
+     * Tenant routes only: a stream ticket (`?ticket=`, from `POST …/events/tickets/`) may authenticate the request in
+     * place of an Authorization header (a browser's EventSource sends none).
+     */
+    streamTickets?: boolean;
     /** Tenant routes only, required there: the capability the caller's role needs, or `member`. */
     access?: TenantAccess;
   }

@@ -89,7 +89,7 @@ t.test('each CRM write queues one run per active rule of its trigger; the worker
     const body = JSON.parse(request.body);
     t.equal(request.path, `/hook?t=${body.event}`, `${body.event} went to its rule's URL`);
     t.equal(body.organization_id, acmeId);
-    t.equal(request.headers['x-webhook-delivery'], runs.find((r) => r.trigger === body.event)!.id);
+    t.equal(request.headers['x-webhook-delivery'], runs.find((r) => r.trigger === body.event)!.event_id, "the event's id");
   }
   t.same(await runsOf(acmeId, inactive.id), [], 'an inactive rule gets no run');
   t.same(await runsOf(otherOrg, foreign.id), [], "another organization's rule gets no run");
@@ -248,9 +248,9 @@ t.test("several workers at once never execute a run twice; a dead worker's job i
   // by it. That state is made here by hand, the lock written into graphile-worker's private table as get_job would.
   const [lost] = await app.db.$transaction(async (tx) => {
     await dispatchEvent(tx, { organizationId: orgId, name: 'contact.created', data: { i: 'lost' } });
-    const started = await tx.$queryRaw<Array<{ id: string }>>`
+    const started = await tx.$queryRaw<Array<{ id: string; event_id: string }>>`
       UPDATE automation_runs SET status = 'running', attempts = 1, started_at = now()
-      WHERE automation_id = ${rule.id}::uuid AND payload->'data'->>'i' = 'lost' RETURNING id`;
+      WHERE automation_id = ${rule.id}::uuid AND payload->'data'->>'i' = 'lost' RETURNING id, event_id`;
     await tx.$executeRaw`
       UPDATE graphile_worker._private_jobs SET locked_at = now(), locked_by = 'worker-that-died', attempts = 1
       WHERE key = ${jobKey(JOBS.automationRun, started[0]!.id)}`;
@@ -270,5 +270,5 @@ t.test("several workers at once never execute a run twice; a dead worker's job i
   );
   t.match(takenOver, { status: 'success', attempts: 2 });
   t.equal(target.requests.length, 26, 'delivered once more');
-  t.equal(target.requests[25]!.headers['x-webhook-delivery'], lost!.id, 'with the delivery id of the interrupted attempt');
+  t.equal(target.requests[25]!.headers['x-webhook-delivery'], lost!.event_id, 'with the delivery id of the interrupted attempt');
 });

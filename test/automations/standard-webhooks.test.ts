@@ -43,7 +43,7 @@ t.test('a whsec_ secret: the library verifies the delivery, and refuses it repla
   const headers = headersOf(request);
   t.match(headers['webhook-signature'], /^v1,[A-Za-z0-9+/]+=*$/);
   t.match(headers['webhook-timestamp'], /^\d+$/);
-  t.equal(headers['webhook-id'], request.headers['x-webhook-delivery'], 'webhook-id is the delivery (run) id');
+  t.equal(headers['webhook-id'], request.headers['x-webhook-delivery'], 'webhook-id is the delivery id');
   const verified = new Webhook(secret).verify(request.body, headers) as { event: string };
   t.equal(verified.event, 'company.created', 'verified and parsed');
   t.ok(request.headers['x-webhook-signature'], 'the deprecated header is still sent');

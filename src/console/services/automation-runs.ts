@@ -23,12 +23,19 @@ export function createConsoleRunService(deps: { db: Db }) {
           errorMessage: true,
           createdAt: true,
           finishedAt: true,
+          automationId: true,
           organization: { select: { name: true } },
-          automation: { select: { name: true } },
         },
       });
+      // A run outlives its rule (no foreign key): a deleted rule's runs show no name.
+      const rules = await db.automation.findMany({
+        where: { id: { in: [...new Set(rows.map((row) => row.automationId))] } },
+        select: { id: true, name: true },
+      });
+      const names = new Map(rules.map((rule) => [rule.id, rule.name]));
       const position = (id: string) => order.get(id) ?? 0;
-      return { rows: rows.sort((a, b) => position(a.id) - position(b.id)), hasNext: ids.length > PAGE_SIZE };
+      const named = rows.map((row) => ({ ...row, automation: { name: names.get(row.automationId) ?? null } }));
+      return { rows: named.sort((a, b) => position(a.id) - position(b.id)), hasNext: ids.length > PAGE_SIZE };
     },
   };
 }

@@ -44,7 +44,7 @@ ${select('status', 'Status', status, [['', 'any'], ...RUN_STATUSES.map((s): [str
 <button type="submit">Filter</button></form>
 ${dataTable(['Workspace', 'Rule', 'Trigger', 'Status', 'Error message', 'Created', 'Finished'], rows, (r) => [
   r.organization.name,
-  r.automation.name,
+  r.automation.name ?? '(deleted rule)',
   r.trigger,
   r.status,
   r.errorMessage ?? '',

@@ -83,7 +83,7 @@ ${o.memberships.map(
 <tr><th scope="row">Contacts</th><td>${String(o._count.contacts)}</td></tr>
 <tr><th scope="row">Deals</th><td>${String(o._count.deals)}</td></tr>
 <tr><th scope="row">Tasks</th><td>${String(o._count.tasks)}</td></tr>
-<tr><th scope="row">Automations</th><td>${String(o._count.automations)}</td></tr>
+<tr><th scope="row">Automations</th><td><a href="/admin/organizations/${o.id}/automations/">${String(o._count.automations)}</a></td></tr>
 <tr><th scope="row">Automation runs</th><td>${String(o._count.runs)}</td></tr>
 </tbody></table>
 <h2>Companies that shared a tax id or email before duplicates were refused</h2>

@@ -23,10 +23,11 @@ export const eventNameOf = (trigger: AutomationTrigger): CrmEventName => trigger
 export const triggerOf = (name: CrmEventName): AutomationTrigger => name.replace('.', '_') as AutomationTrigger;
 
 /**
- * Call inside the transaction of the CRM write: queues one run per active rule of the organization for this
- * trigger, with its job, so the runs exist exactly when the change commits. Never executes an action itself (the
- * job queue's worker does), so a failing action can neither fail nor slow the write. One statement, served by the
- * (organization_id, trigger, is_active) index, whatever the number of rules.
+ * Call inside the transaction of the CRM write: records the event in the log (crm_events, whether or not a rule
+ * matches it) and queues one run of it per active rule of the organization for this trigger, with its job, so the
+ * event and its runs exist exactly when the change commits. Never executes an action itself (the job queue's worker
+ * does), so a failing action can neither fail nor slow the write. One statement, served by the (organization_id,
+ * trigger, is_active) index, whatever the number of rules.
  */
 export async function dispatchEvent(
   // Only raw SQL is used, so the tenant-scoped transaction client (TenantTx) fits as well as the plain one.
@@ -41,12 +42,16 @@ export async function dispatchEvent(
   };
   // `automation_trigger` stores the dotted name (the Prisma enum maps it), hence the cast of the event name itself.
   await tx.$executeRaw`
-    WITH runs AS (
-      INSERT INTO automation_runs (id, organization_id, automation_id, trigger, payload)
-      SELECT crm_new_id(), a.organization_id, a.id, a.trigger, ${JSON.stringify(payload)}::jsonb
-      FROM automations a
+    WITH event AS (
+      INSERT INTO crm_events (organization_id, type, payload)
+      VALUES (${event.organizationId}::uuid, ${event.name}::automation_trigger, ${JSON.stringify(payload)}::jsonb)
+      RETURNING id, type, payload
+    ), runs AS (
+      INSERT INTO automation_runs (id, organization_id, automation_id, event_id, trigger, payload)
+      SELECT crm_new_id(), a.organization_id, a.id, event.id, a.trigger, event.payload
+      FROM automations a CROSS JOIN event
       WHERE a.organization_id = ${event.organizationId}::uuid
-        AND a.trigger = ${event.name}::automation_trigger
+        AND a.trigger = event.type
         AND a.is_active
       RETURNING id
     )

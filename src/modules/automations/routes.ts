@@ -1,6 +1,6 @@
 // Routes of the automations area: rules, the synchronous test run, and run history of an organization.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
+import { NoContent, OrganizationParamsSchema, Ref, responses } from '../../lib/http-schemas.js';
 import { defaultEmptyBody } from '../../http/optional-body.js';
 import { PageQuerySchema, pageOf, pageResponse } from '../../lib/pagination.js';
 import { sendPage } from '../../http/pagination.js';
@@ -13,6 +13,7 @@ import {
   AutomationSchema,
   AutomationTestResultSchema,
   AutomationTestSchema,
+  AutomationUpdateSchema,
   WebhookSecretRotationSchema,
 } from './schemas.js';
 
@@ -61,7 +62,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           MANAGE_NOTE +
           'From then on every matching CRM event of the organization queues a run while the rule is active (`is_active`, ' +
-          'default true, is fixed at creation: rules cannot be changed or deleted). `action_config` depends on ' +
+          'default true; PATCH changes it and the other fields, DELETE removes the rule). `action_config` depends on ' +
           "`action_type`: `send_email` `{to, subject, body}`, sent through the workspace's default email account or the " +
           'installation fallback (see `SendEmailConfig` for the sending policy); `webhook` `{url, secret?, generate_secret?}` ' +
           '(`generate_secret: true`: the server generates a `whsec_` secret, returned once in `action_config.secret`). A webhook ' +
@@ -140,7 +141,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'One automation rule.',
         description:
           `${READ_NOTE + WEBHOOK_URL_NOTE}404 for a rule of another organization. ${CONDITIONAL_GET_NOTE} Rules are not ` +
-          "changed or deleted through the API; a secret rotation is a new version (and takes If-Match). The tag is the rule's " +
+          "changed (PATCH), rotated and deleted with `If-Match` naming this tag. The tag is the rule's " +
           'version whoever reads it: a caller whose role changes should read the rule again without `If-None-Match`, ' +
           'as the webhook `url` it is shown depends on the role.',
         params: AutomationParamsSchema,
@@ -149,6 +150,58 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: 'VIEW_CRM', apiKeys: true },
     },
     async (request, reply) => sendRecord(request, reply, await automations.get(requireTenant(request), request.params.automation_id)),
+  );
+
+  app.patch(
+    `${base}/:automation_id/`,
+    {
+      schema: {
+        ...documented,
+        operationId: 'updateAutomation',
+        summary: 'Change a rule (name, trigger, action settings, active or paused).',
+        description:
+          MANAGE_NOTE +
+          'Send only the fields to change. `action_type` cannot change (delete the rule and create another); ' +
+          "`action_config` replaces the rule's settings whole and must be of its action type (400 otherwise), checked as " +
+          "on create. A webhook rule keeps its signing secret (and a rotation's overlap) unless `secret` or " +
+          '`generate_secret: true` is given; a generated secret is returned this once in `action_config.secret`. ' +
+          '`is_active: false` pauses the rule: events meanwhile queue no runs for it; runs already queued still run. ' +
+          "The answer carries the rule's new `ETag`. With `If-Match`, only a rule still at that version: 412 " +
+          '`precondition_failed` otherwise; without it, 409 `automation_changed` when another change won the race.',
+        params: AutomationParamsSchema,
+        body: Ref(AutomationUpdateSchema),
+        ...conditionalWrite({ 200: tagged(Ref(AutomationSchema)) }, 409, 413, 415),
+      },
+      config: { access: 'MANAGE_AUTOMATIONS', apiKeys: true },
+    },
+    async (request, reply) => {
+      const tenant = requireTenant(request);
+      const updated = await automations.update(tenant, request.params.automation_id, request.body, requestAudit(request), ifMatch(request));
+      return withEtag(reply, updated);
+    },
+  );
+
+  app.delete(
+    `${base}/:automation_id/`,
+    {
+      schema: {
+        ...documented,
+        operationId: 'deleteAutomation',
+        summary: 'Delete a rule; its runs stay listed.',
+        description:
+          MANAGE_NOTE +
+          'The rule stops at once: no new runs are queued for it. Its runs stay listed under `automations/runs/` with ' +
+          "the deleted rule's `automation_id` (the rule itself then answers 404); a run still queued finishes as " +
+          '`skipped`. With `If-Match`, only a rule still at that version (412 `precondition_failed` otherwise).',
+        params: AutomationParamsSchema,
+        ...conditionalWrite({ 204: NoContent }),
+      },
+      config: { access: 'MANAGE_AUTOMATIONS', apiKeys: true },
+    },
+    async (request, reply) => {
+      await automations.delete(requireTenant(request), request.params.automation_id, requestAudit(request), ifMatch(request));
+      return reply.code(204).send(null);
+    },
   );
 
   app.get(

@@ -59,7 +59,17 @@ function webhookSecrets(config: StoredWebhookConfig, key: Buffer | null): string
   return secrets;
 }
 
-async function runAction(automation: Automation, runId: string, payload: EventPayload, deps: ActionDeps): Promise<void> {
+/**
+ * A run as an action sees it: its id, and the id its webhook delivery carries as `webhook-id`: the event's (the same
+ * for every rule and every retry of one event, and the feed's event id), the run's own on a test run.
+ */
+export interface RunIdentity {
+  id: string;
+  deliveryId: string;
+}
+
+async function runAction(automation: Automation, run: RunIdentity, payload: EventPayload, deps: ActionDeps): Promise<void> {
+  const runId = run.id;
   if (automation.actionType === 'send_email') {
     const config = automation.actionConfig as unknown as SendEmailConfig;
     return sendEmailAction(config, { automationName: automation.name, runId, payload }, deps);
@@ -71,7 +81,7 @@ async function runAction(automation: Automation, runId: string, payload: EventPa
       secrets: webhookSecrets(config, deps.encryptionKey),
       body: JSON.stringify(payload),
       event: payload.event,
-      deliveryId: runId,
+      deliveryId: run.deliveryId,
     },
     deps.allowPrivateTargets,
   );
@@ -80,12 +90,13 @@ async function runAction(automation: Automation, runId: string, payload: EventPa
 /** Never throws: an unexpected error is logged and stored as a generic, final failure. */
 export async function executeAction(
   automation: Automation,
-  runId: string,
+  run: RunIdentity,
   payload: EventPayload,
   deps: ActionDeps,
 ): Promise<ActionOutcome> {
+  const runId = run.id;
   try {
-    await runAction(automation, runId, payload, deps);
+    await runAction(automation, run, payload, deps);
     return { status: 'success' };
   } catch (error) {
     if (error instanceof ActionSkipped) return { status: 'skipped', errorMessage: error.message };

@@ -11,6 +11,7 @@ interface StartedRun {
   id: string;
   organization_id: string;
   automation_id: string;
+  event_id: string | null;
   payload: EventPayload;
   attempts: number;
 }
@@ -33,15 +34,20 @@ async function executeRun(deps: AutomationTaskDeps, id: string, attempt: number)
   const [run] = await db.$queryRaw<StartedRun[]>`
     UPDATE automation_runs SET status = 'running', attempts = attempts + 1, started_at = now()
     WHERE id = ${id}::uuid AND status IN ('queued', 'running')
-    RETURNING id, organization_id, automation_id, payload, attempts`;
+    RETURNING id, organization_id, automation_id, event_id, payload, attempts`;
   if (!run) return;
   // From here on the run's own organization is the only door: its rule, its sending account, its ledger.
   const tenant = scopeToOrganization(db, run.organization_id);
   const automation = await tenant.automation.findUnique({ where: { id: run.automation_id } });
-  if (!automation) return; // deleted since the run was queued; so is the run (cascade)
+  if (!automation) {
+    // The rule was deleted after the run was queued: the run stays in the history, executed by nobody.
+    const skipped: ActionOutcome = { status: 'skipped', errorMessage: 'The rule was deleted before the run executed.' };
+    await tenant.automationRun.updateMany({ where: { id: run.id, status: 'running' }, data: outcomeFields(skipped, false, new Date()) });
+    return;
+  }
   const outcome: ActionOutcome = isInterruptedAttempt(JOBS.automationRun, attempt)
     ? { status: 'failed', errorMessage: 'The run was interrupted too often (its worker stopped while executing it).', retryable: false }
-    : await executeAction(automation, run.id, run.payload, { ...deps, db: tenant });
+    : await executeAction(automation, { id: run.id, deliveryId: run.event_id ?? run.id }, run.payload, { ...deps, db: tenant });
   // The error to retry after, when the failure is transient and attempts remain.
   const retryAfter =
     outcome.status === 'failed' && outcome.retryable && mayRetry(JOBS.automationRun, attempt) ? outcome.errorMessage : null;

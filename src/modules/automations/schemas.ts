@@ -1,6 +1,7 @@
 // TypeBox schemas of the automations area: rules, their per-action settings, runs and the test result.
 import { Type, type Static, type TSchema, type TUnion } from '@sinclair/typebox';
 import { IgnoredOrganizationFields } from '../../records/record-schemas.js';
+import { TRIGGERS } from '../../lib/crm-events.js';
 import {
   Email,
   named,
@@ -14,28 +15,14 @@ import {
   Uuid,
 } from '../../lib/http-schemas.js';
 
-export const TriggerSchema = StringEnum(
-  [
-    'company.created',
-    'company.updated',
-    'company.deleted',
-    'contact.created',
-    'contact.updated',
-    'contact.deleted',
-    'import.finished',
-    'deal.stage_changed',
-    'task.completed',
-    'note.created',
-  ],
-  {
-    $id: 'AutomationTrigger',
-    description:
-      'The event that starts the rule: a company or a contact was created (`*.created`), changed (`*.updated`) or deleted ' +
-      '(`*.deleted`, with the record as it was; deleting a company deletes its contacts without a `contact.deleted` each), ' +
-      'a CSV import ended (`import.finished`), a deal changed stage (`deal.stage_changed`: the deal plus `previous_stage`) ' +
-      'a task was completed (`task.completed`) or a note was written (`note.created`).',
-  },
-);
+export const TriggerSchema = StringEnum(TRIGGERS, {
+  $id: 'AutomationTrigger',
+  description:
+    'The event that starts the rule: a company or a contact was created (`*.created`), changed (`*.updated`) or deleted ' +
+    '(`*.deleted`, with the record as it was; deleting a company deletes its contacts without a `contact.deleted` each), ' +
+    'a CSV import ended (`import.finished`), a deal changed stage (`deal.stage_changed`: the deal plus `previous_stage`) ' +
+    'a task was completed (`task.completed`) or a note was written (`note.created`).',
+});
 
 export const RunStatusSchema = StringEnum(['queued', 'running', 'success', 'failed', 'skipped'], {
   $id: 'AutomationRunStatus',
@@ -136,7 +123,7 @@ function createBody<A extends string, C extends TSchema>(actionType: A, config: 
       trigger: Ref(TriggerSchema),
       action_type: Type.Literal(actionType),
       action_config: config,
-      is_active: Type.Optional(Type.Boolean({ default: true, description: 'Set once at creation (rules cannot be changed).' })),
+      is_active: Type.Optional(Type.Boolean({ default: true, description: 'Inactive rules queue no runs (PATCH to change).' })),
       ...IgnoredOrganizationFields,
     },
     named(name),
@@ -168,6 +155,24 @@ export const AutomationCreateSchema = discriminatedUnion(
 );
 export type AutomationCreate = Static<typeof AutomationCreateSchema>;
 
+export const AutomationUpdateSchema = StrictObject(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    trigger: Type.Optional(Ref(TriggerSchema)),
+    action_config: Type.Optional(
+      Type.Union([Ref(SendEmailConfigSchema), Ref(WebhookConfigInputSchema)], {
+        description:
+          "The rule's action settings, replaced whole; of the rule's own `action_type` (which cannot change). A webhook rule " +
+          'keeps its signing secret unless `secret` or `generate_secret: true` is given.',
+      }),
+    ),
+    is_active: Type.Optional(Type.Boolean({ description: 'false pauses the rule: events queue no runs for it meanwhile.' })),
+    ...IgnoredOrganizationFields,
+  },
+  { ...named('AutomationUpdate'), description: 'The fields to change; those left out keep their value.' },
+);
+export type AutomationUpdate = Static<typeof AutomationUpdateSchema>;
+
 export const AutomationSchema = Type.Object(
   {
     id: Uuid(),
@@ -197,7 +202,10 @@ const EventPayloadSchema = Type.Object(
 export const AutomationRunSchema = Type.Object(
   {
     id: Uuid(),
-    automation_id: Uuid(),
+    automation_id: Uuid({ description: 'The rule; kept after the rule is deleted (the rule then answers 404).' }),
+    event_id: Nullable(Uuid(), {
+      description: "The event the run was queued for (its id in the change feed, and its webhook's `webhook-id`); null on test runs.",
+    }),
     trigger: Ref(TriggerSchema),
     status: Ref(RunStatusSchema),
     payload: Ref(EventPayloadSchema),
@@ -246,6 +254,7 @@ export const AUTOMATION_SCHEMAS = [
   SendEmailAutomationCreateSchema,
   WebhookAutomationCreateSchema,
   AutomationCreateSchema,
+  AutomationUpdateSchema,
   AutomationSchema,
   EventPayloadSchema,
   AutomationRunSchema,

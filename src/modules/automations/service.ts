@@ -14,6 +14,7 @@ import type {
   AutomationDto,
   AutomationRunDto,
   AutomationTest,
+  AutomationUpdate,
   SendEmailConfig,
   WebhookConfigInput,
   WebhookSecretRotation,
@@ -53,6 +54,7 @@ export function toRunDto(run: AutomationRun): AutomationRunDto {
   return {
     id: run.id,
     automation_id: run.automationId,
+    event_id: run.eventId,
     trigger: eventNameOf(run.trigger),
     status: run.status,
     payload: run.payload as unknown as AutomationRunDto['payload'],
@@ -170,6 +172,87 @@ export async function rotateWebhookSecret(
   return { rotation: { secret, previous_secret_expires_at: previousExpiresAt }, updatedAt };
 }
 
+type WebhookSettings = { encryptionKey: Buffer | null; allowPrivateTargets: boolean };
+
+/**
+ * The stored action settings a PATCH's `action_config` gives, checked against the rule's own action type (which does
+ * not change). A webhook's secret (and a rotation's overlap) is kept unless the input names a new one.
+ */
+function updatedActionConfig(
+  automation: Automation,
+  input: NonNullable<AutomationUpdate['action_config']>,
+  settings: WebhookSettings,
+): { stored: object; generated: string | null } {
+  if (automation.actionType === 'send_email') {
+    if (!('to' in input)) throw validationFailed({ action_config: ['A send_email rule takes {to, subject, body}.'] });
+    return { stored: { to: input.to, subject: input.subject, body: input.body }, generated: null };
+  }
+  if (!('url' in input)) throw validationFailed({ action_config: ['A webhook rule takes {url, secret?, generate_secret?}.'] });
+  const { stored, generated } = storedWebhookConfig(input, settings);
+  if (stored.secret_encrypted) return { stored, generated };
+  const { url: _replaced, ...secrets } = automation.actionConfig as unknown as StoredWebhookConfig;
+  return { stored: { ...secrets, url: stored.url }, generated: null };
+}
+
+/**
+ * Changes the fields a PATCH gives (the rest keep their value). With `expected` (If-Match), only a rule at one of
+ * those versions: 412 otherwise, checked first and again by the write's condition, so a change racing another one
+ * is never lost silently (412 with If-Match, 409 without).
+ */
+export async function updateAutomation(
+  tenant: Tenant,
+  id: string,
+  input: AutomationUpdate,
+  settings: WebhookSettings,
+  audit: AuditContext,
+  expected: ExpectedVersions = undefined,
+): Promise<{ automation: Automation; generatedSecret: string | null }> {
+  const automation = await getAutomation(tenant, id);
+  if (!versionMatches(expected, automation.updatedAt)) throw changedSince();
+  const action = input.action_config === undefined ? null : updatedActionConfig(automation, input.action_config, settings);
+  const updatedAt = nextVersion(automation.updatedAt);
+  const updated = await tenant.db.$transaction(async (tx) => {
+    const { count } = await tx.automation.updateMany({
+      where: { id, updatedAt: automation.updatedAt },
+      data: {
+        ...(input.name !== undefined ? { name: input.name } : {}),
+        ...(input.trigger !== undefined ? { trigger: triggerOf(input.trigger) } : {}),
+        ...(input.is_active !== undefined ? { isActive: input.is_active } : {}),
+        ...(action ? { actionConfig: asJson(action.stored) } : {}),
+        updatedAt,
+      },
+    });
+    if (count === 0) {
+      throw Array.isArray(expected)
+        ? changedSince()
+        : conflict('automation_changed', 'The rule changed meanwhile; read it again and retry.');
+    }
+    await recordAutomation(tx, tenant, audit, 'automation.updated', id);
+    return tx.automation.findUniqueOrThrow({ where: { id } });
+  });
+  return { automation: updated, generatedSecret: action?.generated ?? null };
+}
+
+/**
+ * Deletes the rule; its runs stay (with its id in `automation_id`), and a run still queued finishes as `skipped`.
+ * With `expected` (If-Match), only a rule at one of those versions (412 otherwise).
+ */
+export async function deleteAutomation(
+  tenant: Tenant,
+  id: string,
+  audit: AuditContext,
+  expected: ExpectedVersions = undefined,
+): Promise<void> {
+  const automation = await getAutomation(tenant, id);
+  if (!versionMatches(expected, automation.updatedAt)) throw changedSince();
+  await tenant.db.$transaction(async (tx) => {
+    const where = Array.isArray(expected) ? { id, updatedAt: automation.updatedAt } : { id };
+    const { count } = await tx.automation.deleteMany({ where });
+    if (count === 0) throw Array.isArray(expected) ? changedSince() : automationNotFound();
+    await recordAutomation(tx, tenant, audit, 'automation.deleted', id);
+  });
+}
+
 export function listAutomations(tenant: Tenant, page: PageRequest): Promise<Automation[]> {
   return tenant.db.automation.findMany({ where: afterPosition(page.after), orderBy: newestFirst, take: page.limit + 1 });
 }
@@ -197,7 +280,7 @@ export async function testAutomation(tenant: Tenant, id: string, input: Automati
   };
   const runId = randomUUID();
   const startedAt = new Date();
-  const outcome = await executeAction(automation, runId, payload, deps);
+  const outcome = await executeAction(automation, { id: runId, deliveryId: runId }, payload, deps);
   return tenant.db.automationRun.create({
     data: {
       id: runId,
@@ -238,6 +321,13 @@ export function createAutomationService(deps: ActionSettings) {
       const dto = toAutomationDto(automation, true);
       return generatedSecret ? { ...dto, action_config: { ...dto.action_config, secret: generatedSecret } } : dto;
     },
+    update: async (tenant: Tenant, id: string, input: AutomationUpdate, audit: AuditContext, expected?: ExpectedVersions) => {
+      const settings = { encryptionKey: deps.encryptionKey, allowPrivateTargets: deps.allowPrivateTargets };
+      const { automation, generatedSecret } = await updateAutomation(tenant, id, input, settings, audit, expected);
+      const dto = toAutomationDto(automation, true);
+      return generatedSecret ? { ...dto, action_config: { ...dto.action_config, secret: generatedSecret } } : dto;
+    },
+    delete: (tenant: Tenant, id: string, audit: AuditContext, expected?: ExpectedVersions) => deleteAutomation(tenant, id, audit, expected),
     rotateSecret: (tenant: Tenant, id: string, audit: AuditContext, expected?: ExpectedVersions) =>
       rotateWebhookSecret(tenant, id, deps.encryptionKey, audit, expected),
     test: async (tenant: Tenant, id: string, input: AutomationTest, log: ActionDeps['log']) => {
@@ -248,3 +338,5 @@ export function createAutomationService(deps: ActionSettings) {
       pageOfDtos(await listRuns(tenant, page, automationId), page.limit, toRunDto),
   };
 }
+
+export type AutomationService = ReturnType<typeof createAutomationService>;

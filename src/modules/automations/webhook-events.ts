@@ -71,7 +71,12 @@ const overlapHours = WEBHOOK_SECRET_OVERLAP_MS / 3_600_000;
 
 /** The headers every delivery carries (Standard Webhooks, plus the deprecated signature until its end date). */
 const DELIVERY_HEADERS = [
-  header('webhook-id', 'The run id: the same on every retry of one event, so a receiver drops duplicates by it (Standard Webhooks).', true),
+  header(
+    'webhook-id',
+    "The event's id (as in the change feed, `GET …/events/`; a test run's own id): the same on every retry of one event, so a " +
+      'receiver drops duplicates by it (Standard Webhooks). Two rules of one workspace on one event send the same id.',
+    true,
+  ),
   header(
     'webhook-timestamp',
     'Unix seconds of this attempt. Verifiers refuse one more than 5 minutes from now, so a captured delivery does not replay.',

@@ -16,7 +16,7 @@ export interface WebhookDelivery {
   /** The exact bytes sent (and signed). */
   body: string;
   event: string;
-  /** The run id: the same across retries, so receivers can drop duplicates. */
+  /** The event's id (a test run's own id): the same across retries, so receivers can drop duplicates. */
   deliveryId: string;
 }
 
@@ -57,7 +57,7 @@ export const standardWebhookSignature = (id: string, timestamp: number, body: st
 /** The signing headers of one attempt: dated now, so a receiver refuses a delivery replayed later. */
 function signatureHeaders(delivery: WebhookDelivery): Record<string, string> {
   const timestamp = Math.floor(Date.now() / 1000);
-  // webhook-id is the run id: the same across retries of one event, so a receiver can drop duplicates.
+  // webhook-id is the event's id: the same across retries of one event, so a receiver can drop duplicates.
   const headers: Record<string, string> = { 'webhook-id': delivery.deliveryId, 'webhook-timestamp': String(timestamp) };
   const [current] = delivery.secrets;
   if (current === undefined) return headers;
