@@ -130,7 +130,7 @@ t.test('every table with an organization_id has row-level security enabled, forc
         AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'organization_id' AND NOT a.attisdropped)
       ORDER BY c.relname`,
   );
-  t.equal(rows.length, 18);
+  t.equal(rows.length, 21);
   for (const row of rows) {
     t.ok(
       row.enabled && row.forced && row.policies > 0,
