@@ -26,6 +26,7 @@ const USES: Record<string, string> = {
   'plugins/read-replica.ts': "the replica's health, measured against the primary's WAL position",
   'records/list-routes.ts': "the audit log's entry of a CRM record's deletion",
   'plugins/tenancy.ts': "sign-in's memberships lookup and API key authentication, before any workspace is known",
+  'services.ts': "the change feed's LISTEN connection (notifications only; the events are read on the serving pool)",
   'server.ts': 'migrations, the job queue schema, the serving role, the start-up banner',
   'workers.ts': 'the automation and email workers, the import tasks and their liveness locks',
 };
