@@ -112,8 +112,13 @@ t.test('the OpenAPI document says what the contexts enforce', async (t) => {
     if (context !== 'user' && context !== 'tenant' && context !== 'installation') continue;
     const operation = document.paths[route.url.replace(/:(\w+)/g, '{$1}')]?.[method.toLowerCase()];
     t.ok(operation, `${key} is documented`);
-    // Routes open to workspace API keys name the key scheme beside the bearer one.
-    const schemes = route.config?.apiKeys ? [{ bearerAuth: [] }, { apiKeyAuth: [] }] : [{ bearerAuth: [] }];
+    // Routes open to workspace API keys name the key scheme beside the bearer one, and a stream that takes a ticket
+    // (the change feed, for EventSource) the ticket scheme.
+    const schemes = [
+      { bearerAuth: [] },
+      ...(route.config?.apiKeys ? [{ apiKeyAuth: [] }] : []),
+      ...(route.config?.streamTickets ? [{ streamTicket: [] }] : []),
+    ];
     t.same(operation.security, schemes, `${key} names the bearer scheme`);
     t.ok(operation.responses['401'], `${key} documents 401`);
     if (context === 'tenant') t.ok(operation.responses['404'], `${key} documents 404`);
