@@ -63,7 +63,7 @@ lint-openapi: install ## lint openapi/openapi.json: zero errors and zero warning
 # The part of the suite that runs a second time through PgBouncer in transaction mode (Debian's 1.18: no prepared
 # statements kept across transactions): every CRM read and write, sign-in and tokens, automations and their job
 # queue, idempotency, tenancy and invitations, and CSV imports (the import thread opens its own connection).
-PGBOUNCER_TESTS := test/companies test/contacts test/auth test/automations test/idempotency test/tenancy test/invitations test/email test/imports
+PGBOUNCER_TESTS := test/companies test/contacts test/auth test/automations test/idempotency test/tenancy test/invitations test/email test/imports test/notes test/batches test/query
 
 test: build typecheck lint lint-openapi ## install, build and run the whole test suite (embedded PostgreSQL, real SMTP server), then a part of it through PgBouncer
 	npm test

@@ -36,6 +36,10 @@ const BASE_REF = process.env.BENCH_BASE_REF;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const MIN_RATIO = Number(process.env.BENCH_MIN_RATIO ?? 0.97);
+/** Only the cells whose names start with one of these comma-separated prefixes (development, as in make bench). */
+const ONLY = process.env.BENCH_ONLY?.split(',')
+  .map((prefix) => prefix.trim())
+  .filter(Boolean);
 /** The clients of every cell: the search matrix's (issue 22: 20 clients asking back to back). */
 const CLIENTS = 20;
 
@@ -156,7 +160,7 @@ async function main(): Promise<void> {
       targets[side] = { server, token: await signIn(server.origin), url: urls[side] };
     }
     const search = (term: string, table = 'companies') => `${org}/${table}/?limit=50&search=${encodeURIComponent(term)}`;
-    const cells: Array<Omit<Scenario, 'minRatio'>> = [
+    const allCells: Array<Omit<Scenario, 'minRatio'>> = [
       { name: 'company list', path: `${org}/companies/?limit=50` },
       { name: 'company list, sort=name', path: `${org}/companies/?limit=50&sort=name` },
       { name: 'company list, lifecycle_stage', path: `${org}/companies/?limit=50&lifecycle_stage=customer` },
@@ -177,6 +181,7 @@ async function main(): Promise<void> {
         body: { name: 'Bench Created', email: 'bench-{n}@created.example' },
       },
     ];
+    const cells = ONLY ? allCells.filter((cell) => ONLY.some((prefix) => cell.name.startsWith(prefix))) : allCells;
     const results = new Map<string, Record<Side, Measured[]>>(cells.map((cell) => [cell.name, { base: [], ours: [] }]));
     for (let round = 0; round < ROUNDS; round++) {
       // Which side goes first alternates with the rounds, so that neither always runs after the other's load.

@@ -26,6 +26,12 @@ export const UNNAMED_STATEMENTS = Symbol('unnamed statements only');
 
 /** Statements that open or end a transaction: a setting sent before them would die with the implicit one. */
 const TRANSACTION_CONTROL = /^\s*(BEGIN|START|COMMIT|END|ROLLBACK|ABORT|SAVEPOINT|RELEASE|PREPARE|SET\s+TRANSACTION)\b/i;
+/** Opens a transaction block: the setting sent with its first statement then holds until the block ends. */
+const BLOCK_START = /^\s*(BEGIN|START\s+TRANSACTION)\b/i;
+/** Undoes what ran since a savepoint, a setting sent since then included. */
+const ROLLBACK_TO = /^\s*ROLLBACK\s+((WORK|TRANSACTION)\s+)?TO\b/i;
+/** Ends a transaction block. */
+const BLOCK_END = /^\s*(COMMIT|END|ROLLBACK|ABORT|PREPARE\s+TRANSACTION)\b/i;
 
 /** What node-postgres' Query does internally and its type declarations leave out. */
 interface QueryInternals {
@@ -81,21 +87,49 @@ class OrganizationQuery extends pg.Query {
 
 type QueryFunction = (...args: unknown[]) => Promise<unknown>;
 
-/**
- * The statement to send for `args` (a query call's arguments) under `organizationId`: prefaced when it is a text
- * statement outside transaction control; anything else (a COPY stream, BEGIN) as it was. A statement sent without
- * the setting reads and writes no workspace row, so what is not prefaced fails closed.
- */
-function prefaced(organizationId: string | undefined, args: unknown[]): unknown[] {
+/** The text of a query call's arguments when it is a plain text statement (no stream, no callback), else undefined. */
+function statementOf(args: unknown[]): pg.QueryConfig | undefined {
   const [config, values] = args;
-  if (organizationId === undefined || args.length > 2 || typeof values === 'function') return args;
-  const query: pg.QueryConfig | undefined =
-    typeof config === 'string'
-      ? { text: config, values: values as unknown[] | undefined }
-      : config !== null && typeof config === 'object' && !('submit' in config) && typeof (config as { text?: unknown }).text === 'string'
-        ? { ...(config as pg.QueryConfig), ...(values === undefined ? {} : { values: values as unknown[] }) }
-        : undefined;
-  if (query === undefined || TRANSACTION_CONTROL.test(query.text)) return args;
+  if (args.length > 2 || typeof values === 'function') return undefined;
+  if (typeof config === 'string') return { text: config, values: values as unknown[] | undefined };
+  if (config !== null && typeof config === 'object' && !('submit' in config) && typeof (config as { text?: unknown }).text === 'string') {
+    return { ...(config as pg.QueryConfig), ...(values === undefined ? {} : { values: values as unknown[] }) };
+  }
+  return undefined;
+}
+
+/**
+ * Where a checked-out client stands: inside a transaction block, the workspace already set in it (if any). Once set,
+ * the setting holds until the block ends, so the block's later statements go without the preface: a create's
+ * transaction of ten statements pays for one. A pool's queries are each their own implicit transaction: always prefaced.
+ */
+interface BlockState {
+  inBlock: boolean;
+  setFor: string | undefined;
+}
+
+/**
+ * The arguments to send for `args` (a query call's) under `organizationId`: prefaced when it is a text statement
+ * outside transaction control and the block (if any) has not got this workspace yet; anything else (a COPY stream,
+ * BEGIN) as it was. A statement sent without the setting reads and writes no workspace row, so what is not prefaced
+ * fails closed.
+ */
+function prefaced(organizationId: string | undefined, args: unknown[], block: BlockState | undefined): unknown[] {
+  const query = statementOf(args);
+  if (query === undefined) return args;
+  if (TRANSACTION_CONTROL.test(query.text)) {
+    if (block !== undefined) {
+      if (BLOCK_START.test(query.text)) Object.assign(block, { inBlock: true, setFor: undefined });
+      else if (ROLLBACK_TO.test(query.text)) block.setFor = undefined;
+      else if (BLOCK_END.test(query.text)) Object.assign(block, { inBlock: false, setFor: undefined });
+    }
+    return args;
+  }
+  if (organizationId === undefined) return args;
+  if (block?.inBlock) {
+    if (block.setFor === organizationId) return args;
+    block.setFor = organizationId;
+  }
   return [new OrganizationQuery(organizationId, query)];
 }
 
@@ -103,8 +137,9 @@ function prefaced(organizationId: string | undefined, args: unknown[]): unknown[
 function withPrefacedQueries<T extends object>(target: T, organizationOf: () => string | undefined): T {
   const query = (target as unknown as { query: QueryFunction }).query.bind(target);
   const pooled = target instanceof pg.Pool;
+  const block: BlockState | undefined = pooled ? undefined : { inBlock: false, setFor: undefined };
   const send = (...args: unknown[]) => {
-    const sent = prefaced(organizationOf(), args);
+    const sent = prefaced(organizationOf(), args, block);
     const [organizationQuery] = sent;
     // A pool answers a query object with a promise (and releases its client in the callback it sets); a client
     // returns the object itself, whose callback is then ours to set.

@@ -1,42 +1,15 @@
 // A change stream through the whole stack (`make stack`: HAProxy, two instances, PgBouncer in transaction mode, the
 // direct URL for LISTEN): events written through either instance arrive, and across a rolling restart of both
 // instances the client, reconnecting with Last-Event-ID, receives every event exactly once.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
-import { startStack } from '../../scripts/stack/stack.js';
+import { startSignedInStack } from '../helpers/stack.js';
 import { openStream, type SseEvent } from '../events/sse-client.js';
 
 // Several processes start here (databases, PgBouncer, HAProxy, instances): room for a slow, loaded machine.
 t.setTimeout(600_000);
 
-const dir = await mkdtemp(path.join(tmpdir(), 'crm-stream-stack-test-'));
-t.teardown(() => rm(dir, { recursive: true, force: true }));
-const stack = await startStack({ dir, instances: 2, env: { RATE_LIMIT_WORKSPACE_PER_MINUTE: '1000000000' } });
-t.teardown(stack.stop);
-
-const api = async (method: string, url: string, body?: unknown, access?: string) => {
-  const res = await fetch(`${stack.origin}/api/v1${url}`, {
-    method,
-    headers: { ...(body ? { 'content-type': 'application/json' } : {}), ...(access ? { authorization: `Bearer ${access}` } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: res.status, body: await res.json().catch(() => undefined) };
-};
-const setup = await api('POST', '/setup/', {
-  setup_token: stack.setupToken,
-  username: 'admin',
-  email: 'admin@example.test',
-  password: 'a long stack password',
-  organization_name: 'Acme',
-  organization_slug: 'acme',
-});
-if (setup.status !== 201) throw new Error(`setup failed: ${JSON.stringify(setup)}`);
-const { access } = (await api('POST', '/auth/token/', { username: 'admin', password: 'a long stack password' })).body as { access: string };
-const organizationId = ((await api('GET', '/auth/me/', undefined, access)).body as { organizations: Array<{ id: string }> })
-  .organizations[0]?.id;
+const { stack, api, access, organizationId } = await startSignedInStack(t, 'stream-stack-test');
 const feed = `/api/v1/organizations/${organizationId}/events/`;
 
 /** A client as EventSource behaves: on every end or refusal it reconnects after a moment, with Last-Event-ID. */

@@ -136,6 +136,31 @@ t.test("the tenant handles' statements carry their workspace, and only theirs", 
   );
 });
 
+t.test('a transaction block gets the workspace with its first statement, and again after a savepoint rolls it back', async (t) => {
+  const setting = async (client: pg.PoolClient) =>
+    (await client.query("SELECT current_setting('app.organization_id', true) AS value")).rows[0]?.value as string;
+  const client = await organizationPool(app.serving.pool, a.id).connect();
+  try {
+    await client.query('BEGIN');
+    t.equal(await setting(client), a.id, 'the first statement of the block carries the setting');
+    // Cleared by hand: were the preface sent with every statement, the next read would see the workspace again.
+    await client.query("SELECT set_config('app.organization_id', '', true)");
+    t.equal(await setting(client), '', 'later statements of the block go without the preface: the setting holds until COMMIT');
+    await client.query('ROLLBACK');
+
+    await client.query('BEGIN');
+    await client.query('SAVEPOINT before_first');
+    t.same(ids(await client.query('SELECT id FROM companies')), [companyA.id], 'set with the first statement after the savepoint');
+    await client.query('ROLLBACK TO SAVEPOINT before_first');
+    t.same(ids(await client.query('SELECT id FROM companies')), [companyA.id], 'rolled back with it, and sent again after');
+    await client.query('COMMIT');
+    t.same(ids(await client.query('SELECT id FROM companies')), [companyA.id], 'outside a block, every statement carries it');
+    t.equal(await setting(client), a.id);
+  } finally {
+    client.release();
+  }
+});
+
 t.test('single reads of two workspaces in the same tick each find their own record (no shared batch)', async (t) => {
   // Prisma gathers findUnique calls of one tick into one batch, sent in the context of the first: the second
   // workspace's read would run with the first's setting, and its record, hidden by the policy, answer 404.
