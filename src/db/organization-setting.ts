@@ -133,6 +133,18 @@ function prefaced(organizationId: string | undefined, args: unknown[], block: Bl
   return [new OrganizationQuery(organizationId, query)];
 }
 
+/** Where `withConnectionNoted` keeps the first client checked out in its context. */
+const connectionHolder = new AsyncLocalStorage<{ client?: pg.PoolClient }>();
+
+/**
+ * Runs `work`, giving it the first client a pool of this module hands out within it: the connection of a Prisma
+ * transaction `work` opens, on which statements can then be sent without Prisma (same connection, same transaction).
+ */
+export function withConnectionNoted<T>(work: (connection: () => pg.PoolClient | undefined) => Promise<T>): Promise<T> {
+  const holder: { client?: pg.PoolClient } = {};
+  return connectionHolder.run(holder, () => work(() => holder.client));
+}
+
 /** `target` (a pool or a checked-out client) whose `query` prefaces statements with the workspace `organizationOf()` gives. */
 function withPrefacedQueries<T extends object>(target: T, organizationOf: () => string | undefined): T {
   const query = (target as unknown as { query: QueryFunction }).query.bind(target);
@@ -153,7 +165,12 @@ function withPrefacedQueries<T extends object>(target: T, organizationOf: () => 
     get(object, property) {
       if (property === 'query') return send;
       if (property === 'connect' && object instanceof pg.Pool) {
-        return async () => withPrefacedQueries(await object.connect(), organizationOf);
+        return async () => {
+          const client = withPrefacedQueries(await object.connect(), organizationOf);
+          const holder = connectionHolder.getStore();
+          if (holder && holder.client === undefined) holder.client = client;
+          return client;
+        };
       }
       const value = Reflect.get(object, property, object);
       return typeof value === 'function' ? value.bind(object) : value;

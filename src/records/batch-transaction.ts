@@ -1,11 +1,12 @@
-// One transaction for every write of an atomic batch: a CRM scope whose tenant-scoped client is a transaction's (a
+// One transaction for every write of a batch: a CRM scope whose tenant-scoped client is a transaction's (a
 // service's own `$transaction` joins it) and whose one-statement writer sends its statements through that transaction.
 import type pg from 'pg';
+import { withConnectionNoted, withOrganization } from '../db/organization-setting.js';
 import type { TenantDb, TenantTx } from '../db/tenant-scope.js';
 import { scopeWrites, type Queryable } from '../db/tenant-writes.js';
 import type { CrmScope } from './record-service.js';
 
-/** How long an atomic batch may hold its transaction (up to 100 writes) before it is rolled back (a 500). */
+/** How long a batch may hold its transaction (up to 100 writes) before it is rolled back (a 500). */
 const ATOMIC_TIMEOUT_MS = 60_000;
 
 /** A PostgreSQL error as node-postgres reports it (code, constraint), from Prisma's report of a failed raw statement. */
@@ -35,17 +36,50 @@ function transactionQueryable(tx: TenantTx): Queryable {
   return { query } as unknown as Queryable;
 }
 
-/** Runs `work` with a scope whose every read and write is in one transaction, committed when `work` returns. */
-export function inOneTransaction<T>(scope: CrmScope, work: (scope: CrmScope) => Promise<T>): Promise<T> {
-  return scope.db.$transaction(
-    async (tx) => {
-      // A service's own transaction becomes a part of this one.
-      const db = new Proxy(tx, {
-        get: (target, property) =>
-          property === '$transaction' ? (inner: (tx: TenantTx) => Promise<unknown>) => inner(tx) : Reflect.get(target, property),
-      }) as unknown as TenantDb;
-      return work({ ...scope, db, writes: scopeWrites(transactionQueryable(tx), scope.organizationId) });
-    },
-    { timeout: ATOMIC_TIMEOUT_MS, maxWait: ATOMIC_TIMEOUT_MS },
+/** Runs `attempt` after a savepoint: when it throws, only its own writes are undone. */
+export type Step = <T>(attempt: () => Promise<T>) => Promise<T>;
+
+/**
+ * The transaction's own connection when `connection` is it (one transaction id seen through both), so that the
+ * batch's writes and savepoints go straight to it, prepared, without a Prisma call each; else undefined.
+ */
+async function sameConnection(tx: TenantTx, connection: pg.PoolClient | undefined): Promise<Queryable | undefined> {
+  if (connection === undefined) return undefined;
+  const [viaPrisma] = await tx.$queryRawUnsafe<Array<{ id: string }>>('SELECT txid_current()::text AS id');
+  const { rows } = await connection.query<{ id: string }>('SELECT txid_current()::text AS id');
+  return rows[0]?.id === viaPrisma?.id ? connection : undefined;
+}
+
+/**
+ * Runs `work` with a scope whose every read and write is in one transaction, committed when `work` returns, and a
+ * `step` that confines a part's failure to that part (a savepoint).
+ */
+export function inOneTransaction<T>(scope: CrmScope, work: (scope: CrmScope, step: Step) => Promise<T>): Promise<T> {
+  return withConnectionNoted((connection) =>
+    scope.db.$transaction(
+      async (tx) => {
+        // A service's own transaction becomes a part of this one.
+        const db = new Proxy(tx, {
+          get: (target, property) =>
+            property === '$transaction' ? (inner: (tx: TenantTx) => Promise<unknown>) => inner(tx) : Reflect.get(target, property),
+        }) as unknown as TenantDb;
+        const direct = await withOrganization(scope.organizationId, () => sameConnection(tx, connection()));
+        const statements = direct ?? transactionQueryable(tx);
+        const run = (text: string) => withOrganization(scope.organizationId, () => statements.query(text));
+        const step: Step = async (attempt) => {
+          // Not released after: the next step's savepoint nests inside this one (a round trip less per step), and a
+          // rollback goes to the newest savepoint of the name, the failing step's own; the commit keeps them all.
+          await run('SAVEPOINT batch_operation');
+          try {
+            return await attempt();
+          } catch (error) {
+            await run('ROLLBACK TO SAVEPOINT batch_operation');
+            throw error;
+          }
+        };
+        return work({ ...scope, db, writes: scopeWrites(statements, scope.organizationId) }, step);
+      },
+      { timeout: ATOMIC_TIMEOUT_MS, maxWait: ATOMIC_TIMEOUT_MS },
+    ),
   );
 }

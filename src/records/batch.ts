@@ -1,6 +1,6 @@
 // A record type's batch: each operation through the kernel's single write (the service's create, update, archive,
 // restore or remove, with their own checks, timeline entries and events), its outcome the status and problem the single
-// request would have answered. `atomic`: every operation in one transaction, the first failure undoing them all.
+// request would have answered; all in one transaction. `atomic`: the first failure undoes them all.
 import { versionsIn } from '../lib/etag.js';
 import { ProblemError, validationFailed } from '../lib/problem.js';
 import type { BatchOp } from './batch-schemas.js';
@@ -73,9 +73,11 @@ function atomicFailure(error: ProblemError, index: number): ProblemError {
 }
 
 /**
- * Runs `operations` in order. Each on its own: a failure (a ProblemError: what the single request answers) is that
- * operation's outcome and the next one runs. Atomic: all in one transaction; the first failure is thrown (as
- * `atomicFailure`) and nothing is written, no timeline entry, no automation run or webhook delivery.
+ * Runs `operations` in order, in one transaction: one commit (one WAL flush) for the batch, where single requests pay
+ * one each. Each on its own: each operation between a savepoint and its release, a failure (a ProblemError: what the
+ * single request answers) undoing that operation's writes only, its outcome, and the next one runs. Atomic: the first
+ * failure is thrown (as `atomicFailure`) and nothing is written, no timeline entry, no automation run or webhook
+ * delivery. Anything else (a broken connection) fails the whole request, nothing written.
  */
 export async function runBatch<Dto>(
   service: RecordService<Dto, unknown, unknown>,
@@ -84,27 +86,20 @@ export async function runBatch<Dto>(
   operations: readonly BatchOperation[],
   atomic: boolean,
 ): Promise<BatchOutcome<Dto>[]> {
-  if (atomic) {
-    return inOneTransaction(scope, async (inner) => {
-      const outcomes: BatchOutcome<Dto>[] = [];
-      for (const [index, operation] of operations.entries()) {
-        try {
-          outcomes.push({ index, ...(await runOne(service, inner, checks, operation)) });
-        } catch (error) {
-          throw error instanceof ProblemError ? atomicFailure(error, index) : error;
-        }
+  return inOneTransaction(scope, async (inner, step) => {
+    const outcomes: BatchOutcome<Dto>[] = [];
+    for (const [index, operation] of operations.entries()) {
+      try {
+        outcomes.push({
+          index,
+          ...(atomic ? await runOne(service, inner, checks, operation) : await step(() => runOne(service, inner, checks, operation))),
+        });
+      } catch (error) {
+        if (!(error instanceof ProblemError)) throw error;
+        if (atomic) throw atomicFailure(error, index);
+        outcomes.push({ index, status: error.status, error });
       }
-      return outcomes;
-    });
-  }
-  const outcomes: BatchOutcome<Dto>[] = [];
-  for (const [index, operation] of operations.entries()) {
-    try {
-      outcomes.push({ index, ...(await runOne(service, scope, checks, operation)) });
-    } catch (error) {
-      if (!(error instanceof ProblemError)) throw error;
-      outcomes.push({ index, status: error.status, error });
     }
-  }
-  return outcomes;
+    return outcomes;
+  });
 }

@@ -104,6 +104,30 @@ t.test('each operation is answered as its single request would be, in order', as
   t.same(kinds.slice(0, 2), ['restored', 'archived'], 'archive and restore have their timeline entries');
 });
 
+t.test('an operation the database refuses (a duplicate) fails alone: the operations after it are written', async (t) => {
+  await created(a.call(memberA, 'POST', 'companies/', { name: 'Taken first', email: 'taken@batch.example' }));
+  const activitiesBefore = await activities();
+  const out = results(
+    await batch('companies/', {
+      operations: [
+        { op: 'create', data: { name: 'Before the duplicate' } },
+        { op: 'create', data: { name: 'The duplicate', email: 'TAKEN@batch.example' } },
+        { op: 'create', data: { name: 'After the duplicate' } },
+      ],
+    }),
+  );
+  t.same(
+    out.map((r) => r.status),
+    [201, 400, 201],
+  );
+  t.ok(out[1]?.error?.errors?.email, "the single request's field error");
+  const names = await app.db.company.findMany({
+    where: { organizationId: a.id, name: { in: ['Before the duplicate', 'The duplicate', 'After the duplicate'] } },
+  });
+  t.same(names.map((c) => c.name).sort(), ['After the duplicate', 'Before the duplicate']);
+  t.equal(await activities(), activitiesBefore + 2, 'a timeline entry for each written record, none for the refused one');
+});
+
 t.test('1–100 operations; an unknown op of the type is a 400 of the whole request', async (t) => {
   t.equal((await batch('companies/', { operations: [] })).statusCode, 400);
   const many = Array.from({ length: 101 }, (_, i) => ({ op: 'create', data: { name: `C${i}` } }));
