@@ -93,6 +93,12 @@ t.test('create, read, list, change and delete a workspace view', async (t) => {
     ],
   );
 
+  const staleDelete = await app.inject({
+    method: 'DELETE',
+    url: `/api/v1/organizations/${a.id}/views/${view.id}/`,
+    headers: { ...otherMemberA.headers, 'if-match': etag },
+  });
+  t.equal(staleDelete.statusCode, 412, 'a delete from a stale reading');
   t.equal((await a.call(otherMemberA, 'DELETE', `views/${view.id}/`)).statusCode, 204);
   const gone = await a.call(memberA, 'GET', `views/${view.id}/`);
   t.equal(gone.statusCode, 404);
@@ -173,6 +179,14 @@ t.test('every problem of a body answers 400 with its path', async (t) => {
   t.same(await errorsOf({ ...base, object: 'deals', search: 'acme' }), ['search'], 'deals have no search');
   t.same(await errorsOf({ ...base, object: 'contacts', filter: { field: 'company.nope', op: 'is_empty' } }), ['filter.field']);
   t.same(await errorsOf(['an array']), ['body']);
+  // Headers are validated as on every route: an Idempotency-Key over 255 characters is a 400, never stored.
+  const longKey = await app.inject({
+    method: 'POST',
+    url: `/api/v1/organizations/${a.id}/views/`,
+    headers: { ...memberA.headers, 'idempotency-key': 'k'.repeat(300) },
+    payload: base,
+  });
+  t.equal(longKey.statusCode, 400);
   t.equal(await app.db.savedView.count({ where: { organizationId: a.id, name: 'v' } }), 0, 'nothing stored');
 
   // PATCH checks the parts it gives against the view's object; the object never changes.
