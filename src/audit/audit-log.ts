@@ -44,6 +44,9 @@ export const AUDIT_ACTIONS = [
   'automation.deleted',
   'automation.secret_rotated',
   'import.started',
+  'view.created',
+  'view.updated',
+  'view.deleted',
   'crm.exported',
 ] as const;
 

@@ -27,6 +27,7 @@ const TENANT_MODELS: ReadonlySet<string> = new Set([
   'Task',
   'Note',
   'NoteTarget',
+  'SavedView',
 ]);
 const ORGANIZATION = 'Organization';
 

@@ -13,6 +13,7 @@ import { CRM_ACTIVITY_SCHEMAS } from '../records/activity-schemas.js';
 import { DEAL_SCHEMAS } from '../modules/deals/schemas.js';
 import { TASK_SCHEMAS } from '../modules/tasks/schemas.js';
 import { NOTE_SCHEMAS } from '../modules/notes/schemas.js';
+import { VIEW_SCHEMAS } from '../modules/views/schemas.js';
 import { ListSortSchema } from '../records/record-schemas.js';
 import { FILTER_SCHEMAS } from '../records/filter/schema.js';
 import { DELETION_SCHEMAS } from '../modules/deletions/schemas.js';
@@ -58,6 +59,7 @@ export const COMPONENT_SCHEMAS: readonly TSchema[] = [
   ...DEAL_SCHEMAS,
   ...TASK_SCHEMAS,
   ...NOTE_SCHEMAS,
+  ...VIEW_SCHEMAS,
   ...DELETION_SCHEMAS,
   ...AUTOMATION_SCHEMAS,
   ...EVENT_SCHEMAS,

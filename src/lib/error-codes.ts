@@ -21,6 +21,10 @@ export const ERROR_CODES = {
   import_file_too_large: 'The import file exceeds the limit stated in the README (50 MiB).',
   import_not_found: 'No such import in this workspace.',
   import_finished: 'The import has already finished; it can no longer be cancelled.',
+  view_field_archived:
+    'The saved view names a field its record type no longer has (an archived custom field): `errors` names each one at ' +
+    'its path in the view. Change the view (PATCH) or remove it.',
+  view_limit_reached: 'The workspace holds as many saved views as it may (500): delete one first.',
   // Authentication
   not_authenticated: 'No credentials were sent.',
   token_not_valid: 'The token is invalid, expired or revoked (its session ended, the password changed, the user was deactivated).',
@@ -69,6 +73,8 @@ export const ERROR_CODES = {
   automation_not_webhook: 'Only webhook rules have a signing secret.',
   automation_changed: 'The rule changed while this request was handled; read it again and retry.',
   email_account_not_found: 'No such email account in this workspace.',
+  view_not_found:
+    'No such saved view in this workspace that the caller can see (a personal view of another member too), or a view of another record type.',
   reset_link_invalid: 'The password reset link is unknown, used or expired.',
   email_change_invalid: 'The email change link is unknown, used or expired.',
   // Conflicts

@@ -157,6 +157,10 @@ export default fp<OpenApiOptions>(
           { name: 'deals', description: 'CRM deals: the pipeline board, kanban moves and the summary per stage.' },
           { name: 'tasks', description: 'CRM tasks: calls, emails, meetings and to-dos about a company.' },
           { name: 'notes', description: 'Notes on companies, contacts, deals and tasks: Markdown text on one or more records.' },
+          {
+            name: 'views',
+            description: 'Saved views: a named query (filter, search, sort) and columns of one record type, personal or for the workspace.',
+          },
           { name: 'sync', description: "Keeping a copy in step: the lists' `updated_since` and the deletions feed." },
           { name: 'automations', description: 'Automation rules and their runs.' },
           { name: 'imports', description: 'CSV imports of companies and contacts: progress, failed rows, cancel.' },

@@ -1,5 +1,5 @@
-// Registers a record type's list (keyset pages in its sorts, or an incremental sync with `updated_since`) and, when
-// its definition names export fields, its CSV export.
+// Registers a record type's list (keyset pages in its sorts, through a saved view with `view`, or an incremental sync
+// with `updated_since`) and, when its definition names export fields, its CSV export.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { positionIn } from '../db/page-query.js';
@@ -23,9 +23,36 @@ import { recordAudit } from '../audit/audit-log.js';
 import { routesOf, type RecordType } from './definition.js';
 import type { RecordService } from './record-service.js';
 import { actorOf } from './scope.js';
+import { viewListPage } from './view-list.js';
+import { MAX_VIEW_COLUMNS } from './views.js';
 
 /** The page and sync parameters every list takes besides the type's own filters. */
-type ListQuery = { limit?: number; cursor?: string; sort?: string; search?: string; updated_since?: string };
+type ListQuery = { limit?: number; cursor?: string; sort?: string; search?: string; updated_since?: string; view?: string };
+
+/** The list's query parameters, with `view` for a type with queries (whose cursors may be as long as a query's). */
+function listQueryOf(type: Pick<RecordType<unknown>, 'schemas' | 'query'>) {
+  const { listQuery } = type.schemas;
+  if (!type.query) return listQuery;
+  return Type.Object({
+    ...listQuery.properties,
+    cursor: Type.Optional(
+      Type.String({ maxLength: 4000, description: 'Opaque cursor from the `Link: rel="next"` header of the previous page.' }),
+    ),
+    view: Type.Optional(
+      Type.String({
+        maxLength: 100,
+        description:
+          "A saved view's id (`GET …/views/`): lists through it, its filter ANDed with this list's own filters, in its " +
+          "sort (ties by `id`), with its `search`; `search` and `sort` given here replace the view's. Pages and `Link` " +
+          'as without a view; the cursor belongs to the sort in force (with another, 400). 404 `view_not_found` for a ' +
+          "view the caller cannot see (another member's personal view, another workspace's, an unknown or malformed id) " +
+          'and for a view of another record type. 400 `view_field_archived` when the view names a field this record ' +
+          `type no longer has (an archived custom field), with its path in the view in \`errors\`. Not with \`updated_since\`. ` +
+          `(Columns, at most ${MAX_VIEW_COLUMNS}, are for the client to show: the records carry all their fields.)`,
+      }),
+    ),
+  });
+}
 
 export function registerListRoutes<Row, Dto extends Record<string, unknown>, Query, Create, Update>(
   app: FastifyInstance,
@@ -49,7 +76,7 @@ export function registerListRoutes<Row, Dto extends Record<string, unknown>, Que
         summary,
         description: notes.list,
         params: OrganizationParamsSchema,
-        querystring: schemas.listQuery,
+        querystring: listQueryOf(type),
         response: responses(
           { 200: pageResponse(Ref(schemas.record), notes.page ?? `${names.many}, in the order of \`sort\`.`) },
           401,
@@ -62,6 +89,7 @@ export function registerListRoutes<Row, Dto extends Record<string, unknown>, Que
     async (request: FastifyRequest, reply: FastifyReply) => {
       const query = request.query as ListQuery;
       const limit = query.limit ?? DEFAULT_LIMIT;
+      if (query.view !== undefined && type.query) return viewPage(request, reply, query, limit);
       if (type.sync && query.updated_since !== undefined) return syncPage(request, reply, query, limit);
       const order = orderOf(query);
       const types = (table.sorts[order.sort] ?? []).map((key) => key.type);
@@ -76,6 +104,21 @@ export function registerListRoutes<Row, Dto extends Record<string, unknown>, Que
       return items;
     },
   );
+
+  /** A page through a saved view: the query machinery's order and cursors, the list's answer (an array and `Link`). */
+  async function viewPage(request: FastifyRequest, reply: FastifyReply, query: ListQuery, limit: number) {
+    if (query.updated_since !== undefined) {
+      throw validationFailed({ view: ['A view lists pages: it takes no `updated_since`.'] }, 'Query parameters are invalid.');
+    }
+    const page = await viewListPage<Dto>(requireTenant(request), type, request.currentUser?.id ?? null, query.view ?? '', {
+      filter: type.filters(query as Query, actorOf(request)),
+      order: query.sort ? orderOf(query) : undefined,
+      limit,
+      cursor: query.cursor,
+    });
+    if (page.next_cursor) linkNext(request, reply, page.next_cursor, limit);
+    return page.results;
+  }
 
   /**
    * An incremental sync: the changes after `updated_since` in the order their transactions wrote them, as a feed that

@@ -1,6 +1,6 @@
 // A record type's query (POST …/query/): the body checked with the path of each problem, the filter compiled, a
 // multi-key order with empty values last and text in the order people read it, and keyset cursors over that order.
-import { NATURAL_COLLATION, type ArchivedFilter } from '../db/page-query.js';
+import { NATURAL_COLLATION, type ArchivedFilter, type PageCondition } from '../db/page-query.js';
 import type { OrderKey } from '../db/query-page.js';
 import type { TenantPages } from '../db/tenant-pages.js';
 import { isUuid } from '../lib/http-schemas.js';
@@ -167,31 +167,35 @@ export function decodeQueryCursor(cursor: string | undefined, sort: CheckedQuery
   return values as (string | null)[];
 }
 
-/** A record type's query: one page and the cursor of the next. */
+/** A record type's query: its field resolver, the check of a body, and one page with the cursor of the next. */
 export function recordQuery<Dto>(table: RecordType['table'], query: QueryDefinition) {
   const type: Queryable = { query };
   const resolve = fieldResolver(table.table, query);
+  /** One page of a checked query, narrowed further by `conditions` (a list's own filters when it goes through a view). */
+  async function page(pages: TenantPages, checked: CheckedQuery, conditions: readonly PageCondition[] = []): Promise<QueryPage<Dto>> {
+    const keys = orderKeys(table.table, checked.sort, resolve, type);
+    const withTiebreak = [...keys, { sql: '', type: 'uuid', descending: false }];
+    const after = decodeQueryCursor(checked.cursor, checked.sort, withTiebreak);
+    const rows = await pages.query<Dto>(table, {
+      conditions: [...conditions, ...(checked.filter ? [compileFilter(checked.filter)] : [])],
+      archived: checked.archived,
+      search: checked.search,
+      keys,
+      after,
+      limit: checked.limit,
+    });
+    const results = rows.slice(0, checked.limit);
+    const last = results.at(-1);
+    return {
+      results: results.map(({ row }) => row),
+      next_cursor: rows.length > checked.limit && last ? encodeQueryCursor(checked.sort, last.keys) : null,
+    };
+  }
   return {
     resolve,
-    async query(pages: TenantPages, body: unknown): Promise<QueryPage<Dto>> {
-      const checked = checkQuery(body, resolve, type);
-      const keys = orderKeys(table.table, checked.sort, resolve, type);
-      const withTiebreak = [...keys, { sql: '', type: 'uuid', descending: false }];
-      const after = decodeQueryCursor(checked.cursor, checked.sort, withTiebreak);
-      const rows = await pages.query<Dto>(table, {
-        conditions: checked.filter ? [compileFilter(checked.filter)] : [],
-        archived: checked.archived,
-        search: checked.search,
-        keys,
-        after,
-        limit: checked.limit,
-      });
-      const page = rows.slice(0, checked.limit);
-      const last = page.at(-1);
-      return {
-        results: page.map(({ row }) => row),
-        next_cursor: rows.length > checked.limit && last ? encodeQueryCursor(checked.sort, last.keys) : null,
-      };
-    },
+    /** A query body checked (400 with the path of each problem). */
+    check: (body: unknown) => checkQuery(body, resolve, type),
+    page,
+    query: (pages: TenantPages, body: unknown): Promise<QueryPage<Dto>> => page(pages, checkQuery(body, resolve, type)),
   };
 }

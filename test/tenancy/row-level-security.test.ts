@@ -61,6 +61,20 @@ t.test("without the workspace condition, workspace B's notes and their targets s
   });
 });
 
+t.test("without the workspace condition, workspace B's saved views stay out", async (t) => {
+  const viewB = await created<{ id: string }>(
+    b.call(memberB, 'POST', 'views/', { name: 'Beta view', object: 'companies', visibility: 'workspace' }),
+  );
+  await inWorkspace(a.id, async () => {
+    t.same(ids(await serving.query('SELECT id FROM saved_views WHERE id = $1', [viewB.id])), [], 'the view');
+    t.equal((await serving.query("UPDATE saved_views SET name = 'taken' WHERE id = $1", [viewB.id])).rowCount, 0, 'update');
+    t.equal((await serving.query('DELETE FROM saved_views WHERE id = $1', [viewB.id])).rowCount, 0, 'delete');
+  });
+  await inWorkspace(b.id, async () => {
+    t.same(ids(await serving.query('SELECT id FROM saved_views WHERE id = $1', [viewB.id])), [viewB.id], 'its own workspace reads it');
+  });
+});
+
 t.test('without the workspace condition, workspace B is neither updated, deleted nor written into', async (t) => {
   await inWorkspace(a.id, async () => {
     t.equal((await serving.query("UPDATE companies SET name = 'taken' WHERE id = $1", [companyB.id])).rowCount, 0, 'update');
@@ -212,12 +226,12 @@ t.test('every table with an organization_id has row-level security enabled, forc
         AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'organization_id' AND NOT a.attisdropped)
       ORDER BY c.relname`,
   );
-  t.equal(rows.length, 23);
+  t.equal(rows.length, 24);
   t.ok(
-    ['notes', 'note_targets', 'crm_events', 'event_stream_tickets', 'event_streams'].every((table) =>
+    ['notes', 'note_targets', 'crm_events', 'event_stream_tickets', 'event_streams', 'saved_views'].every((table) =>
       rows.some((row) => row.table === table),
     ),
-    'notes and their targets, the event log and the change streams too',
+    'notes and their targets, the event log, the change streams and saved views too',
   );
   for (const row of rows) {
     t.ok(

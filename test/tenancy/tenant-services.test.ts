@@ -3,6 +3,7 @@ import t from 'tap';
 import { bindTenant } from '../../src/db/tenant.js';
 import { buildTestApp } from '../helpers/app.js';
 import { createUser } from '../helpers/fixtures.js';
+import { deleteView, getView, listViews, updateView } from '../../src/modules/views/service.js';
 
 const { app } = await buildTestApp(t);
 const { db, services } = app;
@@ -40,7 +41,10 @@ async function seed(organizationId: string, prefix: string) {
     },
   });
   const membership = await db.membership.findFirstOrThrow({ where: { organizationId, role: { not: 'owner' } } });
-  return { invitation, account, automation, membership };
+  const view = await db.savedView.create({
+    data: { organizationId, name: `${prefix} view`, object: 'companies', visibility: 'workspace', createdBy: owner.id },
+  });
+  return { invitation, account, automation, membership, view };
 }
 const a = await seed(orgA!.id, 'a');
 const b = await seed(orgB!.id, 'b');
@@ -51,6 +55,7 @@ const snapshotOfB = async () => ({
   accounts: await db.emailAccount.findMany({ where: { organizationId: orgB!.id }, orderBy: { id: 'asc' } }),
   automations: await db.automation.findMany({ where: { organizationId: orgB!.id }, orderBy: { id: 'asc' } }),
   runs: await db.automationRun.findMany({ where: { organizationId: orgB!.id }, orderBy: { id: 'asc' } }),
+  views: await db.savedView.findMany({ where: { organizationId: orgB!.id }, orderBy: { id: 'asc' } }),
   organization: await db.organization.findUnique({ where: { id: orgB!.id } }),
 });
 const untouchedB = await snapshotOfB();
@@ -104,6 +109,19 @@ t.test('automations: B’s rules are neither listed, read, run nor their runs li
   await t.rejects(services.automations.listRuns(tenantA, page, b.automation.id), notFound);
   await t.rejects(services.automations.test(tenantA, b.automation.id, {}, app.log), notFound);
   t.same((await services.automations.listRuns(tenantA, page)).items, []);
+});
+
+t.test('saved views: B’s are neither listed, read, changed nor deleted through A', async (t) => {
+  const viewer = { userId: owner.id, audit };
+  const listed = await listViews(tenantA, viewer, page);
+  t.same(
+    listed.items.map((view) => view.id),
+    [a.view.id],
+  );
+  const notFound = { status: 404, code: 'view_not_found' };
+  await t.rejects(getView(tenantA, viewer, b.view.id), notFound);
+  await t.rejects(updateView(tenantA, viewer, b.view.id, { name: 'hijacked' }, undefined), notFound);
+  await t.rejects(deleteView(tenantA, viewer, b.view.id, undefined), notFound);
 });
 
 t.test('organizations: deleting through A deletes A only; B is untouched by everything above', async (t) => {

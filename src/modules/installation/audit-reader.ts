@@ -15,10 +15,10 @@ export interface AuditFilter {
 type AuditRow = Awaited<ReturnType<Db['auditLog']['findMany']>>[number];
 
 /**
- * Audit targets that are a workspace's CRM records (an automation rule, an import): the installation-wide answers
+ * Audit targets that are a workspace's CRM records (an automation rule, an import, a saved view): the installation-wide answers
  * name the workspace but never its records, so their id is given only for workspaces the caller is a member of.
  */
-const WORKSPACE_RECORD_TARGETS = new Set(['automation', 'import']);
+const WORKSPACE_RECORD_TARGETS = new Set(['automation', 'import', 'view']);
 
 /** The target id of an audit row as installation staff may see it (see WORKSPACE_RECORD_TARGETS): the API and console. */
 export const visibleAuditTargetId = (

@@ -1,5 +1,6 @@
 // The field catalog of a record type (field name → type) and what each type admits in a filter and a sort: the one
 // place a standard field is declared for queries, views and, later, custom fields and automation conditions.
+import type { TenantDb } from '../../db/tenant-scope.js';
 
 /** The types of a record's fields as a filter sees them. */
 export type FieldType = 'text' | 'number' | 'decimal' | 'date' | 'datetime' | 'boolean' | 'enum' | 'uuid';
@@ -75,3 +76,14 @@ export const textFields = <const K extends string>(...names: K[]) =>
 
 /** An enum field of `values` (in the order it sorts). */
 export const enumField = (values: readonly string[]): FieldSpec => ({ type: 'enum', values });
+
+/**
+ * The archived-field hook: whether `name`, a field name that record type `object` (`companies`, `contacts`, `deals`,
+ * `tasks`) no longer resolves, is one of its archived fields in the workspace `db` is bound to. A saved view keeps the
+ * field names it was saved with and is checked again at each use: any name that no longer resolves answers 400
+ * `view_field_archived`, and this hook only words the message ("archived" or "no longer a field"). Standard fields are
+ * never archived, so for now it knows none; custom fields (`custom.<key>`, archived by their DELETE) plug in here.
+ */
+export function isArchivedField(_db: TenantDb, _object: string, _name: string): Promise<boolean> {
+  return Promise.resolve(false);
+}

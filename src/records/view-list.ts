@@ -1,0 +1,67 @@
+// A record list read through a saved view (`GET …/{object}/?view=<id>`): the view's filter and multi-key sort through
+// the query machinery, narrowed by the list's own filters, with the list's `search` and `sort` in place of the view's.
+import type { PageCondition } from '../db/page-query.js';
+import type { Tenant } from '../db/tenant.js';
+import type { ListOrder } from '../lib/pagination.js';
+import { ProblemError, validationFailed } from '../lib/problem.js';
+import type { RecordFilter } from './definition.js';
+import { SQL_TYPES } from './filter/fields.js';
+import type { FieldResolver } from './filter/resolve.js';
+import type { QueryPage } from './query-service.js';
+import { findVisibleView, viewFields, viewNotFound, viewQuery, type ViewableRecord } from './views.js';
+
+/** The list's equality filters (`lifecycle_stage=…`, `company_id=…`) as conditions over the same fields a query reads. */
+function equalities(equals: RecordFilter['equals'], resolve: FieldResolver): PageCondition[] {
+  return Object.entries(equals ?? {}).flatMap(([column, value]) => {
+    if (value === undefined) return [];
+    const field = resolve(column);
+    if (!field) throw new Error(`the list filter ${column} is no query field`);
+    return [(parameter: (value: unknown, type: string) => string) => `${field.sql} = ${parameter(value, SQL_TYPES[field.spec.type])}`];
+  });
+}
+
+/** What a list request through a view gives besides the view's id: its selection, its `sort`, its page. */
+export interface ViewListRequest {
+  /** The list's own selection (equality filters, conditions, `search` when given, archive state). */
+  filter: RecordFilter;
+  /** The list's `sort` when given: it replaces the view's. */
+  order?: ListOrder;
+  limit: number;
+  cursor?: string;
+}
+
+/**
+ * One page of `type`'s records through the view `viewId`, as `viewer` (a user id; null for a workspace API key) sees
+ * it: 404 for a view it cannot see or a view of another record type, 400 view_field_archived for a view naming a field
+ * that no longer resolves.
+ */
+export async function viewListPage<Dto>(
+  tenant: Tenant,
+  type: ViewableRecord,
+  viewer: string | null,
+  viewId: string,
+  request: ViewListRequest,
+): Promise<QueryPage<Dto>> {
+  const { object, engine } = viewFields(type);
+  const view = await findVisibleView(tenant.db, viewId, viewer);
+  if (!view || view.object !== object) throw viewNotFound();
+  const { filter, order } = request;
+  let checked: Awaited<ReturnType<typeof viewQuery>>;
+  try {
+    checked = await viewQuery(tenant.db, type, view, {
+      search: filter.search,
+      sort: order && [{ field: order.sort, direction: order.descending ? 'desc' : 'asc' }],
+      archived: filter.archived ?? 'active',
+      limit: request.limit,
+      cursor: request.cursor,
+    });
+  } catch (error) {
+    if (error instanceof ProblemError && error.code === 'validation_failed' && error.errors) {
+      throw validationFailed(error.errors, 'The query parameters, or the view they list through, are invalid.');
+    }
+    throw error;
+  }
+  const conditions = [...equalities(filter.equals, engine.resolve), ...(filter.conditions ?? [])];
+  const page = await engine.page(tenant.pages, checked, conditions);
+  return page as QueryPage<Dto>;
+}
