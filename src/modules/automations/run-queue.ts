@@ -5,7 +5,8 @@ import type { Db } from '../../db/client.js';
 import { isInterruptedAttempt, JOBS, mayRetry, RetryLater, rowIdOf } from '../../jobs/queue.js';
 import type { EventPayload } from './dispatch.js';
 import { executeAction, type ActionDeps, type ActionOutcome, type ActionSettings } from './run-executor.js';
-import { scopeToOrganization } from '../../db/tenant-scope.js';
+import { scopeToOrganization, type TenantDb } from '../../db/tenant-scope.js';
+import { conditionHolds } from './condition.js';
 
 interface StartedRun {
   id: string;
@@ -23,6 +24,10 @@ function outcomeFields(outcome: ActionOutcome, retry: boolean, now: Date): Prism
   if (retry) return { status: 'queued', errorMessage: outcome.errorMessage };
   return { status: 'failed', errorMessage: outcome.errorMessage, finishedAt: now };
 }
+
+/** The rule's condition on the run's event record (see condition.ts), on the run's own organization. */
+const checkRecord = (tenant: TenantDb, run: StartedRun, condition: unknown) =>
+  conditionHolds(tenant, { organizationId: run.organization_id, name: run.payload.event, data: run.payload.data }, condition);
 
 /**
  * Runs one run (graphile-worker calls it: one worker at a time holds the job, a failure is retried with its
@@ -45,9 +50,13 @@ async function executeRun(deps: AutomationTaskDeps, id: string, attempt: number)
     await tenant.automationRun.updateMany({ where: { id: run.id, status: 'running' }, data: outcomeFields(skipped, false, new Date()) });
     return;
   }
-  const outcome: ActionOutcome = isInterruptedAttempt(JOBS.automationRun, attempt)
+  const interrupted = isInterruptedAttempt(JOBS.automationRun, attempt);
+  const verdict = automation.condition === null || interrupted ? { holds: true as const } : await checkRecord(tenant, run, automation.condition);
+  const outcome: ActionOutcome = interrupted
     ? { status: 'failed', errorMessage: 'The run was interrupted too often (its worker stopped while executing it).', retryable: false }
-    : await executeAction(automation, { id: run.id, deliveryId: run.event_id ?? run.id }, run.payload, { ...deps, db: tenant });
+    : !verdict.holds
+      ? { status: 'skipped', errorMessage: verdict.reason }
+      : await executeAction(automation, { id: run.id, deliveryId: run.event_id ?? run.id }, run.payload, { ...deps, db: tenant });
   // The error to retry after, when the failure is transient and attempts remain.
   const retryAfter =
     outcome.status === 'failed' && outcome.retryable && mayRetry(JOBS.automationRun, attempt) ? outcome.errorMessage : null;
