@@ -50,7 +50,7 @@ const summary = (errors: FieldErrors) =>
 /** The typed tree of `condition` for `trigger`'s record type, or undefined when the trigger has none. */
 function checked(trigger: CrmEventName, condition: unknown): { node?: FilterNode; errors: FieldErrors } {
   const found = TARGETS[trigger];
-  if (!found) return { errors: { condition: [`A ${trigger} rule has no record to test: it takes no condition.`] } };
+  if (!found) return { errors: { condition: [`The ${trigger} event has no record to test: its rules take no condition.`] } };
   return validateFilter(condition, fieldResolver(found.table, found.query), 'condition');
 }
 
