@@ -13,7 +13,12 @@ const { admin, organizationId } = await setupInstallation(app);
 const api = (org = organizationId) => `/api/v1/organizations/${org}`;
 
 async function call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown, org = organizationId) {
-  return app.inject({ method, url: `${api(org)}${url}`, headers: admin.headers, ...(payload !== undefined ? { payload: payload as object } : {}) });
+  return app.inject({
+    method,
+    url: `${api(org)}${url}`,
+    headers: admin.headers,
+    ...(payload !== undefined ? { payload: payload as object } : {}),
+  });
 }
 async function ok(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown, org = organizationId) {
   const res = await call(method, url, payload, org);
@@ -57,14 +62,22 @@ t.test('a condition that holds delivers; one that does not ends skipped with the
 });
 
 t.test('the condition is evaluated on the record of the event, not on a later state', async (t) => {
-  const big = await rule('company.created', { and: [{ field: 'name', op: 'starts_with', value: 'big' }, { field: 'city', op: 'is_not_empty' }] });
+  const big = await rule('company.created', {
+    and: [
+      { field: 'name', op: 'starts_with', value: 'big' },
+      { field: 'city', op: 'is_not_empty' },
+    ],
+  });
   const bigCo = await ok('POST', '/companies/', { name: 'Big Corp', city: 'Oslo' });
   const smallCo = await ok('POST', '/companies/', { name: 'Small Corp', city: 'Oslo' });
   const runs = await settledRuns(big.id, 2);
-  t.same(runs.map((run) => [run.payload.data.id, run.status]).sort(), [
-    [bigCo.id, 'success'],
-    [smallCo.id, 'skipped'],
-  ].sort());
+  t.same(
+    runs.map((run) => [run.payload.data.id, run.status]).sort(),
+    [
+      [bigCo.id, 'success'],
+      [smallCo.id, 'skipped'],
+    ].sort(),
+  );
   t.same(deliveredIds('company.created'), [bigCo.id]);
 });
 
@@ -75,10 +88,13 @@ t.test('on *.deleted the condition holds on the record as it was', async (t) => 
   await ok('DELETE', `/companies/${customer.id}/`);
   await ok('DELETE', `/companies/${lead.id}/`);
   const runs = await settledRuns(gone.id, 2);
-  t.same(runs.map((run) => [run.payload.data.id, run.status]).sort(), [
-    [customer.id, 'success'],
-    [lead.id, 'skipped'],
-  ].sort());
+  t.same(
+    runs.map((run) => [run.payload.data.id, run.status]).sort(),
+    [
+      [customer.id, 'success'],
+      [lead.id, 'skipped'],
+    ].sort(),
+  );
   t.same(deliveredIds('company.deleted'), [customer.id]);
 });
 
@@ -126,7 +142,12 @@ t.test('malformed conditions answer 400 with the path of each problem, and nothi
     trigger: 'deal.stage_changed',
     action_type: 'webhook',
     action_config: { url: target.url },
-    condition: { and: [{ field: 'value', op: 'gte', value: '1000.50' }, { field: 'company.country', op: 'eq', value: 'NO' }] },
+    condition: {
+      and: [
+        { field: 'value', op: 'gte', value: '1000.50' },
+        { field: 'company.country', op: 'eq', value: 'NO' },
+      ],
+    },
   });
   t.equal(valid.statusCode, 201, valid.body);
 });
@@ -158,7 +179,12 @@ t.test('PATCH sets, keeps and clears (null) the condition; a new trigger must fi
 
 t.test('tenancy: a condition reads only its own workspace', async (t) => {
   const otherId = json(
-    await app.inject({ method: 'POST', url: '/api/v1/organizations/', headers: admin.headers, payload: { name: 'Other', owner_email: admin.email } }),
+    await app.inject({
+      method: 'POST',
+      url: '/api/v1/organizations/',
+      headers: admin.headers,
+      payload: { name: 'Other', owner_email: admin.email },
+    }),
   ).id as string;
   const foreignCustomer = await ok('POST', '/companies/', { name: 'Foreign', lifecycle_stage: 'customer' }, otherId);
   // An event whose record names another workspace's company (it cannot happen through the API) sees no company.

@@ -117,7 +117,12 @@ t.test('the form shows and changes the condition as JSON; malformed JSON or tree
   });
   t.equal(badTree.statusCode, 400);
   t.match(badTree.body, 'condition.and.0.field');
-  const onImport = await post(ruleUrl(rule.id), { ...fields, trigger: 'import.finished', version: read.updated_at, condition: JSON.stringify(condition) });
+  const onImport = await post(ruleUrl(rule.id), {
+    ...fields,
+    trigger: 'import.finished',
+    version: read.updated_at,
+    condition: JSON.stringify(condition),
+  });
   t.equal(onImport.statusCode, 400);
   t.same((await readRule(rule.id)).condition, condition, 'unchanged by the refused forms');
 

@@ -44,7 +44,8 @@ function actionFields(rule: Rule) {
 }
 
 /** The rule's condition as indented JSON for the form; empty without one. */
-const conditionText = (rule: Rule) => (rule.condition === null || rule.condition === undefined ? '' : JSON.stringify(rule.condition, null, 2));
+const conditionText = (rule: Rule) =>
+  rule.condition === null || rule.condition === undefined ? '' : JSON.stringify(rule.condition, null, 2);
 
 export function automationPage(user: Viewer, { id, name, rule }: RuleDetail): string {
   return layout(

@@ -85,7 +85,10 @@ export async function conditionHolds(
   const { node } = checked(event.name, condition);
   const found = TARGETS[event.name];
   if (!node || !found) {
-    return { holds: false, reason: `The rule's condition does not apply to a ${event.name} event (the rule changed after the run was queued).` };
+    return {
+      holds: false,
+      reason: `The rule's condition does not apply to a ${event.name} event (the rule changed after the run was queued).`,
+    };
   }
   const values: unknown[] = [event.organizationId];
   const parameter = (value: unknown, type: string) => `$${values.push(value)}::${type}`;

@@ -128,8 +128,8 @@ const Condition = (extra = '') =>
     {
       description:
         "A filter tree of the query language (`Filter`) on the event's record: the record after the change, or as it was " +
-        "for `*.deleted` (with `company.<field>`, the linked company as it is when the run starts). When it does not hold " +
-        'the run ends `skipped`. Fields of the trigger\'s record type (company.* triggers: company fields; contact.*: contact ' +
+        'for `*.deleted` (with `company.<field>`, the linked company as it is when the run starts). When it does not hold ' +
+        "the run ends `skipped`. Fields of the trigger's record type (company.* triggers: company fields; contact.*: contact " +
         'fields and `company.<field>`; `deal.stage_changed`: deal fields; `task.completed`: task fields); `import.finished` ' +
         'and `note.created` take none (400). A malformed tree answers 400 with the path of each problem in `errors` ' +
         `(\`condition.and.0.field\`). Null or absent: every event of the trigger.${extra}`,
@@ -188,9 +188,7 @@ export const AutomationUpdateSchema = StrictObject(
       }),
     ),
     is_active: Type.Optional(Type.Boolean({ description: 'false pauses the rule: events queue no runs for it meanwhile.' })),
-    condition: Type.Optional(
-      Condition(' On PATCH, null removes it; a changed `trigger` is checked against the condition the rule keeps.'),
-    ),
+    condition: Type.Optional(Condition(' On PATCH, null removes it; a changed `trigger` is checked against the condition the rule keeps.')),
     ...IgnoredOrganizationFields,
   },
   { ...named('AutomationUpdate'), description: 'The fields to change; those left out keep their value.' },
@@ -207,7 +205,7 @@ export const AutomationSchema = Type.Object(
     is_active: Type.Boolean(),
     condition: DocumentedAs<unknown>(
       { anyOf: [{ $ref: '#/components/schemas/Filter' }, { type: 'null' }] },
-      { description: 'The filter a run checks on the event\'s record before acting (see `AutomationCreate`); null: none.' },
+      { description: "The filter a run checks on the event's record before acting (see `AutomationCreate`); null: none." },
     ),
     created_at: Timestamp(),
     updated_at: Timestamp(),

@@ -217,7 +217,10 @@ export async function updateAutomation(
   // The condition the rule will have, checked against the trigger it will have: a new trigger must fit a kept condition.
   const changesCondition = input.condition !== undefined || input.trigger !== undefined;
   const condition = changesCondition
-    ? checkCondition(input.trigger ?? eventNameOf(automation.trigger), input.condition !== undefined ? input.condition : automation.condition)
+    ? checkCondition(
+        input.trigger ?? eventNameOf(automation.trigger),
+        input.condition !== undefined ? input.condition : automation.condition,
+      )
     : undefined;
   const updatedAt = nextVersion(automation.updatedAt);
   const updated = await tenant.db.$transaction(async (tx) => {
