@@ -20,6 +20,27 @@ const BASE_REF = process.env.BENCH_BASE_REF;
 const CREATES = Number(process.env.BENCH_CREATES ?? 2000);
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 16);
 const DELIVERY_TIMEOUT_MS = 120_000;
+/** BENCH_PG_STATS=1: after each side, its statements by total execution time (pg_stat_statements). */
+const PG_STATS = process.env.BENCH_PG_STATS === '1';
+
+async function statementStats(url: string, label: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    if (label === 'reset') {
+      await client.query('SELECT pg_stat_statements_reset()');
+      return;
+    }
+    const { rows } = await client.query<{ ms: number; calls: number; query: string }>(
+      `SELECT round(total_exec_time)::int AS ms, calls::int, left(regexp_replace(query, '\\s+', ' ', 'g'), 140) AS query
+       FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 15`,
+    );
+    process.stderr.write(`${label}: statements by total time\n${rows.map((r) => `${r.ms} ms ${r.calls}x ${r.query}`).join('\n')}\n`);
+  } finally {
+    await client.end();
+  }
+}
 
 /** Runs the migrations of the build in `cwd` against `databaseUrl`. */
 const migrate = (cwd: string, databaseUrl: string) =>
@@ -99,9 +120,16 @@ async function burst(origin: string, token: string, organizationId: string, labe
   return { seconds: (lastAnswer - started) / 1000, answered, lastAnswer };
 }
 
+/** CPU milliseconds of the server's and of PostgreSQL's process trees. */
+interface Cpu {
+  server: number;
+  postgres: number;
+}
+const total = (cpu: Cpu) => cpu.server + cpu.postgres;
+
 interface SideResult {
-  withoutRule: { seconds: number; rps: number; cpuPerCreateMs: number };
-  withRule: { seconds: number; rps: number; lagMs: number; p50Ms: number; p99Ms: number; cpuPerDeliveryMs: number };
+  withoutRule: { seconds: number; rps: number; cpuPerCreateMs: Cpu };
+  withRule: { seconds: number; rps: number; lagMs: number; p50Ms: number; p99Ms: number; cpuPerDeliveryMs: Cpu };
 }
 
 /** One build: a fresh database, the service, a burst without a rule, then with one webhook rule. */
@@ -122,7 +150,11 @@ async function measureSide(root: string, url: string, appDir: string, postmaster
     });
     const token = await signIn(server.origin);
     const pid = server.process.pid!;
-    const cpu = async () => (await treeCpuSeconds(pid)) + (await treeCpuSeconds(postmasterPid));
+    const cpu = async () => ({ server: await treeCpuSeconds(pid), postgres: await treeCpuSeconds(postmasterPid) });
+    const since = async (start: { server: number; postgres: number }) => {
+      const now = await cpu();
+      return { server: now.server - start.server, postgres: now.postgres - start.postgres };
+    };
     // Warm-up: the service's first requests compile and plan.
     await burst(server.origin, token, organizationId, 'warm-up', 200);
 
@@ -130,8 +162,7 @@ async function measureSide(root: string, url: string, appDir: string, postmaster
     let before = await cpu();
     const plain = await burst(server.origin, token, organizationId, 'plain');
     await sleep(500);
-    const plainCpu = (await cpu()) - before;
-    const cpuPerCreateMs = (plainCpu * 1000) / CREATES;
+    const plainCpu = await since(before);
 
     const rule = await fetch(`${server.origin}/api/v1/organizations/${organizationId}/automations/`, {
       method: 'POST',
@@ -144,11 +175,15 @@ async function measureSide(root: string, url: string, appDir: string, postmaster
     const hooked = await burst(server.origin, token, organizationId, 'hooked');
     await receiver.waitFor(CREATES);
     await sleep(500);
-    const hookedCpu = (await cpu()) - before;
+    const hookedCpu = await since(before);
     const lastDelivery = Math.max(...receiver.arrived.values());
     const latencies = [...hooked.answered].map(([id, at]) => (receiver.arrived.get(id) ?? Number.NaN) - at);
     return {
-      withoutRule: { seconds: plain.seconds, rps: CREATES / plain.seconds, cpuPerCreateMs },
+      withoutRule: {
+        seconds: plain.seconds,
+        rps: CREATES / plain.seconds,
+        cpuPerCreateMs: { server: (plainCpu.server * 1000) / CREATES, postgres: (plainCpu.postgres * 1000) / CREATES },
+      },
       withRule: {
         seconds: hooked.seconds,
         rps: CREATES / hooked.seconds,
@@ -156,7 +191,10 @@ async function measureSide(root: string, url: string, appDir: string, postmaster
         p50Ms: percentile(latencies, 50),
         p99Ms: percentile(latencies, 99),
         // Both bursts idle 0.5 s after their last answer (or delivery): what the rule adds, per delivered event.
-        cpuPerDeliveryMs: ((hookedCpu - plainCpu) * 1000) / CREATES,
+        cpuPerDeliveryMs: {
+          server: ((hookedCpu.server - plainCpu.server) * 1000) / CREATES,
+          postgres: ((hookedCpu.postgres - plainCpu.postgres) * 1000) / CREATES,
+        },
       },
     };
   } finally {
@@ -177,6 +215,15 @@ async function main(): Promise<void> {
       await run('npm', ['run', '--silent', 'build'], { cwd: baseDir, maxBuffer: 64 * 1024 * 1024 });
     }
     postgres = await startEmbeddedPostgres({ dataDir: path.join(workDir, 'cluster') });
+    if (PG_STATS) {
+      // The statements' own costs, for finding where a delivery's PostgreSQL time goes: needs a restart to load.
+      const admin = new pg.Client({ connectionString: postgres.url });
+      await admin.connect();
+      await admin.query(`ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`);
+      await admin.end();
+      await postgres.stop();
+      postgres = await startEmbeddedPostgres({ dataDir: path.join(workDir, 'cluster') });
+    }
     const postmasterPid = Number((await readFile(path.join(workDir, 'cluster', 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0]);
     const sides: [string, string][] = [
       ...(BASE_REF ? ([[`base ${BASE_REF}`, baseDir]] as [string, string][]) : []),
@@ -191,7 +238,9 @@ async function main(): Promise<void> {
       await admin.end();
       const url = databaseUrl(postgres.url, database);
       await migrate(root, url);
+      if (PG_STATS) await statementStats(url, 'reset');
       results.push([label, await measureSide(root, url, path.join(workDir, `app-${index}`), postmasterPid, label)]);
+      if (PG_STATS) await statementStats(url, label);
     }
     const fmt = (value: number, digits = 0) => value.toFixed(digits);
     const lines = table(
@@ -203,8 +252,8 @@ async function main(): Promise<void> {
         'create time s (rule)',
         'last create → last delivery ms',
         'p50 / p99 create→delivery ms',
-        'CPU ms/create',
-        'CPU ms/delivery',
+        'CPU ms/create (server + PG)',
+        'CPU ms/delivery (server + PG)',
         'delivery/create',
       ],
       results.map(([label, { withoutRule: a, withRule: b }]) => [
@@ -215,9 +264,9 @@ async function main(): Promise<void> {
         fmt(b.seconds, 2),
         fmt(b.lagMs),
         `${fmt(b.p50Ms)} / ${fmt(b.p99Ms)}`,
-        fmt(a.cpuPerCreateMs, 2),
-        fmt(b.cpuPerDeliveryMs, 2),
-        fmt(b.cpuPerDeliveryMs / a.cpuPerCreateMs, 2),
+        `${fmt(total(a.cpuPerCreateMs), 2)} (${fmt(a.cpuPerCreateMs.server, 2)} + ${fmt(a.cpuPerCreateMs.postgres, 2)})`,
+        `${fmt(total(b.cpuPerDeliveryMs), 2)} (${fmt(b.cpuPerDeliveryMs.server, 2)} + ${fmt(b.cpuPerDeliveryMs.postgres, 2)})`,
+        fmt(total(b.cpuPerDeliveryMs) / total(a.cpuPerCreateMs), 2),
       ]),
     );
     process.stdout.write(

@@ -10,6 +10,9 @@ import { importTasks } from './modules/imports/import-job.js';
 import { EVENT_CRON_ITEMS, eventTasks } from './modules/events/retention.js';
 import { threadConnection } from './modules/imports/import-thread.js';
 
+/** How long the email and import runners ignore the automation runs' wake-ups after finding nothing (see `quietMs`). */
+const QUIET_MS = 100;
+
 /**
  * Keeps three runners going while the app is up: emails (password-reset requests become emails, outbox rows are sent)
  * automation runs, apart so that slow webhooks never hold mail back, and CSV imports. The app's close drains them. The jobs of
@@ -26,6 +29,7 @@ export function startJobWorkers(app: FastifyInstance): void {
     label: 'email',
     liveness,
     concurrency: config.workerConcurrency.email,
+    quietMs: QUIET_MS,
     taskList: {
       ...passwordResetTasks({ db, appUrl: config.appUrl }),
       ...outboxTasks({ db, encryptionKey: config.emailEncryptionKey, allowPrivateHosts: config.smtpAllowPrivate, log }),
@@ -56,6 +60,7 @@ export function startJobWorkers(app: FastifyInstance): void {
     label: 'import',
     liveness,
     concurrency: 1,
+    quietMs: QUIET_MS,
     taskList: importTasks({ db, pool: app.pg, connection: threadConnection(config) }),
   });
 }
