@@ -10,6 +10,9 @@ import { importTasks } from './modules/imports/import-job.js';
 import { EVENT_CRON_ITEMS, eventTasks } from './modules/events/retention.js';
 import { threadConnection } from './modules/imports/import-thread.js';
 
+/** How long the email and import runners ignore the automation runs' wake-ups after finding nothing (see `quietMs`). */
+const QUIET_MS = 100;
+
 /**
  * Keeps three runners going while the app is up: emails (password-reset requests become emails, outbox rows are sent)
  * automation runs, apart so that slow webhooks never hold mail back, and CSV imports. The app's close drains them. The jobs of
@@ -26,6 +29,7 @@ export function startJobWorkers(app: FastifyInstance): void {
     label: 'email',
     liveness,
     concurrency: config.workerConcurrency.email,
+    quietMs: QUIET_MS,
     taskList: {
       ...passwordResetTasks({ db, appUrl: config.appUrl }),
       ...outboxTasks({ db, encryptionKey: config.emailEncryptionKey, allowPrivateHosts: config.smtpAllowPrivate, log }),
@@ -35,6 +39,8 @@ export function startJobWorkers(app: FastifyInstance): void {
     label: 'automation',
     liveness,
     concurrency: config.workerConcurrency.automation,
+    // A burst of events is fetched a batch at a time (and its runs start and end in one statement each, run-queue.ts).
+    batchSize: 2 * config.workerConcurrency.automation,
     // The change feed's hourly cleanup beside the runs that the same events feed.
     cronItems: EVENT_CRON_ITEMS,
     taskList: {
@@ -54,6 +60,7 @@ export function startJobWorkers(app: FastifyInstance): void {
     label: 'import',
     liveness,
     concurrency: 1,
+    quietMs: QUIET_MS,
     taskList: importTasks({ db, pool: app.pg, connection: threadConnection(config) }),
   });
 }

@@ -122,6 +122,38 @@ export interface JobRunnerOptions {
   concurrency: number;
   /** Jobs queued on a schedule, from code only (graphile-worker's cron queues each once, whatever the instances). */
   cronItems?: ParsedCronItem[];
+  /**
+   * Fetch (and lock) up to this many due jobs in one query and hand them to the workers from memory (graphile-worker's
+   * local queue), instead of one query per job: for runners whose jobs come in bursts. Unset: one at a time.
+   */
+  batchSize?: number;
+  /**
+   * For a runner whose jobs are rare beside the others' (emails, imports): every queued job of any runner wakes every
+   * runner (graphile-worker's one NOTIFY channel), and a look for jobs costs more the longer the queue of others' jobs
+   * it passes over. After a look that found none, this runner waits about this long, or for QUIET_WAKE_UPS wake-ups,
+   * before looking again: a burst of automation runs no longer makes it look once per run.
+   */
+  quietMs?: number;
+}
+
+/** How many wake-ups at most (a random number up to it, per quiet spell) end a quiet runner's wait early. */
+const QUIET_WAKE_UPS = 20;
+/** How long a quiet runner keeps a fetched job it has no free worker for. */
+const QUIET_TTL_MS = 1_000;
+
+/** graphile-worker's settings of a runner: batched completions, and its local queue when it batches or keeps quiet. */
+function runnerPreset(options: JobRunnerOptions, pollInterval: number) {
+  const { batchSize, quietMs, concurrency } = options;
+  if (!batchSize && !quietMs) return RELEASE_THROUGH_BATCHER;
+  const localQueue = quietMs
+    ? {
+        size: Math.max(2, batchSize ?? concurrency),
+        refetchDelay: { durationMs: Math.min(quietMs, pollInterval), maxAbortThreshold: QUIET_WAKE_UPS },
+        // A job fetched beside a running one (an import behind an import) goes back within a second, for another process.
+        ttl: QUIET_TTL_MS,
+      }
+    : { size: batchSize as number };
+  return { worker: { ...RELEASE_THROUGH_BATCHER.worker, localQueue } };
 }
 
 /** How long after an unexpected stop (e.g. the database went away mid-job) a runner is started again. */
@@ -174,7 +206,7 @@ export function keepJobRunner(app: FastifyInstance, options: JobRunnerOptions): 
           noHandleSignals: true,
           // The schedule comes from the code only: no crontab file next to the process may add any.
           parsedCronItems: options.cronItems ?? [],
-          preset: RELEASE_THROUGH_BATCHER,
+          preset: runnerPreset(options, app.config.outboxPollIntervalMs),
           logger: jobLogger(app.log, label),
           events,
         });

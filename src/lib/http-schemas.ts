@@ -35,6 +35,17 @@ export function Ref<T extends TSchema>(schema: T, options: { description?: strin
   return Type.Ref(schema, options) as unknown as T;
 }
 
+/** The keyword under which `DocumentedAs` keeps the schema the OpenAPI document shows (src/plugins/openapi.ts). */
+export const DOCUMENTED_AS = 'x-crm-documented-as';
+
+/**
+ * A value the route passes through unchecked (its service checks it and reports each problem at its own path, as a
+ * query's filter) and serializes as given, while the OpenAPI document shows `documented` (e.g. a `$ref` to a
+ * component, as `#/components/schemas/<name>`): Ajv and the serializer ignore the extension keyword.
+ */
+export const DocumentedAs = <T>(documented: Record<string, unknown>, options: { description: string }) =>
+  Type.Unsafe<T>({ ...options, [DOCUMENTED_AS]: documented });
+
 export const ErrorCodeSchema = StringEnum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]], {
   $id: 'ErrorCode',
   description: 'Stable machine-readable code of a problem; the catalogue of every code and its meaning is in `info.description`.',

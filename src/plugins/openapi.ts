@@ -4,6 +4,7 @@ import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { defaultEmptyBody } from '../http/optional-body.js';
+import { DOCUMENTED_AS } from '../lib/http-schemas.js';
 
 /** The `code` catalogue as a Markdown table for `info.description`. */
 const errorCatalogue = () =>
@@ -94,6 +95,16 @@ function mapDiscriminators(node: unknown, components: Record<string, unknown>): 
     mapping[tag] = $ref;
   }
   discriminator.mapping = mapping;
+}
+
+/** Replaces each `DocumentedAs` schema by the schema it documents (with its description). */
+function documentPassedThrough(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(documentPassedThrough);
+  if (node === null || typeof node !== 'object') return node;
+  const schema = node as JsonSchema;
+  const documented = schema[DOCUMENTED_AS] as JsonSchema | undefined;
+  if (documented) return { ...documented, ...(schema.description ? { description: schema.description } : {}) };
+  return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, documentPassedThrough(value)]));
 }
 
 export default fp<OpenApiOptions>(
@@ -200,6 +211,8 @@ export default fp<OpenApiOptions>(
           }
         }
         document.components = { ...document.components, schemas: structuredClone(document.components?.schemas ?? {}) };
+        document.components.schemas = documentPassedThrough(document.components.schemas) as typeof document.components.schemas;
+        document.paths = documentPassedThrough(document.paths) as typeof document.paths;
         mapDiscriminators(document.components.schemas, document.components.schemas as Record<string, unknown>);
         if (options.webhooks) document.webhooks = structuredClone(options.webhooks);
         return document;

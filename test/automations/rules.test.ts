@@ -39,7 +39,17 @@ t.test('creating saves the rule and runs nothing', async (t) => {
   const res = await create({ ...emailRule, organization_id: '00000000-0000-4000-8000-000000000000' });
   t.equal(res.statusCode, 201);
   const body = json(res);
-  t.same(Object.keys(body).sort(), ['action_config', 'action_type', 'created_at', 'id', 'is_active', 'name', 'trigger', 'updated_at']);
+  t.same(Object.keys(body).sort(), [
+    'action_config',
+    'action_type',
+    'condition',
+    'created_at',
+    'id',
+    'is_active',
+    'name',
+    'trigger',
+    'updated_at',
+  ]);
   t.match(body, {
     name: 'Welcome',
     trigger: 'contact.created',

@@ -95,3 +95,38 @@ t.test('deleting needs the CSRF token and keeps the runs', async (t) => {
   t.equal(await app.db.automationRun.count({ where: { automationId: rule.id } }), 1, 'its run is kept');
   t.match((await get('/admin/automation-runs/')).body, '(deleted rule)');
 });
+
+t.test('the form shows and changes the condition as JSON; malformed JSON or trees are a 400 page, nothing written', async (t) => {
+  const rule = await newRule('Conditional');
+  const condition = { field: 'lifecycle_stage', op: 'eq', value: 'customer' };
+  const fields = { name: 'Conditional', trigger: 'company.created', url: 'https://hooks.example.com/a', is_active: 'true', _csrf: csrf };
+  const saved = await post(ruleUrl(rule.id), { ...fields, version: rule.updated_at, condition: JSON.stringify(condition) });
+  t.equal(saved.statusCode, 303, saved.body);
+  const read = await readRule(rule.id);
+  t.same(read.condition, condition);
+  const form = await get(ruleUrl(rule.id));
+  t.match(form.body, '&quot;lifecycle_stage&quot;', 'the form shows the condition, escaped');
+
+  const notJson = await post(ruleUrl(rule.id), { ...fields, version: read.updated_at, condition: '{"field": ' });
+  t.equal(notJson.statusCode, 400);
+  t.match(notJson.body, 'The condition is not valid JSON');
+  const badTree = await post(ruleUrl(rule.id), {
+    ...fields,
+    version: read.updated_at,
+    condition: JSON.stringify({ and: [{ field: 'nope', op: 'eq', value: 1 }] }),
+  });
+  t.equal(badTree.statusCode, 400);
+  t.match(badTree.body, 'condition.and.0.field');
+  const onImport = await post(ruleUrl(rule.id), {
+    ...fields,
+    trigger: 'import.finished',
+    version: read.updated_at,
+    condition: JSON.stringify(condition),
+  });
+  t.equal(onImport.statusCode, 400);
+  t.same((await readRule(rule.id)).condition, condition, 'unchanged by the refused forms');
+
+  const cleared = await post(ruleUrl(rule.id), { ...fields, version: read.updated_at, condition: '  ' });
+  t.equal(cleared.statusCode, 303, cleared.body);
+  t.equal((await readRule(rule.id)).condition, null, 'an empty condition removes it');
+});

@@ -13,9 +13,20 @@ function formVersion(request: FastifyRequest): ExpectedVersions {
   return Number.isNaN(version) ? undefined : [new Date(version)];
 }
 
+/** The form's condition as JSON: empty removes it (null); text that is no JSON is refused before the service checks the tree. */
+function formCondition(text: string): unknown {
+  if (text.trim() === '') return null;
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : 'unreadable';
+    throw validationFailed({ condition: ['Not valid JSON.'] }, `The condition is not valid JSON (${reason}). Nothing was changed.`);
+  }
+}
+
 /**
- * The edit form as a PATCH body: name, trigger, active, and a webhook rule's URL (its secret kept). A send_email rule's
- * recipients and text are edited through the API, whose schema checks them.
+ * The edit form as a PATCH body: name, trigger, active, condition (JSON text), and a webhook rule's URL (its secret
+ * kept). A send_email rule's recipients and text are edited through the API, whose schema checks them.
  */
 function formUpdate(request: FastifyRequest, actionType: string): AutomationUpdate {
   const body = request.body;
@@ -23,7 +34,12 @@ function formUpdate(request: FastifyRequest, actionType: string): AutomationUpda
   if (!trigger) throw validationFailed({ trigger: ['Choose one of the triggers.'] });
   const name = field(body, 'name').trim();
   if (name.length === 0 || name.length > 200) throw validationFailed({ name: ['A name of 1 to 200 characters.'] });
-  const update: AutomationUpdate = { name, trigger, is_active: field(body, 'is_active') === 'true' };
+  const update: AutomationUpdate = {
+    name,
+    trigger,
+    is_active: field(body, 'is_active') === 'true',
+    condition: formCondition(field(body, 'condition')),
+  };
   return actionType === 'webhook' ? { ...update, action_config: { url: field(body, 'url').slice(0, 2048) } } : update;
 }
 

@@ -43,6 +43,10 @@ function actionFields(rule: Rule) {
   return html`<p>Sends email to ${config.to.join(', ')}, subject <q>${config.subject}</q> (changed through the API).</p>`;
 }
 
+/** The rule's condition as indented JSON for the form; empty without one. */
+const conditionText = (rule: Rule) =>
+  rule.condition === null || rule.condition === undefined ? '' : JSON.stringify(rule.condition, null, 2);
+
 export function automationPage(user: Viewer, { id, name, rule }: RuleDetail): string {
   return layout(
     { title: `Automation ${rule.name} (${name})`, user },
@@ -57,6 +61,8 @@ export function automationPage(user: Viewer, { id, name, rule }: RuleDetail): st
       TRIGGERS.map((t): [string, string] => [t, t]),
     )}</p>
 <p><label for="is_active">Active</label> <input id="is_active" name="is_active" type="checkbox" value="true"${rule.is_active ? html` checked` : ''}></p>
+<p><label for="condition">Condition</label> (a query filter as JSON, e.g. <code>{"field": "lifecycle_stage", "op": "eq", "value": "customer"}</code>;
+empty: every event)<br><textarea id="condition" name="condition" rows="6" cols="80" maxlength="10000">${conditionText(rule)}</textarea></p>
 ${actionFields(rule)}
 <button type="submit">Save</button></form>
 ${deleteButton(id, rule, user.csrf)}`,

@@ -68,7 +68,10 @@ export interface RunIdentity {
   deliveryId: string;
 }
 
-async function runAction(automation: Automation, run: RunIdentity, payload: EventPayload, deps: ActionDeps): Promise<void> {
+/** What an action reads of its rule. */
+export type ActionRule = Pick<Automation, 'id' | 'name' | 'actionType' | 'actionConfig'>;
+
+async function runAction(automation: ActionRule, run: RunIdentity, payload: EventPayload, deps: ActionDeps): Promise<void> {
   const runId = run.id;
   if (automation.actionType === 'send_email') {
     const config = automation.actionConfig as unknown as SendEmailConfig;
@@ -89,7 +92,7 @@ async function runAction(automation: Automation, run: RunIdentity, payload: Even
 
 /** Never throws: an unexpected error is logged and stored as a generic, final failure. */
 export async function executeAction(
-  automation: Automation,
+  automation: ActionRule,
   run: RunIdentity,
   payload: EventPayload,
   deps: ActionDeps,

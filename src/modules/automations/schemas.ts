@@ -3,6 +3,7 @@ import { Type, type Static, type TSchema, type TUnion } from '@sinclair/typebox'
 import { IgnoredOrganizationFields } from '../../records/record-schemas.js';
 import { TRIGGERS } from '../../lib/crm-events.js';
 import {
+  DocumentedAs,
   Email,
   named,
   Nullable,
@@ -28,7 +29,8 @@ export const RunStatusSchema = StringEnum(['queued', 'running', 'success', 'fail
   $id: 'AutomationRunStatus',
   description:
     '`queued` (waiting, also between retries), `running`, `success`, `failed` (see `error_message`), `skipped` ' +
-    '(a `send_email` refused by the sending policy, see `SendEmailConfig`; `error_message` says why; not retried).',
+    "(the rule's `condition` did not hold on the event's record, the rule was deleted before the run started, or a " +
+    '`send_email` was refused by the sending policy, see `SendEmailConfig`; `error_message` gives the reason; not retried).',
 });
 
 export const ActionTypeSchema = StringEnum(['send_email', 'webhook'], {
@@ -116,6 +118,24 @@ export const WebhookSecretRotationSchema = Type.Object(
 );
 export type WebhookSecretRotation = Static<typeof WebhookSecretRotationSchema>;
 
+/**
+ * A rule's `condition`: checked by the service against the trigger's record type (each problem at its path, as a
+ * query's `filter`), so the route passes it through; documented as the query language's `Filter`.
+ */
+const Condition = (extra = '') =>
+  DocumentedAs<unknown>(
+    { anyOf: [{ $ref: '#/components/schemas/Filter' }, { type: 'null' }] },
+    {
+      description:
+        "A filter tree of the query language (`Filter`) on the event's record: the record after the change, or as it was " +
+        'for `*.deleted` (with `company.<field>`, the linked company as it is when the run starts). When it does not hold ' +
+        "the run ends `skipped`. Fields of the trigger's record type (company.* triggers: company fields; contact.*: contact " +
+        'fields and `company.<field>`; `deal.stage_changed`: deal fields; `task.completed`: task fields); `import.finished` ' +
+        'and `note.created` take none (400). A malformed tree answers 400 with the path of each problem in `errors` ' +
+        `(\`condition.and.0.field\`). Null or absent: every event of the trigger.${extra}`,
+    },
+  );
+
 function createBody<A extends string, C extends TSchema>(actionType: A, config: C, name: string) {
   return StrictObject(
     {
@@ -124,6 +144,7 @@ function createBody<A extends string, C extends TSchema>(actionType: A, config: 
       action_type: Type.Literal(actionType),
       action_config: config,
       is_active: Type.Optional(Type.Boolean({ default: true, description: 'Inactive rules queue no runs (PATCH to change).' })),
+      condition: Type.Optional(Condition()),
       ...IgnoredOrganizationFields,
     },
     named(name),
@@ -167,6 +188,7 @@ export const AutomationUpdateSchema = StrictObject(
       }),
     ),
     is_active: Type.Optional(Type.Boolean({ description: 'false pauses the rule: events queue no runs for it meanwhile.' })),
+    condition: Type.Optional(Condition(' On PATCH, null removes it; a changed `trigger` is checked against the condition the rule keeps.')),
     ...IgnoredOrganizationFields,
   },
   { ...named('AutomationUpdate'), description: 'The fields to change; those left out keep their value.' },
@@ -181,6 +203,10 @@ export const AutomationSchema = Type.Object(
     action_type: Ref(ActionTypeSchema),
     action_config: Type.Union([Ref(SendEmailConfigSchema), Ref(WebhookConfigSchema)]),
     is_active: Type.Boolean(),
+    condition: DocumentedAs<unknown>(
+      { anyOf: [{ $ref: '#/components/schemas/Filter' }, { type: 'null' }] },
+      { description: "The filter a run checks on the event's record before acting (see `AutomationCreate`); null: none." },
+    ),
     created_at: Timestamp(),
     updated_at: Timestamp(),
   },
@@ -209,7 +235,9 @@ export const AutomationRunSchema = Type.Object(
     trigger: Ref(TriggerSchema),
     status: Ref(RunStatusSchema),
     payload: Ref(EventPayloadSchema),
-    error_message: Nullable(Type.String(), { description: 'Why the last attempt failed; null after a success.' }),
+    error_message: Nullable(Type.String(), {
+      description: 'Why the last attempt failed, or why the run was skipped (its reason); null after a success.',
+    }),
     attempts: Type.Integer({ description: 'Attempts made so far (the worker retries transient failures).' }),
     created_at: Timestamp(),
     started_at: NullableTimestamp({ description: 'Start of the latest attempt.' }),

@@ -1,12 +1,13 @@
 // Automation rules (create, list, read), the synchronous test run and the run history, all within one organization.
 import { randomUUID } from 'node:crypto';
-import type { Automation, AutomationRun, Prisma } from '../../generated/prisma/client.js';
+import { Prisma, type Automation, type AutomationRun } from '../../generated/prisma/client.js';
 import { encryptSecret } from '../../lib/crypto.js';
 import { changedSince, nextVersion, versionMatches, type ExpectedVersions } from '../../lib/etag.js';
 import { afterPosition, newestFirst, pageOfDtos, type Page, type PageRequest } from '../../lib/pagination.js';
 import { badRequest, conflict, notFound, validationFailed } from '../../lib/problem.js';
 import type { Tenant } from '../../db/tenant.js';
 import { recordAudit, type AuditAction, type AuditContext, type AuditWriter } from '../../audit/audit-log.js';
+import { checkCondition } from './condition.js';
 import { eventNameOf, triggerOf, type EventPayload } from './dispatch.js';
 import { executeAction, type ActionDeps, type ActionSettings, type StoredWebhookConfig } from './run-executor.js';
 import type {
@@ -45,6 +46,7 @@ export function toAutomationDto(automation: Automation, fullWebhookUrl: boolean)
     action_type: automation.actionType,
     action_config: actionConfig,
     is_active: automation.isActive,
+    condition: automation.condition ?? null,
     created_at: automation.createdAt.toISOString(),
     updated_at: automation.updatedAt.toISOString(),
   };
@@ -103,6 +105,7 @@ export async function createAutomation(
   settings: { encryptionKey: Buffer | null; allowPrivateTargets: boolean },
   audit: AuditContext,
 ): Promise<{ automation: Automation; generatedSecret: string | null }> {
+  const condition = checkCondition(input.trigger, input.condition);
   const webhook = input.action_type === 'webhook' ? storedWebhookConfig(input.action_config, settings) : null;
   const actionConfig =
     input.action_type === 'send_email'
@@ -118,6 +121,7 @@ export async function createAutomation(
         actionType: input.action_type,
         actionConfig: asJson(actionConfig),
         isActive: input.is_active ?? true,
+        condition: condition ?? Prisma.DbNull,
       },
     });
     await recordAutomation(tx, tenant, audit, 'automation.created', created.id);
@@ -210,6 +214,14 @@ export async function updateAutomation(
   const automation = await getAutomation(tenant, id);
   if (!versionMatches(expected, automation.updatedAt)) throw changedSince();
   const action = input.action_config === undefined ? null : updatedActionConfig(automation, input.action_config, settings);
+  // The condition the rule will have, checked against the trigger it will have: a new trigger must fit a kept condition.
+  const changesCondition = input.condition !== undefined || input.trigger !== undefined;
+  const condition = changesCondition
+    ? checkCondition(
+        input.trigger ?? eventNameOf(automation.trigger),
+        input.condition !== undefined ? input.condition : automation.condition,
+      )
+    : undefined;
   const updatedAt = nextVersion(automation.updatedAt);
   const updated = await tenant.db.$transaction(async (tx) => {
     const { count } = await tx.automation.updateMany({
@@ -219,6 +231,7 @@ export async function updateAutomation(
         ...(input.trigger !== undefined ? { trigger: triggerOf(input.trigger) } : {}),
         ...(input.is_active !== undefined ? { isActive: input.is_active } : {}),
         ...(action ? { actionConfig: asJson(action.stored) } : {}),
+        ...(input.condition !== undefined ? { condition: condition ?? Prisma.DbNull } : {}),
         updatedAt,
       },
     });

@@ -1,4 +1,4 @@
-// The webhook action: POSTs the event JSON to a checked public address, signed per Standard Webhooks (and the legacy header), within 5 seconds.
+// The webhook action: POSTs the event JSON to a checked public address over kept connections, signed per Standard Webhooks (and the legacy header), within 5 seconds.
 import { createHmac, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
@@ -104,8 +104,46 @@ function rejectOnAbort(signal: AbortSignal): Promise<never> {
   return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
 }
 
+/** How long an idle kept connection stays open: below the 5 s many servers keep one, so they rarely close it first. */
+const IDLE_CONNECTION_MS = 4_000;
+/** Receivers (origin and checked address) whose connections are kept at once; the least recently used goes first. */
+const MAX_KEPT_RECEIVERS = 256;
+const agents = new Map<string, http.Agent>();
+
+/**
+ * The keep-alive agent of one receiver: a burst of deliveries reuses its connections instead of opening one each. Per
+ * origin and checked address, so a kept connection only ever carries deliveries to the address it was checked for
+ * (a later DNS answer gets an agent, and connections, of its own).
+ */
+function agentFor(url: URL, target: ResolvedAddress): http.Agent {
+  const key = `${url.protocol}//${url.host}@${target.address}`;
+  const kept = agents.get(key);
+  agents.delete(key);
+  const agent =
+    kept ??
+    new (url.protocol === 'https:' ? https.Agent : http.Agent)({ keepAlive: true, timeout: IDLE_CONNECTION_MS, scheduling: 'lifo' });
+  agents.set(key, agent);
+  const [oldest] = agents.keys();
+  if (agents.size > MAX_KEPT_RECEIVERS && oldest !== undefined) {
+    agents.get(oldest)?.destroy();
+    agents.delete(oldest);
+  }
+  return agent;
+}
+
+/** A kept connection the receiver had closed meanwhile: the request never reached it, so it is sent again on a new one. */
+const closedKeptConnection = (error: unknown) =>
+  (error as { reusedSocket?: boolean }).reusedSocket === true &&
+  ['ECONNRESET', 'EPIPE'].includes(String((error as { code?: unknown }).code));
+
 /** Sends the request to `target` and resolves with the response status once the (discarded) body has arrived. */
-function post(url: URL, target: ResolvedAddress, delivery: WebhookDelivery, signal: AbortSignal): Promise<number> {
+function post(
+  url: URL,
+  target: ResolvedAddress,
+  delivery: WebhookDelivery,
+  signal: AbortSignal,
+  agent: http.Agent | false,
+): Promise<number> {
   // Connect to the address that passed the check, never to a second DNS answer (DNS rebinding).
   const pinned: LookupFunction = (_hostname, options, callback) => {
     if (options.all) callback(null, [target]);
@@ -121,8 +159,7 @@ function post(url: URL, target: ResolvedAddress, delivery: WebhookDelivery, sign
   };
   return new Promise((resolve, reject) => {
     const client = url.protocol === 'https:' ? https : http;
-    // agent: false = a fresh connection per delivery, so no pooled socket to an earlier resolution is reused.
-    const request = client.request(url, { method: 'POST', headers, lookup: pinned, agent: false, signal }, (response) => {
+    const request = client.request(url, { method: 'POST', headers, lookup: pinned, agent, signal }, (response) => {
       response.resume();
       response.on('end', () => resolve(response.statusCode ?? 0));
       response.on('error', reject);
@@ -130,7 +167,7 @@ function post(url: URL, target: ResolvedAddress, delivery: WebhookDelivery, sign
         if (!response.complete) reject(new Error('response interrupted'));
       });
     });
-    request.on('error', reject);
+    request.on('error', (error) => reject(Object.assign(error, { reusedSocket: request.reusedSocket })));
     request.end(delivery.body);
   });
 }
@@ -164,7 +201,10 @@ export async function deliverWebhook(delivery: WebhookDelivery, allowPrivate: bo
   let status: number;
   try {
     const target = await Promise.race([resolveTarget(bareHostname(url), allowPrivate), rejectOnAbort(signal)]);
-    status = await post(url, target, delivery, signal);
+    status = await post(url, target, delivery, signal, agentFor(url, target)).catch((error: unknown) => {
+      if (closedKeptConnection(error) && !signal.aborted) return post(url, target, delivery, signal, false);
+      throw error;
+    });
   } catch (error) {
     if (error instanceof ActionError) throw error;
     if (signal.aborted) throw new ActionError(`Webhook timed out after ${WEBHOOK_TIMEOUT_MS / 1000} s.`, true);
