@@ -27,6 +27,7 @@ const TENANT_MODELS: ReadonlySet<string> = new Set([
   'Task',
   'Note',
   'NoteTarget',
+  'CustomFieldDefinition',
 ]);
 const ORGANIZATION = 'Organization';
 

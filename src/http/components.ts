@@ -13,6 +13,8 @@ import { CRM_ACTIVITY_SCHEMAS } from '../records/activity-schemas.js';
 import { DEAL_SCHEMAS } from '../modules/deals/schemas.js';
 import { TASK_SCHEMAS } from '../modules/tasks/schemas.js';
 import { NOTE_SCHEMAS } from '../modules/notes/schemas.js';
+import { CUSTOM_FIELD_SCHEMAS } from '../modules/custom-fields/schemas.js';
+import { CUSTOM_FIELD_VALUE_SCHEMAS } from '../records/custom-fields/schemas.js';
 import { ListSortSchema } from '../records/record-schemas.js';
 import { FILTER_SCHEMAS } from '../records/filter/schema.js';
 import { DELETION_SCHEMAS } from '../modules/deletions/schemas.js';
@@ -53,6 +55,8 @@ export const COMPONENT_SCHEMAS: readonly TSchema[] = [
   ...CRM_ACTIVITY_SCHEMAS,
   ListSortSchema,
   ...FILTER_SCHEMAS,
+  ...CUSTOM_FIELD_VALUE_SCHEMAS,
+  ...CUSTOM_FIELD_SCHEMAS,
   ...COMPANY_SCHEMAS,
   ...CONTACT_SCHEMAS,
   ...DEAL_SCHEMAS,

@@ -1,10 +1,13 @@
 // The field catalog of a record type (field name → type) and what each type admits in a filter and a sort: the one
-// place a standard field is declared for queries, views and, later, custom fields and automation conditions.
+// place a field is declared for queries, views, custom fields and automation conditions.
 
 /** The types of a record's fields as a filter sees them. */
-export type FieldType = 'text' | 'number' | 'decimal' | 'date' | 'datetime' | 'boolean' | 'enum' | 'uuid';
+export type FieldType = 'text' | 'number' | 'decimal' | 'date' | 'datetime' | 'boolean' | 'enum' | 'uuid' | 'multi_select';
 
-/** One field: its type, and for an enum its values in their declared order (the order an enum sorts in). */
+/**
+ * One field: its type, and for an enum (or a multi_select custom field) its values in their declared order (the order
+ * an enum sorts in).
+ */
 export interface FieldSpec {
   type: FieldType;
   values?: readonly string[];
@@ -42,6 +45,8 @@ export const OPERATORS_OF: Readonly<Record<FieldType, readonly Operator[]>> = {
   boolean: EVERY_TYPE,
   enum: EVERY_TYPE,
   uuid: EVERY_TYPE,
+  // A set of option values: `contains` one, holds any of (`in`) or none of (`not_in`), empty (no value or `[]`).
+  multi_select: ['contains', 'in', 'not_in', 'is_empty', 'is_not_empty'],
 };
 
 /** Operators without a value. */
@@ -59,6 +64,7 @@ export const SQL_TYPES: Readonly<Record<FieldType, string>> = {
   boolean: 'boolean',
   enum: 'text',
   uuid: 'uuid',
+  multi_select: 'text',
 };
 
 /** The fields every record has: its id and its timestamps. */
