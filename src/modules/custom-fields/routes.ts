@@ -11,6 +11,7 @@ import {
   CustomFieldParamsSchema,
   CustomFieldSchema,
   CustomFieldUpdateSchema,
+  OpenApiDocumentSchema,
 } from './schemas.js';
 
 const tags = ['custom-fields'];
@@ -150,12 +151,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'its pattern, dates and date-times with their formats; each nullable in answers (required ones not in bodies). A ' +
           'client generated from it names the fields. Built again whenever a definition changes.',
         params: OrganizationParamsSchema,
-        response: responses(
-          { 200: Type.Object({}, { additionalProperties: true, description: 'An OpenAPI 3.1 document.' }) },
-          401,
-          403,
-          404,
-        ),
+        response: responses({ 200: Ref(OpenApiDocumentSchema) }, 401, 403, 404),
       },
       config: read,
       // About as large as the static document (hundreds of kB): compressed like it when the client asks.

@@ -106,7 +106,14 @@ export const CustomFieldParamsSchema = Type.Composite([
   Type.Object({ field_id: Type.String({ description: 'Custom field UUID (a malformed one answers 404).' }) }),
 ]);
 
+/** A workspace's OpenAPI document (its shape is OpenAPI 3.1's own, not restated here). */
+export const OpenApiDocumentSchema = Type.Object(
+  { openapi: Type.String({ description: '`3.1.0`' }) },
+  { ...named('OpenApiDocument'), additionalProperties: true, description: 'An OpenAPI 3.1 document.' },
+);
+
 export const CUSTOM_FIELD_SCHEMAS = [
+  OpenApiDocumentSchema,
   CustomFieldObjectSchema,
   CustomFieldTypeSchema,
   CustomFieldOptionSchema,

@@ -12,6 +12,7 @@ import { COMPANY_NUMBERING, companyPage } from '../companies/record.js';
 import { CONTACT_SCHEMAS, ContactBodySchemas } from '../contacts/schemas.js';
 import { contactPage } from '../contacts/record.js';
 import type { PageTable } from '../../db/page-table.js';
+import { CUSTOM_FIELD_VALUE_SCHEMAS } from '../../records/custom-fields/schemas.js';
 import type { Numbering } from '../../db/tenant-writes.js';
 
 /** The largest file accepted (also stated in the README). */
@@ -42,7 +43,7 @@ export interface ImportKindSpec {
 }
 
 /** The named schemas the create bodies refer to (e.g. `LifecycleStage`), for checking rows against them. */
-export const IMPORT_BODY_REFERENCES: readonly TSchema[] = [...COMPANY_SCHEMAS, ...CONTACT_SCHEMAS];
+export const IMPORT_BODY_REFERENCES: readonly TSchema[] = [...CUSTOM_FIELD_VALUE_SCHEMAS, ...COMPANY_SCHEMAS, ...CONTACT_SCHEMAS];
 
 /** A field that takes null is a `Nullable` one: a union with the null type. */
 const acceptsNull = (schema: TSchema) => Array.isArray(schema.anyOf) && schema.anyOf.some((branch: TSchema) => branch.type === 'null');
