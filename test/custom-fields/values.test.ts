@@ -4,6 +4,7 @@
 import t from 'tap';
 import { buildTestApp, json } from '../helpers/app.js';
 import { createUser } from '../helpers/fixtures.js';
+import { columnFields, IMPORT_KIND_SPECS } from '../../src/modules/imports/import-file.js';
 import { created, crmWorkspaces } from '../tenancy/crm-workspaces.js';
 
 const { app } = await buildTestApp(t);
@@ -216,6 +217,28 @@ t.test('the webhook payload and the timeline carry custom fields', async (t) => 
   t.same(updated?.data.custom_fields, { ...EMPTY, seats: 2, plan: 'free' }, 'the change feed too');
   const timeline = json<Array<{ kind: string; fields: string[] }>>(await a.call(viewerA, 'GET', `companies/${company.id}/activity/`));
   t.same(timeline[0], { ...timeline[0], kind: 'updated', fields: ['custom.plan', 'custom.seats'] });
+});
+
+t.test('the CSV export adds a custom.<key> column per active field; an import refuses them by name', async (t) => {
+  const company = await created(
+    a.call(memberA, 'POST', 'companies/', { name: 'Exported', custom_fields: { seats: 7, tags: ['vip', 'old'], note_text: '=SUM(A1)' } }),
+  );
+  const res = await a.call(viewerA, 'GET', 'companies/export/');
+  t.equal(res.statusCode, 200);
+  const [header, ...lines] = res.body.split('\r\n');
+  const columns = header?.split(',') ?? [];
+  t.same(
+    columns.filter((column) => column.startsWith('custom.')),
+    KEYS.map((key) => `custom.${key}`),
+  );
+  t.notOk(columns.includes('custom_fields'));
+  const row = lines.find((line) => line.includes(company.id))?.split(',') ?? [];
+  t.equal(row[columns.indexOf('custom.seats')], '7');
+  t.equal(row[columns.indexOf('custom.tags')], 'vip;old', "a multi_select's values joined by ;");
+  t.equal(row[columns.indexOf('custom.note_text')], "'=SUM(A1)", 'the formula guard');
+  t.equal(row[columns.indexOf('custom.plan')], '', 'empty without a value');
+  t.throws(() => columnFields(IMPORT_KIND_SPECS.companies, ['name', 'custom.seats'], undefined), /custom fields are not imported yet/);
+  t.same(columnFields(IMPORT_KIND_SPECS.companies, ['name', 'custom.seats'], JSON.stringify({ 'custom.seats': null })), ['name', null]);
 });
 
 t.test("tenancy: B's records never show A's fields; A's fields never take B's values", async (t) => {
