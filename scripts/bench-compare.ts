@@ -124,6 +124,8 @@ async function main(): Promise<void> {
     let seeded: Seeded;
     if (reuse) {
       seeded = JSON.parse(await readFile(seededFile, 'utf8')) as Seeded;
+      // The kept copy takes the migrations this build added since it was made.
+      await migrate(projectRoot, urls.ours);
     } else {
       const admin = new pg.Client({ connectionString: postgres.url });
       await admin.connect();

@@ -36,6 +36,7 @@ import * as deals from './modules/deals/routes.js';
 import * as tasks from './modules/tasks/routes.js';
 import * as notes from './modules/notes/routes.js';
 import * as views from './modules/views/routes.js';
+import * as customFields from './modules/custom-fields/routes.js';
 import * as automations from './modules/automations/routes.js';
 import * as imports from './modules/imports/routes.js';
 import * as deletions from './modules/deletions/routes.js';
@@ -209,6 +210,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
           tasks.tenantRoutes,
           notes.tenantRoutes,
           views.tenantRoutes,
+          customFields.tenantRoutes,
           automations.tenantRoutes,
           imports.tenantRoutes,
           deletions.tenantRoutes,

@@ -18,6 +18,7 @@ import { contactService } from './modules/contacts/service.js';
 import { dealService } from './modules/deals/service.js';
 import { taskService } from './modules/tasks/service.js';
 import { noteService } from './modules/notes/service.js';
+import { customFieldService } from './modules/custom-fields/service.js';
 import { createImportService } from './modules/imports/service.js';
 import { createDeletionService } from './modules/deletions/service.js';
 import { createAutomationService } from './modules/automations/service.js';
@@ -77,6 +78,7 @@ export function composeServices({ db, pool, serving, jwt, config, log }: Service
     deals: dealService,
     tasks: taskService,
     notes: noteService,
+    customFields: customFieldService,
     automations,
     // The change feed: one listener per instance wakes its open streams.
     events: createEventService({

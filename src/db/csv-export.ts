@@ -4,7 +4,7 @@ import { pipeline, Transform, type Readable, type TransformCallback } from 'node
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { conditionsOf, orderBy, type PageFilter } from './page-query.js';
-import { IDENTIFIER, type PageTable } from './page-table.js';
+import { CUSTOM_FIELDS, IDENTIFIER, type PageTable } from './page-table.js';
 import { matches } from './search-queries.js';
 import { setOrganizationStatement } from './organization-setting.js';
 
@@ -43,6 +43,22 @@ function csvCell(column: string, type: string | undefined): string {
   }
   const text = `${column}::text`;
   return `CASE WHEN left(${text}, 1) IN ('=', '+', '-', '@') THEN '''' || ${text} ELSE NULLIF(${text}, '') END AS ${column}`;
+}
+
+/** The prefix of a custom field's column (`custom.<key>`): its value in the record's `custom_fields`. */
+export const CUSTOM_COLUMN = 'custom.';
+
+/**
+ * A custom field's cell: its JSON value as text (a multi_select's values joined by `;`), empty without one, with the
+ * formula prefix of `csvCell`; the header is `custom.<key>`.
+ */
+function customCell(key: string): string {
+  if (!IDENTIFIER.test(key)) throw new Error(`not a custom field key: ${key}`);
+  const value = `${CUSTOM_FIELDS} -> '${key}'`;
+  const text =
+    `(CASE jsonb_typeof(${value}) WHEN 'array' THEN array_to_string(ARRAY(SELECT jsonb_array_elements_text(${value})), ';') ` +
+    `ELSE ${value} #>> '{}' END)`;
+  return `CASE WHEN left(${text}, 1) IN ('=', '+', '-', '@') THEN '''' || ${text} ELSE NULLIF(${text}, '') END AS "${CUSTOM_COLUMN}${key}"`;
 }
 
 const CRLF = Buffer.from('\r\n');
@@ -85,6 +101,7 @@ export async function csvCopy<Filter extends string>(
 ): Promise<Readable> {
   const types = await typesOf(pool, spec.table);
   const cells = fields.map((field) => {
+    if (field.startsWith(CUSTOM_COLUMN)) return customCell(field.slice(CUSTOM_COLUMN.length));
     if (!IDENTIFIER.test(field)) throw new Error(`not a plain SQL identifier: ${field}`);
     return csvCell(field, types.get(field));
   });

@@ -23,6 +23,16 @@ export interface PageTable<Row, Filter extends string> {
   readonly row?: Row;
 }
 
+/** The jsonb column of a record's custom field values (keyed by field key), which writes merge rather than replace. */
+export const CUSTOM_FIELDS = 'custom_fields';
+
+/**
+ * The custom fields of a row of `table` as the API shows them: every active field of the workspace's `object`, null
+ * where the row holds no value (SQL function `crm_custom_fields`, migration custom_fields).
+ */
+export const customFieldsSql = (table: string, object: string) =>
+  `crm_custom_fields(${table}.organization_id, '${object}', ${table}.${CUSTOM_FIELDS})`;
+
 /** A column a list sorts by (an API field of the same name). */
 export interface SortKey {
   column: string;
@@ -50,20 +60,31 @@ export function pageTable<Row extends { id: string; created_at: string }, Filter
   /** Sorts besides `created_at` and `updated_at`, each served by an (organization_id, columns…, id) index. */
   sorts: Readonly<Record<string, readonly SortKey[]>> = {},
   computed: Readonly<Record<string, string>> = {},
+  /** The record type whose custom fields `custom_fields` holds (its column is then read as the API shows it). */
+  customObject?: string,
 ): PageTable<Row, Filter> {
   const allSorts = { ...TIMESTAMP_SORTS, ...sorts };
   const sortColumns = Object.values(allSorts).flatMap((keys) => keys.map((key) => key.column));
-  for (const name of [table, ...columns, ...filterColumns, ...Object.keys(allSorts), ...sortColumns]) {
+  for (const name of [
+    table,
+    ...(customObject ? [customObject] : []),
+    ...columns,
+    ...filterColumns,
+    ...Object.keys(allSorts),
+    ...sortColumns,
+  ]) {
     if (!IDENTIFIER.test(name)) throw new Error(`not a plain SQL identifier: ${name}`);
   }
   const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`;
   const utc = (column: string) => `${column} AT TIME ZONE 'UTC' AS ${column}`;
   const expressions = Object.entries(computed).map(([name, expression]) => `${expression} AS ${name}`);
+  const read = (column: string) =>
+    column === CUSTOM_FIELDS && customObject ? `${customFieldsSql(table, customObject)} AS ${CUSTOM_FIELDS}` : column;
   return {
     table,
     columns,
-    selectList: [...columns, ...expressions, iso('created_at'), iso('updated_at')].join(', '),
-    readList: [...columns, ...expressions, utc('created_at'), utc('updated_at')].join(', '),
+    selectList: [...columns.map(read), ...expressions, iso('created_at'), iso('updated_at')].join(', '),
+    readList: [...columns.map(read), ...expressions, utc('created_at'), utc('updated_at')].join(', '),
     filterColumns,
     sorts: allSorts,
     computed: Object.keys(computed),

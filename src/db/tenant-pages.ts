@@ -48,6 +48,13 @@ export function scopePages(pool: pg.Pool, organizationId: string) {
       const { rows } = await pool.query<Record<string, unknown>>(queryPageStatement(organizationId, spec, request));
       return keyedRows<Row>(rows, withId(spec.table, request.keys).length);
     },
+    /** The custom field definitions of one record type (`object`), archived ones too, in their order. */
+    async customFieldDefinitions(object: string): Promise<Record<string, unknown>[]> {
+      const text =
+        'SELECT id, key, label, type, required, options, description, archived_at FROM custom_field_definitions ' +
+        'WHERE organization_id = $1 AND object = $2 ORDER BY position, created_at';
+      return (await pool.query<Record<string, unknown>>(text, [organizationId, object])).rows;
+    },
     /** Every row of the list's conditions and order as a CSV stream of `fields` (see `csvCopy`). */
     csv<Filter extends string>(
       spec: PageTable<unknown, Filter>,

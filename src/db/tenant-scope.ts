@@ -28,6 +28,7 @@ const TENANT_MODELS: ReadonlySet<string> = new Set([
   'Note',
   'NoteTarget',
   'SavedView',
+  'CustomFieldDefinition',
 ]);
 const ORGANIZATION = 'Organization';
 

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { CrmEventName } from '../lib/crm-events.js';
 import { RUN_JOBS_SQL } from '../jobs/queue.js';
-import type { PageTable } from './page-table.js';
+import { CUSTOM_FIELDS, type PageTable } from './page-table.js';
 
 /** Column values of a write: undefined leaves a column alone (its default on insert), null clears it. */
 export type ColumnValues = Record<string, unknown>;
@@ -91,7 +91,11 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
   function assignments(spec: PageTable<unknown, string>, values: ColumnValues, parameters: unknown[]) {
     return Object.entries(values)
       .filter(([column, value]) => value !== undefined && column !== 'id' && spec.columns.includes(column))
-      .map(([column, value]) => ({ column, parameter: `$${parameters.push(value)}` }));
+      .map(([column, value]) =>
+        column === CUSTOM_FIELDS
+          ? { column, parameter: `$${parameters.push(JSON.stringify(value))}::jsonb`, merge: true }
+          : { column, parameter: `$${parameters.push(value)}`, merge: false },
+      );
   }
   /** The runs of `event` and the written record; a record type without events (a task) queues none. */
   const eventParameters = (parameters: unknown[], event: CrmEventName | null) => {
@@ -115,8 +119,16 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
   };
 
   /** The names of `columns` whose value the UPDATE changed, from its row before and after (RETURNING old/new). */
-  const changedFields = (columns: readonly string[]) =>
-    `array_remove(ARRAY[${columns.map((c) => `CASE WHEN old.${c} IS DISTINCT FROM new.${c} THEN '${c}' END`).join(', ') || 'NULL'}]::text[], NULL)`;
+  const changedFields = (columns: readonly string[]) => {
+    const plain = columns.filter((c) => c !== CUSTOM_FIELDS);
+    const fields = `array_remove(ARRAY[${plain.map((c) => `CASE WHEN old.${c} IS DISTINCT FROM new.${c} THEN '${c}' END`).join(', ') || 'NULL'}]::text[], NULL)`;
+    if (plain.length === columns.length) return fields;
+    // Each custom field by its own name, `custom.<key>`, as the timeline lists it.
+    return (
+      `(${fields} || ARRAY(SELECT 'custom.' || k FROM jsonb_object_keys(old.${CUSTOM_FIELDS} || new.${CUSTOM_FIELDS}) AS k ` +
+      `WHERE old.${CUSTOM_FIELDS} -> k IS DISTINCT FROM new.${CUSTOM_FIELDS} -> k ORDER BY k))`
+    );
+  };
   /**
    * The entries of the CTE `changed` (its `changed_fields`, and `assigned_to` when `assigned`): `updated` with the names
    * of the changed fields but `assigned_to`, and `assigned` (the new assignee as subject) when that changed.
@@ -161,7 +173,14 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
             `(SELECT $${parameters.push(numbering.prefix)} || lpad(n::text, greatest(5, length(n::text)), '0') FROM ${numbering.next}($1::uuid) AS n)`,
           ]
         : [];
-      const row = ['crm_new_id()', '$1', ...set.map((s) => s.parameter), ...code, 'now()', 'now()'];
+      const row = [
+        'crm_new_id()',
+        '$1',
+        ...set.map((s) => (s.merge ? `jsonb_strip_nulls(${s.parameter})` : s.parameter)),
+        ...code,
+        'now()',
+        'now()',
+      ];
       const entry = activity ? createdEntries(parameters, activity) : '';
       const text =
         `WITH record AS (INSERT INTO ${spec.table} (${columns.join(', ')}) VALUES (${row.join(', ')}) RETURNING ${spec.selectList})` +
@@ -183,7 +202,10 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
     ): Promise<Row | undefined> {
       const parameters: unknown[] = [organizationId, id];
       const written = assignments(spec, values, parameters);
-      const set = written.map((s) => `${s.column} = ${s.parameter}`);
+      // Custom field values merge into the record's map (a null in the change removes that key).
+      const set = written.map((s) =>
+        s.merge ? `${s.column} = jsonb_strip_nulls(${s.column} || ${s.parameter})` : `${s.column} = ${s.parameter}`,
+      );
       const condition =
         expected === undefined ? '' : ` AND updated_at = ANY($${parameters.push(expected.map((d) => d.toISOString()))}::timestamptz[])`;
       // Strictly later than before, even within one millisecond: updated_at is the record's version (its ETag).

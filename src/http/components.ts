@@ -14,6 +14,8 @@ import { DEAL_SCHEMAS } from '../modules/deals/schemas.js';
 import { TASK_SCHEMAS } from '../modules/tasks/schemas.js';
 import { NOTE_SCHEMAS } from '../modules/notes/schemas.js';
 import { VIEW_SCHEMAS } from '../modules/views/schemas.js';
+import { CUSTOM_FIELD_SCHEMAS } from '../modules/custom-fields/schemas.js';
+import { CUSTOM_FIELD_VALUE_SCHEMAS } from '../records/custom-fields/schemas.js';
 import { ListSortSchema } from '../records/record-schemas.js';
 import { FILTER_SCHEMAS } from '../records/filter/schema.js';
 import { DELETION_SCHEMAS } from '../modules/deletions/schemas.js';
@@ -54,6 +56,8 @@ export const COMPONENT_SCHEMAS: readonly TSchema[] = [
   ...CRM_ACTIVITY_SCHEMAS,
   ListSortSchema,
   ...FILTER_SCHEMAS,
+  ...CUSTOM_FIELD_VALUE_SCHEMAS,
+  ...CUSTOM_FIELD_SCHEMAS,
   ...COMPANY_SCHEMAS,
   ...CONTACT_SCHEMAS,
   ...DEAL_SCHEMAS,

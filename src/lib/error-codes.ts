@@ -68,6 +68,7 @@ export const ERROR_CODES = {
   deal_not_found: 'No such deal in this workspace.',
   task_not_found: 'No such task in this workspace.',
   note_not_found: 'No such note in this workspace.',
+  custom_field_not_found: 'No such custom field in this workspace.',
   note_author_only: 'Only the author of a note, or an owner or admin, may change or delete it.',
   automation_not_found: 'No such automation in this workspace.',
   automation_not_webhook: 'Only webhook rules have a signing secret.',
@@ -90,6 +91,7 @@ export const ERROR_CODES = {
   personal_workspace_exists: 'The caller already has a personal workspace.',
   installation_not_initialized: 'The installation is not set up yet.',
   setup_closed: 'Setup has already been completed.',
+  option_in_use: 'Records hold an option the change removes (their count is in `detail`): clear or change those values first.',
   idempotency_request_in_progress: 'A request with this Idempotency-Key is still being handled.',
   idempotency_key_reused: 'The Idempotency-Key was used for a different request.',
   // Setup and configuration

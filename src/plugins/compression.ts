@@ -6,7 +6,7 @@ import type { RouteOptions } from 'fastify';
 /**
  * What is compressed: the reads of /openapi.json (828 kB, 59 kB in gzip) and of Swagger UI (1.5 MB of script), and the
  * routes that ask for it with the route option `compress: {}` (the CSV exports of companies and contacts: hundreds of
- * megabytes that compress about 5×). Not the API's JSON answers: compressing a page takes a large share of a list's
+ * megabytes that compress about 5×; a workspace's own OpenAPI document). Not the API's JSON answers: compressing a page takes a large share of a list's
  * CPU (docs/benchmarks.md, Compression) for bytes a network edge (the load balancer, a CDN) compresses as well, as
  * docs/integrators.md tells operators. Never an answer that holds a secret
  * beside something the requester chose (BREACH): no answer to a write, no console page (a CSRF token beside an echoed

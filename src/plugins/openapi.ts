@@ -167,6 +167,11 @@ export default fp<OpenApiOptions>(
           { name: 'contacts', description: 'CRM contacts.' },
           { name: 'deals', description: 'CRM deals: the pipeline board, kanban moves and the summary per stage.' },
           { name: 'tasks', description: 'CRM tasks: calls, emails, meetings and to-dos about a company.' },
+          {
+            name: 'custom-fields',
+            description:
+              "A workspace's own fields on companies, contacts, deals and tasks, and the workspace's OpenAPI document that names them.",
+          },
           { name: 'notes', description: 'Notes on companies, contacts, deals and tasks: Markdown text on one or more records.' },
           {
             name: 'views',

@@ -9,6 +9,7 @@ import type { CrmEventName } from '../lib/crm-events.js';
 import type { ListOrder } from '../lib/pagination.js';
 import type { ProblemError } from '../lib/problem.js';
 import type { RecordBatchSchemas } from './batch-schemas.js';
+import type { CustomObject } from './custom-fields/definitions.js';
 import type { QueryDefinition } from './filter/resolve.js';
 
 /** The kernel's operations, whose generated summary a definition may replace (`summaries`). */
@@ -97,6 +98,11 @@ export interface RecordType<Row = unknown, Dto extends Record<string, unknown> =
   duplicate?(constraint: string): ProblemError | undefined;
   /** Checks and normalizes a kernel write's body (400 on a field), before the write. */
   prepare?(body: ColumnValues): ColumnValues;
+  /**
+   * The `object` name of the type's custom fields (its table then has `custom_fields`, its record and bodies the
+   * field of that name): the kernel checks, merges and shows them. Absent, the type has none (notes).
+   */
+  customFields?: CustomObject;
   /** The server-assigned number a kernel create gives (a customer code). */
   numbering?: Numbering;
 }

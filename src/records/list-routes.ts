@@ -158,7 +158,9 @@ export function registerListRoutes<Row, Dto extends Record<string, unknown>, Que
         operationId: `export${names.many}`,
         summary: `Every ${one} matching the list's search and filters as a CSV file, in the list's order (VIEW_CRM).`,
         description:
-          `Streams \`text/csv\` (RFC 4180, CRLF, UTF-8, a header row of the API field names: ${exportFields.map((f) => `\`${f}\``).join(', ')}), ` +
+          `Streams \`text/csv\` (RFC 4180, CRLF, UTF-8, a header row of the API field names: ${exportFields.map((f) => `\`${f}\``).join(', ')}${
+            type.customFields ? ", then a `custom.<key>` column per active custom field (a multi_select's values joined by `;`)" : ''
+          }), ` +
           "as an attachment. Accepts the list's `search` and filters, not its page parameters. A cell starting with `=`, `+`, " +
           "`-` or `@` is prefixed with `'` so that a spreadsheet does not run it as a formula (an import strips it again). " +
           'Empty cells are null fields. Each export is written to the audit log (`crm.exported`) with its caller, a user or a ' +

@@ -16,6 +16,8 @@ import { compileFilter } from './filter/compile.js';
 import { SQL_TYPES } from './filter/fields.js';
 import { fieldResolver, type FieldResolver, type ResolvedField } from './filter/resolve.js';
 import { validateFilter, type FilterNode } from './filter/validate.js';
+import { readCustomFields, type CustomObject } from './custom-fields/definitions.js';
+import { withCustomFieldResolver, type QueryCustomFields } from './custom-fields/query.js';
 
 const BODY_KEYS = new Set(['filter', 'search', 'sort', 'archived', 'limit', 'cursor']);
 const ARCHIVED = ['active', 'archived', 'all'];
@@ -94,8 +96,10 @@ export function checkQuery(body: unknown, resolve: FieldResolver, type: Queryabl
         const direction = key.direction ?? 'asc';
         if (direction !== 'asc' && direction !== 'desc') fail(`${at}.direction`, 'Expected asc or desc.');
         const field = key.field;
-        const known = typeof field === 'string' && (type.query.sortAliases?.[field] !== undefined || resolve(field) !== undefined);
-        if (known) sort.push({ field: field as string, direction: direction as 'asc' | 'desc' });
+        const resolved = typeof field === 'string' ? resolve(field) : undefined;
+        const known = typeof field === 'string' && (type.query.sortAliases?.[field] !== undefined || resolved !== undefined);
+        if (resolved?.spec.type === 'multi_select') fail(`${at}.field`, 'A multi_select field holds several values: it does not sort.');
+        else if (known) sort.push({ field: field as string, direction: direction as 'asc' | 'desc' });
         else fail(`${at}.field`, typeof field === 'string' ? `Unknown field: ${field.slice(0, 100)}.` : 'Expected a field name.');
       }
     }
@@ -122,7 +126,8 @@ export function orderKeys(table: string, sort: CheckedQuery['sort'], resolve: Fi
 const KEY_TEXT: Record<string, RegExp> = {
   boolean: /^(true|false)$/,
   int: /^-?\d{1,9}$/,
-  numeric: /^-?\d{1,20}(\.\d{1,20})?$/,
+  // Custom numbers are any finite JSON number: numeric's text of one may be long.
+  numeric: /^-?\d{1,400}(\.\d{1,400})?$/,
   date: /^\d{4}-\d{2}-\d{2}$/,
   timestamptz: /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}(:\d{2})?)$/,
 };
@@ -167,12 +172,43 @@ export function decodeQueryCursor(cursor: string | undefined, sort: CheckedQuery
   return values as (string | null)[];
 }
 
-/** A record type's query: its field resolver, the check of a body, and one page with the cursor of the next. */
-export function recordQuery<Dto>(table: RecordType['table'], query: QueryDefinition) {
+/** The custom fields a query of `object` (and of its company, when linked) may name, read for this request. */
+async function customFieldsOf(pages: TenantPages, object: CustomObject, query: QueryDefinition): Promise<QueryCustomFields> {
+  const company = query.company;
+  const [own, companyFields] = await Promise.all([
+    readCustomFields(pages, object),
+    company ? readCustomFields(pages, 'company') : Promise.resolve(undefined),
+  ]);
+  return { own, company: company && companyFields ? { column: company.column, fields: companyFields } : undefined };
+}
+
+/** The fields one request may name: the resolver, and the workspace's custom fields it was built with (if any). */
+export interface RequestFields {
+  resolve: FieldResolver;
+  custom?: QueryCustomFields;
+}
+
+/**
+ * A record type's query: its field resolver, the check of a body, and one page with the cursor of the next; with
+ * `customObject`, the workspace's custom fields too, read per request (a field created, changed or archived a moment
+ * ago counts at once).
+ */
+export function recordQuery<Dto>(table: RecordType['table'], query: QueryDefinition, customObject?: CustomObject) {
   const type: Queryable = { query };
-  const resolve = fieldResolver(table.table, query);
+  const standard = fieldResolver(table.table, query);
+  /** The fields this request may name. */
+  async function fieldsFor(pages: TenantPages): Promise<RequestFields> {
+    if (!customObject) return { resolve: standard };
+    const custom = await customFieldsOf(pages, customObject, query);
+    return { resolve: withCustomFieldResolver(standard, table.table, custom), custom };
+  }
   /** One page of a checked query, narrowed further by `conditions` (a list's own filters when it goes through a view). */
-  async function page(pages: TenantPages, checked: CheckedQuery, conditions: readonly PageCondition[] = []): Promise<QueryPage<Dto>> {
+  async function page(
+    pages: TenantPages,
+    checked: CheckedQuery,
+    resolve: FieldResolver,
+    conditions: readonly PageCondition[] = [],
+  ): Promise<QueryPage<Dto>> {
     const keys = orderKeys(table.table, checked.sort, resolve, type);
     const withTiebreak = [...keys, { sql: '', type: 'uuid', descending: false }];
     const after = decodeQueryCursor(checked.cursor, checked.sort, withTiebreak);
@@ -192,10 +228,15 @@ export function recordQuery<Dto>(table: RecordType['table'], query: QueryDefinit
     };
   }
   return {
-    resolve,
-    /** A query body checked (400 with the path of each problem). */
-    check: (body: unknown) => checkQuery(body, resolve, type),
+    /** The standard fields alone (a list's own filters name only those). */
+    resolve: standard,
+    fieldsFor,
+    /** A query body checked against `resolve` (400 with the path of each problem). */
+    check: (body: unknown, resolve: FieldResolver) => checkQuery(body, resolve, type),
     page,
-    query: (pages: TenantPages, body: unknown): Promise<QueryPage<Dto>> => page(pages, checkQuery(body, resolve, type)),
+    async query(pages: TenantPages, body: unknown): Promise<QueryPage<Dto>> {
+      const { resolve } = await fieldsFor(pages);
+      return page(pages, checkQuery(body, resolve, type), resolve);
+    },
   };
 }

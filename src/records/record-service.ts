@@ -12,6 +12,9 @@ import type { ListOrder, ListPageRequest } from '../lib/pagination.js';
 import { changedSince, versionMatches } from '../lib/etag.js';
 import { validationFailed, type ProblemError } from '../lib/problem.js';
 import { eventOf, type RecordFilter, type RecordType } from './definition.js';
+import { CUSTOM_COLUMN } from '../db/csv-export.js';
+import { readCustomFields } from './custom-fields/definitions.js';
+import { checkedCustomValues, withCustomFields } from './custom-fields/values.js';
 import { recordQuery, type QueryPage } from './query-service.js';
 
 /** The organization a record service works in, its tenant-scoped client and its tenant-bound writer, and who acts. */
@@ -58,14 +61,18 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
     throw duplicate ?? error;
   }
 
-  /** The record-specific checks, and `assigned_to` (when set) a member of the workspace. */
-  async function prepared(scope: CrmScope, body: object): Promise<ColumnValues> {
+  /**
+   * The record-specific checks, `assigned_to` (when set) a member of the workspace, and the custom field values
+   * (on a create every required one; a PATCH's merge into the record's map happens in its statement).
+   */
+  async function prepared(scope: CrmScope, body: object, create: boolean): Promise<ColumnValues> {
     const values = type.prepare ? type.prepare(body as ColumnValues) : (body as ColumnValues);
     const assignee = values.assigned_to;
     if (typeof assignee === 'string' && !(await scope.db.membership.findFirst({ select: { id: true }, where: { userId: assignee } }))) {
       throw validationFailed({ assigned_to: ['Not a member of this workspace.'] });
     }
-    return values;
+    if (!type.customFields) return values;
+    return { ...values, custom_fields: await checkedCustomValues(scope.db, type.customFields, values.custom_fields, create) };
   }
 
   /** The versions an If-Match names; none for `*` (any version) as for no If-Match. */
@@ -105,20 +112,25 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
   async function get(db: TenantDb, id: string): Promise<Dto> {
     const row = isUuid(id) ? await type.find(db, id) : null;
     if (!row) throw notFound();
-    return toDto(row);
+    return type.customFields ? withCustomFields(db, type.customFields, toDto(row)) : toDto(row);
   }
 
   return {
     /** `page.limit + 1` records in the page's order (already in API shape) when more follow, else the rest. */
     list: (pages, filter, page) => pages.read(table, { ...filter, ...page }),
-    query: type.query ? recordQuery<Dto>(table, type.query).query : undefined,
+    query: type.query ? recordQuery<Dto>(table, type.query, type.customFields).query : undefined,
     /** Every record of the list's filters, in `order`, as a CSV stream of `fields`. */
-    csv: (pages, filter, order, fields) => pages.csv(table, fields, { ...filter, order }),
+    async csv(pages, filter, order, fields) {
+      // The active custom fields follow the standard columns, as `custom.<key>` (the column an import reads).
+      const custom = type.customFields ? await readCustomFields(pages, type.customFields) : [];
+      const columns = custom.filter((field) => !field.archived).map((field) => `${CUSTOM_COLUMN}${field.key}`);
+      return pages.csv(table, [...fields, ...columns], { ...filter, order });
+    },
     get,
     /** The record and its `created` event's runs commit together. */
     create: async (scope, body) =>
       scope.writes
-        .insert(table, await prepared(scope, body as object), eventOf(type, 'created'), {
+        .insert(table, await prepared(scope, body as object, true), eventOf(type, 'created'), {
           activity: entryOf(scope),
           numbering: type.numbering,
         })
@@ -134,7 +146,7 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
         if (!versionMatches(versions, String(current.updated_at))) throw changedSince();
         return current;
       }
-      const values = await prepared(scope, body);
+      const values = await prepared(scope, body, false);
       const record = isUuid(id)
         ? await scope.writes.update(table, id, values, eventOf(type, 'updated'), versions, entryOf(scope)).catch(mapWriteError)
         : undefined;

@@ -42,19 +42,24 @@ export async function viewListPage<Dto>(
   viewId: string,
   request: ViewListRequest,
 ): Promise<QueryPage<Dto>> {
-  const { object, engine } = viewFields(type);
+  const viewed = await viewFields(type, tenant.pages);
+  const { object, engine, fields } = viewed;
   const view = await findVisibleView(tenant.db, viewId, viewer);
   if (!view || view.object !== object) throw viewNotFound();
   const { filter, order } = request;
   let checked: Awaited<ReturnType<typeof viewQuery>>;
   try {
-    checked = await viewQuery(tenant.db, type, view, {
-      search: filter.search,
-      sort: order && [{ field: order.sort, direction: order.descending ? 'desc' : 'asc' }],
-      archived: filter.archived ?? 'active',
-      limit: request.limit,
-      cursor: request.cursor,
-    });
+    checked = await viewQuery(
+      view,
+      {
+        search: filter.search,
+        sort: order && [{ field: order.sort, direction: order.descending ? 'desc' : 'asc' }],
+        archived: filter.archived ?? 'active',
+        limit: request.limit,
+        cursor: request.cursor,
+      },
+      viewed,
+    );
   } catch (error) {
     if (error instanceof ProblemError && error.code === 'validation_failed' && error.errors) {
       throw validationFailed(error.errors, 'The query parameters, or the view they list through, are invalid.');
@@ -62,6 +67,6 @@ export async function viewListPage<Dto>(
     throw error;
   }
   const conditions = [...equalities(filter.equals, engine.resolve), ...(filter.conditions ?? [])];
-  const page = await engine.page(tenant.pages, checked, conditions);
+  const page = await engine.page(tenant.pages, checked, fields.resolve, conditions);
   return page as QueryPage<Dto>;
 }

@@ -1,11 +1,12 @@
 // Saved views as the record kernel reads them: which views a caller sees, and the field names a view keeps, checked as
 // a query's when it is saved and again at each use (a name that no longer resolves answers 400 view_field_archived).
 import type { Prisma, SavedView } from '../generated/prisma/client.js';
+import type { TenantPages } from '../db/tenant-pages.js';
 import type { TenantDb } from '../db/tenant-scope.js';
 import { isUuid } from '../lib/http-schemas.js';
 import { badRequest, notFound, ProblemError, type FieldErrors } from '../lib/problem.js';
 import { routesOf, type RecordType } from './definition.js';
-import { isArchivedField } from './filter/fields.js';
+import { isArchivedCustomField } from './custom-fields/query.js';
 import { MAX_DEPTH } from './filter/validate.js';
 import { recordQuery, type CheckedQuery } from './query-service.js';
 
@@ -15,7 +16,7 @@ export type ViewObject = (typeof VIEW_OBJECTS)[number];
 export const MAX_VIEW_COLUMNS = 50;
 
 /** What views read of a record type: its names, its record's fields, its table and its query definition. */
-export type ViewableRecord = Pick<RecordType<unknown>, 'names' | 'schemas' | 'table' | 'query'>;
+export type ViewableRecord = Pick<RecordType<unknown>, 'names' | 'schemas' | 'table' | 'query' | 'customFields'>;
 
 /** A view's parts a query reads, and its columns: as a client sends them, or as stored (JSON as it was sent). */
 export interface ViewParts {
@@ -73,30 +74,34 @@ function namedFields(parts: ViewParts): NamedField[] {
   return names;
 }
 
-/** The fields a record type's views may name, and the query machinery they go through. */
-export function viewFields(type: ViewableRecord) {
+/**
+ * The fields a record type's views may name in the workspace of `pages` (its custom fields read now), and the query
+ * machinery they go through.
+ */
+export async function viewFields(type: ViewableRecord, pages: TenantPages) {
   if (!type.query) throw new Error(`${type.names.many} have no query: no views`);
   const { query } = type;
-  const engine = recordQuery<Record<string, unknown>>(type.table, query);
+  const engine = recordQuery<Record<string, unknown>>(type.table, query, type.customFields);
+  const fields = await engine.fieldsFor(pages);
   const recordFields = new Set(Object.keys(type.schemas.record.properties));
   const resolves = ({ name, as }: NamedField): boolean =>
-    engine.resolve(name) !== undefined ||
+    fields.resolve(name) !== undefined ||
     (as === 'sort' && query.sortAliases?.[name] !== undefined) ||
     (as === 'column' && recordFields.has(name));
-  return { object: routesOf(type).tag as ViewObject, engine, resolves };
+  return { object: routesOf(type).tag as ViewObject, engine, fields, resolves };
 }
 
 /**
  * The problems of a view's parts for `type`, by path (empty when there are none): the filter, search and sort as a
  * query's (`filter.and.1.field`, `sort.0.field`, `search`), and the columns: distinct names of fields that exist.
  */
-export function viewPartProblems(type: ViewableRecord, parts: ViewParts): FieldErrors {
-  const { engine, resolves } = viewFields(type);
+export async function viewPartProblems(type: ViewableRecord, pages: TenantPages, parts: ViewParts): Promise<FieldErrors> {
+  const { engine, fields, resolves } = await viewFields(type, pages);
   const errors: FieldErrors = {};
   const { filter, search, sort } = parts;
   const body = Object.fromEntries(Object.entries({ filter, search, sort }).filter(([, value]) => value !== undefined && value !== null));
   try {
-    engine.check(body);
+    engine.check(body, fields.resolve);
   } catch (error) {
     if (!(error instanceof ProblemError) || !error.errors) throw error;
     Object.assign(errors, error.errors);
@@ -132,13 +137,17 @@ export interface ViewRequest {
  * first: one that no longer resolves (an archived custom field) answers 400 `view_field_archived`, each at its path in
  * the view, whether or not the request replaces that part. Then the parts are checked as a query's.
  */
-export async function viewQuery(db: TenantDb, type: ViewableRecord, view: SavedView, request: ViewRequest): Promise<CheckedQuery> {
-  const { object, engine, resolves } = viewFields(type);
+export async function viewQuery(
+  view: SavedView,
+  request: ViewRequest,
+  viewed: Awaited<ReturnType<typeof viewFields>>,
+): Promise<CheckedQuery> {
+  const { object, engine, fields, resolves } = viewed;
   const gone = namedFields(view).filter((field) => !resolves(field));
   if (gone.length > 0) {
     const errors: FieldErrors = {};
     for (const field of gone) {
-      const archived = await isArchivedField(db, object, field.name);
+      const archived = fields.custom !== undefined && isArchivedCustomField(field.name, fields.custom);
       errors[field.path] = [archived ? `${field.name} is an archived field.` : `${field.name} is no longer a field of ${object}.`];
     }
     throw badRequest(
@@ -147,12 +156,15 @@ export async function viewQuery(db: TenantDb, type: ViewableRecord, view: SavedV
       errors,
     );
   }
-  return engine.check({
-    ...(view.filter === null ? {} : { filter: view.filter }),
-    ...(request.search !== undefined ? { search: request.search } : view.search === null ? {} : { search: view.search }),
-    sort: request.sort ?? view.sort,
-    archived: request.archived,
-    limit: request.limit,
-    ...(request.cursor === undefined ? {} : { cursor: request.cursor }),
-  });
+  return engine.check(
+    {
+      ...(view.filter === null ? {} : { filter: view.filter }),
+      ...(request.search !== undefined ? { search: request.search } : view.search === null ? {} : { search: view.search }),
+      sort: request.sort ?? view.sort,
+      archived: request.archived,
+      limit: request.limit,
+      ...(request.cursor === undefined ? {} : { cursor: request.cursor }),
+    },
+    fields.resolve,
+  );
 }

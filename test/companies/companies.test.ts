@@ -17,6 +17,7 @@ const COMPANY_KEYS = [
   'city',
   'country',
   'created_at',
+  'custom_fields',
   'customer_code',
   'email',
   'id',

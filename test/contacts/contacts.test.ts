@@ -14,6 +14,7 @@ const CONTACT_KEYS = [
   'assigned_to_name',
   'company_id',
   'created_at',
+  'custom_fields',
   'department',
   'email',
   'first_name',

@@ -68,6 +68,7 @@ t.test('create answers the Deal with exact money, defaults and the next place of
     'contact_id',
     'created_at',
     'currency',
+    'custom_fields',
     'expected_close_date',
     'gross_value',
     'id',

@@ -226,12 +226,12 @@ t.test('every table with an organization_id has row-level security enabled, forc
         AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'organization_id' AND NOT a.attisdropped)
       ORDER BY c.relname`,
   );
-  t.equal(rows.length, 24);
+  t.equal(rows.length, 25);
   t.ok(
-    ['notes', 'note_targets', 'crm_events', 'event_stream_tickets', 'event_streams', 'saved_views'].every((table) =>
-      rows.some((row) => row.table === table),
+    ['notes', 'note_targets', 'crm_events', 'event_stream_tickets', 'event_streams', 'saved_views', 'custom_field_definitions'].every(
+      (table) => rows.some((row) => row.table === table),
     ),
-    'notes and their targets, the event log, the change streams and saved views too',
+    'notes and their targets, the event log, the change streams, saved views and custom field definitions too',
   );
   for (const row of rows) {
     t.ok(

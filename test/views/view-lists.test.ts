@@ -4,7 +4,7 @@
 import t from 'tap';
 import { buildTestApp, json } from '../helpers/app.js';
 import { created, crmWorkspaces, walkPages, type Workspace } from '../tenancy/crm-workspaces.js';
-import type { SignedIn } from '../helpers/fixtures.js';
+import { createUser, type SignedIn } from '../helpers/fixtures.js';
 
 const { app } = await buildTestApp(t);
 const { a, b, memberA, viewerA, memberB } = await crmWorkspaces(app);
@@ -247,3 +247,59 @@ t.test('a view naming a field that no longer resolves answers 400 view_field_arc
   t.equal(fixed.statusCode, 200, fixed.body);
   t.equal((await a.call(memberA, 'GET', `companies/?view=${view.id}`)).statusCode, 200);
 });
+
+t.test(
+  'a view of a custom field: saved and listed through it; the field archived, 400 view_field_archived; restored, it lists again',
+  async (t) => {
+    const admin = await createUser(app, { membership: { organizationId: a.id, role: 'admin' } });
+    const field = await created<{ id: string }>(
+      a.call(admin, 'POST', 'custom-fields/', {
+        object: 'company',
+        key: 'tier',
+        label: 'Tier',
+        type: 'select',
+        options: [
+          { value: 'gold', label: 'Gold' },
+          { value: 'silver', label: 'Silver' },
+        ],
+      }),
+    );
+    const gold = await created<Row>(a.call(memberA, 'POST', 'companies/', { name: 'Gold tier Co', custom_fields: { tier: 'gold' } }));
+    await created(a.call(memberA, 'POST', 'companies/', { name: 'Silver tier Co', custom_fields: { tier: 'silver' } }));
+    const view = await createView({
+      name: 'gold customers',
+      object: 'companies',
+      filter: { field: 'custom.tier', op: 'eq', value: 'gold' },
+      sort: [{ field: 'custom.tier', direction: 'asc' }],
+      columns: ['name', 'custom.tier'],
+    });
+    const listed = await a.call(memberA, 'GET', `companies/?view=${view.id}`);
+    t.equal(listed.statusCode, 200, listed.body);
+    t.same(
+      json<Row[]>(listed).map((row) => row.id),
+      [gold.id],
+    );
+    const invalid = await a.call(memberA, 'POST', 'views/', {
+      name: 'wrong value type',
+      object: 'companies',
+      visibility: 'personal',
+      filter: { field: 'custom.tier', op: 'gt', value: 1 },
+    });
+    t.equal(invalid.statusCode, 400, 'the custom field is checked as in a query');
+
+    t.equal((await a.call(admin, 'DELETE', `custom-fields/${field.id}/`)).statusCode, 204);
+    const archived = await a.call(memberA, 'GET', `companies/?view=${view.id}`);
+    t.equal(archived.statusCode, 400);
+    const body = json<{ code: string; errors: Record<string, string[]> }>(archived);
+    t.equal(body.code, 'view_field_archived');
+    t.match(body.errors.field ?? body.errors['filter.field'], [/custom\.tier is an archived field/]);
+
+    t.equal((await a.call(admin, 'POST', `custom-fields/${field.id}/restore/`)).statusCode, 200);
+    const restored = await a.call(memberA, 'GET', `companies/?view=${view.id}`);
+    t.equal(restored.statusCode, 200, 'the values were kept');
+    t.same(
+      json<Row[]>(restored).map((row) => row.id),
+      [gold.id],
+    );
+  },
+);

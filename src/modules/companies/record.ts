@@ -39,6 +39,7 @@ const companyBody = {
   assignedTo: true,
   assignee: assigneeSelect,
   customerCode: true,
+  customFields: true,
   archivedAt: true,
   createdAt: true,
   updatedAt: true,
@@ -64,6 +65,7 @@ export function toCompanyDto(company: CompanyRow): CompanyDto {
     assigned_to: company.assignedTo,
     assigned_to_name: assigneeName(company.assignee),
     customer_code: company.customerCode,
+    custom_fields: company.customFields as Record<string, unknown>,
     archived_at: company.archivedAt?.toISOString() ?? null,
     created_at: company.createdAt.toISOString(),
     updated_at: company.updatedAt.toISOString(),
@@ -91,10 +93,12 @@ export const companyPage = pageTable<CompanyDto, 'lifecycle_stage'>(
     'assigned_to',
     'customer_code',
     'archived_at',
+    'custom_fields',
   ],
   ['lifecycle_stage'],
   { name: [{ column: 'name', type: 'text' }] },
   assigneeNameSql('companies'),
+  'company',
 );
 
 /** The fields a company query filters and sorts by (and `company.<field>` of the other record types). */
@@ -149,8 +153,9 @@ export const companyRecord: RecordType<CompanyRow, CompanyDto, CompanyListQuery>
   }),
   events: 'company',
   timeline: 'company_id',
-  exportFields: [...companyPage.columns, 'created_at', 'updated_at'],
+  exportFields: [...companyPage.columns.filter((column) => column !== 'custom_fields'), 'created_at', 'updated_at'],
   sync: true,
+  customFields: 'company',
   notes: {
     list:
       '`search`: case-insensitive substring of name, email, phone_number or website (`%`, `_`, `\\` literal). ' +

@@ -1,4 +1,5 @@
 // Request and response schemas of the company endpoints.
+import { customFieldsOfBody, customFieldsOfRecord } from '../../records/custom-fields/schemas.js';
 import { ALL_BATCH_OPS, batchComponents, recordBatchSchemas } from '../../records/batch-schemas.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { queryPageSchema } from '../../records/filter/schema.js';
@@ -47,6 +48,7 @@ export const CompanySchema = Type.Object(
       }),
     ),
     archived_at: Nullable(Timestamp(), { description: 'When the company was archived; null while active.' }),
+    custom_fields: customFieldsOfRecord(),
     created_at: Timestamp(),
     updated_at: Timestamp(),
   },
@@ -72,6 +74,7 @@ export const CompanySchema = Type.Object(
         assigned_to_name: 'Alice Example',
         customer_code: 'CUS-00002',
         archived_at: null,
+        custom_fields: { plan: 'pro', seats: 25, renewal_date: '2027-01-31' },
         created_at: '2026-01-15T09:30:00.000Z',
         updated_at: '2026-02-01T14:05:00.000Z',
       },
@@ -98,6 +101,7 @@ export const CompanyBodySchemas = recordBodySchemas(
       Type.String({ pattern: '^[A-Za-z]{2}$', description: 'ISO 3166-1 alpha-2 (any case; stored upper case); anything else 400.' }),
     ),
     notes: Nullable(Type.String({ maxLength: 10000 })),
+    custom_fields: customFieldsOfBody(),
     assigned_to: AssignedToField,
   },
   ['name'],

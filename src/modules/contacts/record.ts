@@ -32,6 +32,7 @@ const contactBody = {
   notes: true,
   assignedTo: true,
   assignee: assigneeSelect,
+  customFields: true,
   archivedAt: true,
   createdAt: true,
   updatedAt: true,
@@ -51,6 +52,7 @@ export function toContactDto(contact: ContactRow): ContactDto {
     notes: contact.notes,
     assigned_to: contact.assignedTo,
     assigned_to_name: assigneeName(contact.assignee),
+    custom_fields: contact.customFields as Record<string, unknown>,
     archived_at: contact.archivedAt?.toISOString() ?? null,
     created_at: contact.createdAt.toISOString(),
     updated_at: contact.updatedAt.toISOString(),
@@ -72,6 +74,7 @@ export const contactPage = pageTable<ContactDto, 'company_id'>(
     'notes',
     'assigned_to',
     'archived_at',
+    'custom_fields',
   ],
   ['company_id'],
   {
@@ -81,6 +84,7 @@ export const contactPage = pageTable<ContactDto, 'company_id'>(
     ],
   },
   assigneeNameSql('contacts'),
+  'contact',
 );
 
 /** The contact record type: what the record kernel serves contacts from. */
@@ -113,8 +117,9 @@ export const contactRecord: RecordType<ContactRow, ContactDto, ContactListQuery>
   filters: (query) => ({ equals: { company_id: query.company_id }, search: query.search, archived: query.archived ?? 'active' }),
   events: 'contact',
   timeline: 'contact_id',
-  exportFields: [...contactPage.columns, 'created_at', 'updated_at'],
+  exportFields: [...contactPage.columns.filter((column) => column !== 'custom_fields'), 'created_at', 'updated_at'],
   sync: true,
+  customFields: 'contact',
   notes: {
     list:
       '`search`: case-insensitive substring of first_name, last_name, email or phone_number (`%`, `_`, `\\` ' +

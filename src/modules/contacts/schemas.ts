@@ -1,4 +1,5 @@
 // Request and response schemas of the contact endpoints.
+import { customFieldsOfBody, customFieldsOfRecord } from '../../records/custom-fields/schemas.js';
 import { ALL_BATCH_OPS, batchComponents, recordBatchSchemas } from '../../records/batch-schemas.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { queryPageSchema } from '../../records/filter/schema.js';
@@ -28,6 +29,7 @@ export const ContactSchema = Type.Object(
     assigned_to: Nullable(Uuid({ description: 'The user the contact is assigned to.' })),
     assigned_to_name: Nullable(Type.String({ description: "The assignee's display name, else username." })),
     archived_at: Nullable(Timestamp(), { description: 'When the contact was archived; null while active.' }),
+    custom_fields: customFieldsOfRecord(),
     created_at: Timestamp(),
     updated_at: Timestamp(),
   },
@@ -47,6 +49,7 @@ export const ContactSchema = Type.Object(
         assigned_to: null,
         assigned_to_name: null,
         archived_at: null,
+        custom_fields: {},
         created_at: '2026-01-15T09:45:00.000Z',
         updated_at: '2026-01-15T09:45:00.000Z',
       },
@@ -66,6 +69,7 @@ export const ContactBodySchemas = recordBodySchemas(
     department: Nullable(Type.String({ maxLength: 150 })),
     job_title: Nullable(Type.String({ maxLength: 150 })),
     notes: Nullable(Type.String({ maxLength: 10000 })),
+    custom_fields: customFieldsOfBody(),
     assigned_to: AssignedToField,
   },
   ['company_id', 'first_name', 'last_name'],

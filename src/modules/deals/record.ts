@@ -42,6 +42,7 @@ export function toDealDto(deal: DealRow): DealDto {
     expected_close_date: deal.expectedCloseDate?.toISOString().slice(0, 10) ?? null,
     lost_reason: deal.lostReason,
     notes: deal.notes,
+    custom_fields: deal.customFields as Record<string, unknown>,
     archived_at: deal.archivedAt?.toISOString() ?? null,
     created_at: deal.createdAt.toISOString(),
     updated_at: deal.updatedAt.toISOString(),
@@ -71,8 +72,12 @@ export const dealPage = pageTable<DealDto, 'stage' | 'company_id' | 'assigned_to
     'lost_reason',
     'notes',
     'archived_at',
+    'custom_fields',
   ],
   ['stage', 'company_id', 'assigned_to'],
+  {},
+  {},
+  'deal',
 );
 
 /** What a deal's version covers: every field, its board `position` too. */
@@ -120,8 +125,9 @@ export const dealRecord: RecordType<DealRow, DealDto, DealListQuery> = {
   }),
   // `deal.stage_changed` is the deal's own event (service.ts).
   events: null,
-  exportFields: [...dealPage.columns, 'created_at', 'updated_at'],
+  exportFields: [...dealPage.columns.filter((column) => column !== 'custom_fields'), 'created_at', 'updated_at'],
   sync: true,
+  customFields: 'deal',
   summaries: {
     list: 'Deals of a workspace, newest first (VIEW_CRM).',
     delete: 'Delete a deal (MANAGE_CRM); the deals after it in its stage move up.',

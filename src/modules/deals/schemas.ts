@@ -1,4 +1,5 @@
 // Request and response schemas of the deal endpoints: the deal, its create/update/move bodies, the pipeline summary.
+import { customFieldsOfBody, customFieldsOfRecord } from '../../records/custom-fields/schemas.js';
 import { ALL_BATCH_OPS, batchComponents, recordBatchSchemas } from '../../records/batch-schemas.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { queryPageSchema } from '../../records/filter/schema.js';
@@ -68,6 +69,7 @@ export const DealSchema = Type.Object(
     lost_reason: Nullable(Type.String()),
     notes: Nullable(Type.String()),
     archived_at: NullableTimestamp(),
+    custom_fields: customFieldsOfRecord(),
     created_at: Timestamp(),
     updated_at: Timestamp(),
   },
@@ -95,6 +97,7 @@ export const DealSchema = Type.Object(
         lost_reason: null,
         notes: null,
         archived_at: null,
+        custom_fields: {},
         created_at: '2026-01-15T09:30:00.000Z',
         updated_at: '2026-02-01T14:05:00.000Z',
       },
@@ -119,6 +122,7 @@ export const DealBodySchemas = recordBodySchemas(
     expected_close_date: Nullable(Type.String({ format: 'date' })),
     lost_reason: Nullable(LostReason),
     notes: Nullable(Type.String({ maxLength: 10000 })),
+    custom_fields: customFieldsOfBody(),
   },
   ['title', 'company_id'],
   ' A changed `stage` puts the deal last in its new stage (use the move endpoint to choose the place).',

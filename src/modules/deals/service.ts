@@ -12,6 +12,7 @@ import { dispatchEvent } from '../automations/dispatch.js';
 import { moved, recordAttachments, UNATTACHED } from '../../records/attachments.js';
 import { recordService, type CrmScope } from '../../records/record-service.js';
 import { checkReferences, writeReferencing as write } from '../../records/references.js';
+import { checkedCustomValues, mergeCustomValues, withCustomFields } from '../../records/custom-fields/values.js';
 import { lockStages, renumberStage } from './board.js';
 import { dealRecord, toDealDto, type DealRow } from './record.js';
 import {
@@ -82,6 +83,9 @@ const versioned = (deal: DealRow, changes: Prisma.DealUncheckedUpdateInput): Pri
   updatedAt: nextVersion(deal.updatedAt),
 });
 
+/** The deal as the API shows it, its custom fields included. */
+const shown = (db: TenantDb | TenantTx, deal: DealRow) => withCustomFields(db, 'deal', toDealDto(deal));
+
 /**
  * Puts the locked `deal` at `position` of `stage` (clamped to the stage's end), closing its place in the stage it
  * leaves; queues `deal.stage_changed` when the stage changes. Answers the deal as stored.
@@ -104,7 +108,7 @@ async function place(
     await dispatchEvent(tx, {
       organizationId,
       name: 'deal.stage_changed',
-      data: { ...toDealDto(moved), previous_stage: deal.stage },
+      data: { ...(await shown(tx, moved)), previous_stage: deal.stage },
     });
   }
   return moved;
@@ -117,6 +121,7 @@ async function create(scope: CrmScope, body: DealCreate): Promise<DealDto> {
   if (stage === 'lost' && !body.lost_reason) throw lostReasonRequired();
   const { organizationId } = scope;
   const columns = columnsOf(body);
+  const customFields = (await checkedCustomValues(scope.db, 'deal', body.custom_fields, true)) as Prisma.InputJsonObject;
   const id = randomUUID();
   const deal = await write(scope, async (tx) => {
     await checkReferences(tx, body);
@@ -132,10 +137,11 @@ async function create(scope: CrmScope, body: DealCreate): Promise<DealDto> {
         currency: body.currency ?? DEFAULT_CURRENCY,
         stage,
         position,
+        customFields,
       },
     });
   });
-  return toDealDto(deal);
+  return shown(scope.db, deal);
 }
 
 /**
@@ -145,10 +151,14 @@ async function create(scope: CrmScope, body: DealCreate): Promise<DealDto> {
  */
 async function update(scope: CrmScope, id: string, body: DealUpdate, expected?: ExpectedVersions): Promise<DealDto> {
   const { organizationId, actor } = scope;
-  const columns = columnsOf(body);
+  const custom = await checkedCustomValues(scope.db, 'deal', body.custom_fields, false);
   const deal = await write(scope, async (tx) => {
     await checkReferences(tx, body);
     const current = await lockDeal(tx, organizationId, id, body.stage, expected);
+    // The row is locked: merging in JavaScript is as safe as the kernel's merge in its statement.
+    const columns = custom
+      ? { ...columnsOf(body), customFields: mergeCustomValues(current.customFields, custom) as Prisma.InputJsonObject }
+      : columnsOf(body);
     await recordAttachments(tx, { organizationId, actor, type: 'deal', id: current.id, ...moved(current, body) });
     const stage = body.stage ?? current.stage;
     const lostReason = body.lost_reason === undefined ? current.lostReason : body.lost_reason;
@@ -158,7 +168,7 @@ async function update(scope: CrmScope, id: string, body: DealUpdate, expected?: 
     }
     return place(tx, organizationId, current, stage, null, columns);
   });
-  return toDealDto(deal);
+  return shown(scope.db, deal);
 }
 
 /**
@@ -174,7 +184,7 @@ async function move(scope: CrmScope, id: string, body: DealMove, expected?: Expe
     if (body.stage === 'lost' && !lostReason) throw lostReasonRequired();
     return place(tx, organizationId, current, body.stage, body.position, { lostReason });
   });
-  return toDealDto(deal);
+  return shown(scope.db, deal);
 }
 
 /** Deletes the deal (with `expected`, an If-Match, only at one of those versions: 412 otherwise); its stage closes the gap. */
@@ -207,7 +217,7 @@ async function setArchived(scope: CrmScope, id: string, archived: boolean, expec
     const position = await renumberStage(tx, organizationId, current.stage, current.id, null);
     return tx.deal.update({ where: { id: current.id }, data: versioned(current, { archivedAt: null, position }) });
   });
-  return toDealDto(deal);
+  return shown(scope.db, deal);
 }
 
 /** Every stage in board order: its active deals' count and, per currency, the sums (kept by a trigger: see the migration). */

@@ -50,6 +50,7 @@ export function toTaskDto(task: TaskRow, now = new Date()): TaskDto {
     completed_at: task.completedAt?.toISOString() ?? null,
     completed_by: task.completedBy,
     completed_by_api_key_id: task.completedByApiKeyId,
+    custom_fields: task.customFields as Record<string, unknown>,
     archived_at: task.archivedAt?.toISOString() ?? null,
     created_at: task.createdAt.toISOString(),
     updated_at: task.updatedAt.toISOString(),
@@ -76,6 +77,7 @@ export const taskPage = pageTable<TaskDto, 'assigned_to' | 'company_id' | 'deal_
     'completed_by',
     'completed_by_api_key_id',
     'archived_at',
+    'custom_fields',
   ],
   ['assigned_to', 'company_id', 'deal_id'],
   { due_at: [{ column: 'due_at', type: 'timestamp', nullsLast: true }] },
@@ -83,6 +85,7 @@ export const taskPage = pageTable<TaskDto, 'assigned_to' | 'company_id' | 'deal_
     effective_status:
       "CASE WHEN tasks.workflow_status = 'completed' THEN 'completed' WHEN tasks.due_at < now() THEN 'overdue' ELSE 'open' END",
   },
+  'task',
 );
 
 /** The condition of one effective status (open and overdue read only unfinished tasks: completed_at null). */
@@ -158,8 +161,9 @@ export const taskRecord: RecordType<TaskRow, TaskDto, TaskListQuery> = {
   orderOf: (sort) => (sort === 'due_at' ? { sort: 'due_at', descending: false } : NEWEST_FIRST),
   // `task.completed` is the task's own event (service.ts).
   events: null,
-  exportFields: [...taskPage.columns, 'created_at', 'updated_at'],
+  exportFields: [...taskPage.columns.filter((column) => column !== 'custom_fields'), 'created_at', 'updated_at'],
   sync: true,
+  customFields: 'task',
   summaries: { list: 'Tasks of a workspace, newest first or soonest due (VIEW_CRM).' },
   notes: {
     page: 'Tasks in the requested order.',

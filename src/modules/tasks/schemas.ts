@@ -1,4 +1,5 @@
 // Request and response schemas of the task endpoints: the task, its create/update bodies, its enums and list filters.
+import { customFieldsOfBody, customFieldsOfRecord } from '../../records/custom-fields/schemas.js';
 import { ALL_BATCH_OPS, batchComponents, recordBatchSchemas } from '../../records/batch-schemas.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { queryPageSchema } from '../../records/filter/schema.js';
@@ -52,6 +53,7 @@ export const TaskSchema = Type.Object(
       Uuid({ description: 'The workspace API key that completed it (never the user who created the key); null when a user did.' }),
     ),
     archived_at: NullableTimestamp(),
+    custom_fields: customFieldsOfRecord(),
     created_at: Timestamp(),
     updated_at: Timestamp(),
   },
@@ -77,6 +79,7 @@ export const TaskSchema = Type.Object(
         completed_by: null,
         completed_by_api_key_id: null,
         archived_at: null,
+        custom_fields: {},
         created_at: '2026-02-20T09:30:00.000Z',
         updated_at: '2026-02-20T09:30:00.000Z',
       },
@@ -99,6 +102,7 @@ export const TaskBodySchemas = recordBodySchemas(
     deal_id: Nullable(Uuid({ description: 'A deal of this workspace (else 400).' })),
     assigned_to: Nullable(Uuid({ description: 'User id of a member of this workspace (else 400).' })),
     notes: Nullable(Type.String({ maxLength: 10000 })),
+    custom_fields: customFieldsOfBody(),
   },
   ['title', 'company_id'],
 );

@@ -74,7 +74,7 @@ interface ViewValues {
  * Checks a create or update body for a view of `object` (known on update; read from the body on create): every
  * problem at its path (`name`, `filter.and.1.field`, `sort.0.field`, `columns.3`), all at once, as a query's.
  */
-function checkedValues(body: unknown, object: ViewObject | undefined): ViewValues {
+async function checkedValues(tenant: Tenant, body: unknown, object: ViewObject | undefined): Promise<ViewValues> {
   const errors: FieldErrors = {};
   const fail = (at: string, message: string) => {
     errors[at] = [...(errors[at] ?? []), message];
@@ -103,7 +103,8 @@ function checkedValues(body: unknown, object: ViewObject | undefined): ViewValue
   const type = values.object ?? object;
   const { filter, search, sort, columns } = body;
   if (sort === null) fail('sort', 'Expected an array (empty: newest first).');
-  if (type) Object.assign(errors, viewPartProblems(RECORDS[type], { filter, search, sort: sort ?? undefined, columns }));
+  if (type)
+    Object.assign(errors, await viewPartProblems(RECORDS[type], tenant.pages, { filter, search, sort: sort ?? undefined, columns }));
   if (Object.keys(errors).length > 0) throw validationFailed(errors);
   // A null filter is SQL NULL (Prisma.DbNull), not a JSON null.
   if (filter !== undefined) values.filter = filter === null ? Prisma.DbNull : asJson(filter);
@@ -124,7 +125,7 @@ function mayWrite(tenant: Tenant, visibility: Visibility): void {
 }
 
 export async function createView(tenant: Tenant, viewer: Viewer, body: unknown): Promise<SavedViewDto> {
-  const values = checkedValues(body, undefined);
+  const values = await checkedValues(tenant, body, undefined);
   const visibility = values.visibility as Visibility;
   mayWrite(tenant, visibility);
   if (visibility === 'personal' && viewer.userId === null) {
@@ -181,7 +182,7 @@ export async function updateView(
 ): Promise<SavedViewDto> {
   const view = await visibleView(tenant, viewer, id);
   if (!versionMatches(expected, view.updatedAt)) throw changedSince();
-  const values = checkedValues(body, view.object as ViewObject);
+  const values = await checkedValues(tenant, body, view.object as ViewObject);
   mayWrite(tenant, view.visibility as Visibility);
   if (values.visibility) mayWrite(tenant, values.visibility);
   if (values.visibility === 'personal' && view.visibility === 'workspace' && (viewer.userId === null || view.createdBy !== viewer.userId)) {

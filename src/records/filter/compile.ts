@@ -3,6 +3,13 @@ import type { PageCondition } from '../../db/page-query.js';
 import { SQL_TYPES } from './fields.js';
 import type { FilterNode } from './validate.js';
 
+/**
+ * The custom field types whose stored JSON value equals the filter's value exactly (text, a select's option, a
+ * member's id, a boolean, a number): their `eq` is a containment test. Decimals, dates and date-times compare as
+ * values (`1.50` equals `1.5`).
+ */
+const CONTAINED: ReadonlySet<string> = new Set(['text', 'enum', 'uuid', 'boolean', 'number']);
+
 /** A decimal value as SQL takes it: numbers as their shortest exact text. */
 const parameterValue = (value: unknown) => (typeof value === 'number' ? String(value) : value);
 
@@ -22,13 +29,41 @@ export function compileFilter(node: FilterNode): PageCondition {
       }
     }
 
-    function comparison({ field, op, value }: Extract<FilterNode, { kind: 'condition' }>): string {
+    /** A multi_select custom field: its value is a jsonb array of option values (or absent). */
+    function setComparison({ field, op, value }: Extract<FilterNode, { kind: 'condition' }>): string {
+      const array = field.sql;
+      const list = () => parameter(value, 'text[]');
+      switch (op) {
+        case 'contains':
+          // On the record's own row, containment in the whole map: the GIN index's operator.
+          return field.json
+            ? `(${field.json.column} @> jsonb_build_object('${field.json.key}', jsonb_build_array(${parameter(value, 'text')})))`
+            : `coalesce(${array} @> jsonb_build_array(${parameter(value, 'text')}), false)`;
+        case 'in':
+          return `coalesce(jsonb_exists_any(${array}, ${list()}), false)`;
+        case 'not_in':
+          return `NOT coalesce(jsonb_exists_any(${array}, ${list()}), false)`;
+        case 'is_empty':
+          return `coalesce(jsonb_array_length(${array}) = 0, true)`;
+        default:
+          return `coalesce(jsonb_array_length(${array}) > 0, false)`;
+      }
+    }
+
+    function comparison(condition: Extract<FilterNode, { kind: 'condition' }>): string {
+      const { field, op, value } = condition;
+      if (field.spec.type === 'multi_select') return setComparison(condition);
       const type = SQL_TYPES[field.spec.type];
       const column = field.sql;
       const text = field.spec.type === 'text';
       const one = () => parameter(parameterValue(value), type);
       switch (op) {
         case 'eq':
+          // A custom field of a type stored as its JSON value: containment, which the GIN index serves.
+          if (field.json && CONTAINED.has(field.spec.type)) {
+            const stored = field.spec.type === 'uuid' ? String(value).toLowerCase() : value;
+            return `(${field.json.column} @> jsonb_build_object('${field.json.key}', ${parameter(JSON.stringify(stored), 'jsonb')}))`;
+          }
           return `(${column} = ${one()} AND ${column} IS NOT NULL)`;
         case 'neq':
           return `(${column} IS DISTINCT FROM ${one()})`;

@@ -1,11 +1,13 @@
 // The field catalog of a record type (field name → type) and what each type admits in a filter and a sort: the one
-// place a standard field is declared for queries, views and, later, custom fields and automation conditions.
-import type { TenantDb } from '../../db/tenant-scope.js';
+// place a field is declared for queries, views, custom fields and automation conditions.
 
 /** The types of a record's fields as a filter sees them. */
-export type FieldType = 'text' | 'number' | 'decimal' | 'date' | 'datetime' | 'boolean' | 'enum' | 'uuid';
+export type FieldType = 'text' | 'number' | 'decimal' | 'date' | 'datetime' | 'boolean' | 'enum' | 'uuid' | 'multi_select';
 
-/** One field: its type, and for an enum its values in their declared order (the order an enum sorts in). */
+/**
+ * One field: its type, and for an enum (or a multi_select custom field) its values in their declared order (the order
+ * an enum sorts in).
+ */
 export interface FieldSpec {
   type: FieldType;
   values?: readonly string[];
@@ -43,6 +45,8 @@ export const OPERATORS_OF: Readonly<Record<FieldType, readonly Operator[]>> = {
   boolean: EVERY_TYPE,
   enum: EVERY_TYPE,
   uuid: EVERY_TYPE,
+  // A set of option values: `contains` one, holds any of (`in`) or none of (`not_in`), empty (no value or `[]`).
+  multi_select: ['contains', 'in', 'not_in', 'is_empty', 'is_not_empty'],
 };
 
 /** Operators without a value. */
@@ -60,6 +64,7 @@ export const SQL_TYPES: Readonly<Record<FieldType, string>> = {
   boolean: 'boolean',
   enum: 'text',
   uuid: 'uuid',
+  multi_select: 'text',
 };
 
 /** The fields every record has: its id and its timestamps. */
@@ -76,14 +81,3 @@ export const textFields = <const K extends string>(...names: K[]) =>
 
 /** An enum field of `values` (in the order it sorts). */
 export const enumField = (values: readonly string[]): FieldSpec => ({ type: 'enum', values });
-
-/**
- * The archived-field hook: whether `name`, a field name that record type `object` (`companies`, `contacts`, `deals`,
- * `tasks`) no longer resolves, is one of its archived fields in the workspace `db` is bound to. A saved view keeps the
- * field names it was saved with and is checked again at each use: any name that no longer resolves answers 400
- * `view_field_archived`, and this hook only words the message ("archived" or "no longer a field"). Standard fields are
- * never archived, so for now it knows none; custom fields (`custom.<key>`, archived by their DELETE) plug in here.
- */
-export function isArchivedField(_db: TenantDb, _object: string, _name: string): Promise<boolean> {
-  return Promise.resolve(false);
-}

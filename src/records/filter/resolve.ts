@@ -1,13 +1,18 @@
 // Field names of a filter or a sort resolved to SQL over a record's row: standard fields, `company.<field>` through the
-// record's company; the hook where `custom.<key>` will resolve too.
+// record's company; custom fields (`custom.<key>`) resolve on top of these (custom-fields/query.ts).
 import type { FieldCatalog, FieldSpec } from './fields.js';
 
 /** A field a filter or sort names, resolved: its type and its SQL expression (identifiers from catalogs only). */
 export interface ResolvedField {
   name: string;
   spec: FieldSpec;
-  /** The value as SQL over the row of the record's table (enums as text). */
+  /** The value as SQL over the row of the record's table (enums as text; a multi_select its jsonb array). */
   sql: string;
+  /**
+   * A custom field of the record's own row: its jsonb column and key, so that equality is a containment test
+   * (`custom_fields @> {key: value}`) the column's GIN index serves.
+   */
+  json?: { column: string; key: string };
 }
 
 /** What a record type declares for its queries: its field catalog, its company link, its sort aliases, its search. */

@@ -16,7 +16,8 @@ export const FilterOperatorSchema = StringEnum(OPERATORS, {
     '`eq`, `neq`, `in`, `not_in` (every type; `in`/`not_in` take an array of 1-100 values); `lt`, `lte`, `gt`, `gte` ' +
     '(numbers, decimals, dates, date-times); `contains`, `starts_with` (text, case-insensitive, every character ' +
     'literal); `is_empty`, `is_not_empty` (no value: null, and `""` for text). Text `eq` is exact. `neq` and `not_in` ' +
-    'also match records whose field is empty; the others never do.',
+    'also match records whose field is empty; the others never do. A `multi_select` custom field takes `contains` (holds ' +
+    'that option), `in` (holds any of them), `not_in` (holds none of them) and the emptiness tests (none or `[]`).',
 });
 
 const Scalar = [Type.String(), Type.Number(), Type.Boolean()];
@@ -32,7 +33,7 @@ export const FilterConditionSchema = Type.Object(
     field: Type.String({
       maxLength: 200,
       description:
-        "A standard field of the record (its API name), or on contacts, deals and tasks `company.<field>`: the linked company's field (empty without a company).",
+        "A standard field of the record (its API name); `custom.<key>`, an active custom field of the record type; or on contacts, deals and tasks `company.<field>` and `company.custom.<key>`: the linked company's field (empty without a company).",
     }),
     op: Ref(FilterOperatorSchema),
     value: Type.Optional(Ref(FilterValueSchema, { description: 'Absent for `is_empty` and `is_not_empty`.' })),

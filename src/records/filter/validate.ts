@@ -51,6 +51,7 @@ export function valueProblem(spec: FieldSpec, value: unknown): string | undefine
     case 'boolean':
       return typeof value === 'boolean' ? undefined : 'Expected true or false.';
     case 'enum':
+    case 'multi_select':
       return typeof value === 'string' && spec.values?.includes(value) ? undefined : `Expected one of: ${spec.values?.join(', ')}.`;
     case 'uuid':
       return isUuid(value) ? undefined : 'Expected a UUID.';

@@ -1,0 +1,88 @@
+// The custom fields of a workspace's record type as the kernel reads them: their types, keys and options, loaded from
+// `custom_field_definitions` through the tenant-scoped client or the tenant-bound page reader.
+import type { TenantPages } from '../../db/tenant-pages.js';
+import type { TenantDb, TenantTx } from '../../db/tenant-scope.js';
+
+/** The record types that take custom fields (notes do not), by the `object` name the API uses. */
+export const CUSTOM_OBJECTS = ['company', 'contact', 'deal', 'task'] as const;
+export type CustomObject = (typeof CUSTOM_OBJECTS)[number];
+
+export const CUSTOM_FIELD_TYPES = [
+  'text',
+  'long_text',
+  'number',
+  'decimal',
+  'boolean',
+  'date',
+  'datetime',
+  'email',
+  'url',
+  'select',
+  'multi_select',
+  'member',
+] as const;
+export type CustomFieldType = (typeof CUSTOM_FIELD_TYPES)[number];
+
+/** The types whose definition carries `options`. */
+export const SELECT_TYPES: ReadonlySet<CustomFieldType> = new Set(['select', 'multi_select']);
+
+export const KEY_PATTERN = '^[a-z][a-z0-9_]{0,39}$';
+export const OPTION_VALUE_PATTERN = '^[a-z0-9_]{1,40}$';
+export const DECIMAL_PATTERN = '^-?\\d{1,15}(\\.\\d{1,6})?$';
+/** Active fields per record type of a workspace; creating or restoring past it answers 400. */
+export const MAX_ACTIVE_FIELDS = 100;
+
+export interface CustomFieldOption {
+  value: string;
+  label: string;
+}
+
+/** One definition as the kernel uses it. */
+export interface CustomField {
+  id: string;
+  key: string;
+  label: string;
+  type: CustomFieldType;
+  required: boolean;
+  options: CustomFieldOption[];
+  description: string | null;
+  archived: boolean;
+}
+
+/** A definition row as Prisma or the page reader return it. */
+interface DefinitionRow {
+  id: string;
+  key: string;
+  label: string;
+  type: string;
+  required: boolean;
+  options: unknown;
+  description: string | null;
+  archivedAt?: Date | null;
+  archived_at?: Date | string | null;
+}
+
+export const toCustomField = (row: DefinitionRow): CustomField => ({
+  id: row.id,
+  key: row.key,
+  label: row.label,
+  type: row.type as CustomFieldType,
+  required: row.required,
+  options: Array.isArray(row.options) ? (row.options as CustomFieldOption[]) : [],
+  description: row.description,
+  archived: (row.archivedAt ?? row.archived_at ?? null) !== null,
+});
+
+/** Every field of `object` in this workspace, archived ones too, in their order. */
+export async function loadCustomFields(db: TenantDb | TenantTx, object: CustomObject): Promise<CustomField[]> {
+  const rows = await db.customFieldDefinition.findMany({
+    where: { object },
+    orderBy: [{ position: 'asc' }, { createdAt: 'asc' }],
+  });
+  return rows.map(toCustomField);
+}
+
+/** The same through the tenant-bound page reader (for reads that have no Prisma client: queries, exports). */
+export async function readCustomFields(pages: TenantPages, object: CustomObject): Promise<CustomField[]> {
+  return (await pages.customFieldDefinitions(object)).map((row) => toCustomField(row as unknown as DefinitionRow));
+}
