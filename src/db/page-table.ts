@@ -28,10 +28,13 @@ export const CUSTOM_FIELDS = 'custom_fields';
 
 /**
  * The custom fields of a row of `table` as the API shows them: every active field of the workspace's `object`, null
- * where the row holds no value (SQL function `crm_custom_fields`, migration custom_fields).
+ * where the row holds no value, without archived fields' values (kept for a restore). The workspace's template and
+ * archived keys are read once per statement (uncorrelated subqueries of `$1`, the workspace every statement reading
+ * or writing records binds first: migration custom_fields_per_statement), not once per row.
  */
 export const customFieldsSql = (table: string, object: string) =>
-  `crm_custom_fields(${table}.organization_id, '${object}', ${table}.${CUSTOM_FIELDS})`;
+  `((SELECT crm_custom_field_template($1::uuid, '${object}')) || ` +
+  `(${table}.${CUSTOM_FIELDS} - (SELECT crm_custom_field_archived($1::uuid, '${object}'))))`;
 
 /** A column a list sorts by (an API field of the same name). */
 export interface SortKey {
