@@ -13,6 +13,7 @@ import {
   log,
   mark,
   measure,
+  median,
   type Server,
   signIn,
   startService,
@@ -30,7 +31,6 @@ const CLIENTS = 4;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const TARGET_SHARE = 1 / 5;
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 let unique = 0;
 const company = (tag: string) => ({ name: `Batch Bench ${tag}`, email: `bench-${tag}@batch.example` });
 

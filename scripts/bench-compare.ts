@@ -20,6 +20,7 @@ import {
   log,
   type Measured,
   measure,
+  median,
   type Scenario,
   type Seeded,
   seed,
@@ -49,12 +50,6 @@ interface Target {
   token: string;
   url: string;
 }
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-};
 
 /** Runs a script of the build in `cwd` against `databaseUrl` (its own migrations). */
 const migrate = (cwd: string, databaseUrl: string) =>
