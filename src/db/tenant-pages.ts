@@ -7,6 +7,7 @@ import { listQuery, type PageFilter } from './page-query.js';
 import { keyedRows, queryPageStatement, withId, type KeyedRow, type QueryPageRequest } from './query-page.js';
 import { pageTypes, type PageTable } from './page-table.js';
 import { csvCopy, type ExportFilter } from './csv-export.js';
+import { customFieldDefinitionsStatement } from './tenant-writes.js';
 import { searchPage } from './search-planner.js';
 import { changesQuery, SYNC_HORIZON, type ChangeFilter, type DeletionRow, type SyncPosition } from './sync-changes.js';
 
@@ -50,10 +51,7 @@ export function scopePages(pool: pg.Pool, organizationId: string) {
     },
     /** The custom field definitions of one record type (`object`), archived ones too, in their order. */
     async customFieldDefinitions(object: string): Promise<Record<string, unknown>[]> {
-      const text =
-        'SELECT id, key, label, type, required, options, description, archived_at FROM custom_field_definitions ' +
-        'WHERE organization_id = $1 AND object = $2 ORDER BY position, created_at';
-      return (await pool.query<Record<string, unknown>>(text, [organizationId, object])).rows;
+      return (await pool.query<Record<string, unknown>>(customFieldDefinitionsStatement(organizationId, object))).rows;
     },
     /** Every row of the list's conditions and order as a CSV stream of `fields` (see `csvCopy`). */
     csv<Filter extends string>(

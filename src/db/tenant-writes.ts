@@ -85,6 +85,18 @@ function statement(text: string, values: unknown[]): pg.QueryConfig {
   return { name, text, values };
 }
 
+/**
+ * The custom field definitions of one record type (`object`) of a workspace, archived ones too, in their order: read
+ * before each record write that checks values, so prepared (a connection plans it once).
+ */
+export const customFieldDefinitionsStatement = (organizationId: string, object: string): pg.QueryConfig => ({
+  name: 'crm-custom-field-definitions',
+  text:
+    'SELECT id, key, label, type, required, options, description, archived_at FROM custom_field_definitions ' +
+    'WHERE organization_id = $1 AND object = $2 ORDER BY position, created_at',
+  values: [organizationId, object],
+});
+
 /** The writer a tenant-scoped service receives: it can only create and change rows of `organizationId`. */
 export function scopeWrites(pool: Queryable, organizationId: string) {
   /** The columns of `values` the table's API writes (never `id`), with their parameters after `$1`. */
@@ -149,6 +161,10 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
     activityInsert(parameters, activity, 'record', { kind: `'created'`, fields: "'{}'", subject: 'NULL::uuid', condition: 'true' });
 
   return {
+    /** The definitions a write's custom field values are checked against, on the write's own connection. */
+    async customFieldDefinitions(object: string): Promise<Record<string, unknown>[]> {
+      return (await pool.query<Record<string, unknown>>(customFieldDefinitionsStatement(organizationId, object))).rows;
+    },
     /** Inserts the record and queues its event; answers it in API shape. */
     async insert<Row extends pg.QueryResultRow>(
       spec: PageTable<Row, string>,

@@ -13,7 +13,7 @@ import { changedSince, versionMatches } from '../lib/etag.js';
 import { validationFailed, type ProblemError } from '../lib/problem.js';
 import { eventOf, type RecordFilter, type RecordType } from './definition.js';
 import { CUSTOM_COLUMN } from '../db/csv-export.js';
-import { readCustomFields } from './custom-fields/definitions.js';
+import { customFieldsOfRows, readCustomFields } from './custom-fields/definitions.js';
 import { checkedCustomValues, withCustomFields } from './custom-fields/values.js';
 import { recordQuery, type QueryPage } from './query-service.js';
 
@@ -72,7 +72,9 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
       throw validationFailed({ assigned_to: ['Not a member of this workspace.'] });
     }
     if (!type.customFields) return values;
-    return { ...values, custom_fields: await checkedCustomValues(scope.db, type.customFields, values.custom_fields, create) };
+    const object = type.customFields;
+    const load = async () => customFieldsOfRows(await scope.writes.customFieldDefinitions(object));
+    return { ...values, custom_fields: await checkedCustomValues(scope.db, object, values.custom_fields, create, load) };
   }
 
   /** The versions an If-Match names; none for `*` (any version) as for no If-Match. */

@@ -82,7 +82,11 @@ export async function loadCustomFields(db: TenantDb | TenantTx, object: CustomOb
   return rows.map(toCustomField);
 }
 
+/** The fields of definition rows as raw SQL reads them (`customFieldDefinitionsStatement`). */
+export const customFieldsOfRows = (rows: readonly Record<string, unknown>[]): CustomField[] =>
+  rows.map((row) => toCustomField(row as unknown as DefinitionRow));
+
 /** The same through the tenant-bound page reader (for reads that have no Prisma client: queries, exports). */
 export async function readCustomFields(pages: TenantPages, object: CustomObject): Promise<CustomField[]> {
-  return (await pages.customFieldDefinitions(object)).map((row) => toCustomField(row as unknown as DefinitionRow));
+  return customFieldsOfRows(await pages.customFieldDefinitions(object));
 }

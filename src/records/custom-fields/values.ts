@@ -120,16 +120,18 @@ async function checkMembers(db: TenantDb | TenantTx, fields: readonly CustomFiel
 
 /**
  * A write's custom field values, checked (types, required, members): for a create (`requireAll`) the map to store;
- * for a PATCH the keys to merge, null clearing one. Undefined when a PATCH names no custom field.
+ * for a PATCH the keys to merge, null clearing one. Undefined when a PATCH names no custom field. `load` reads the
+ * definitions (by default through Prisma; the kernel's writes read them with their own prepared statement).
  */
 export async function checkedCustomValues(
   db: TenantDb | TenantTx,
   object: CustomObject,
   input: unknown,
   requireAll: boolean,
+  load: () => Promise<CustomField[]> = () => loadCustomFields(db, object),
 ): Promise<CustomValues | undefined> {
   if (input === undefined && !requireAll) return undefined;
-  const fields = await loadCustomFields(db, object);
+  const fields = await load();
   const values = checkCustomValues(fields, input, requireAll);
   await checkMembers(db, fields, values);
   return values;
