@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 # fuzz: see test/fuzz/. FUZZ_RUNS and FUZZ_SEED choose the size and the sequence.
 BACKUP_DIR ?= backups
-.PHONY: bench-batches contract-diff stack bench-stack bench-compare bench-deliveries bench-csv backup restore-test demo fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
+.PHONY: bench-queries bench-batches contract-diff stack bench-stack bench-compare bench-deliveries bench-csv backup restore-test demo fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -97,6 +97,11 @@ bench-compare: build ## this build against BENCH_BASE_REF on the same million ro
 	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; } \
 	  || { echo 'make bench-compare needs wrk: apt-get install wrk' >&2; exit 1; }
 	BENCH_BASE_REF=$(BENCH_BASE_REF) node --import tsx scripts/bench-compare.ts
+
+bench-queries: build ## issue 46's query cells on 1M companies and 1M contacts with spread owners, stages, countries: idle page, p99 of 20 clients, index sizes
+	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; } \
+	  || { echo 'make bench-queries needs wrk: apt-get install wrk' >&2; exit 1; }
+	node --import tsx scripts/bench-queries.ts
 
 bench-batches: build ## issue 48's batches: 100 creates in one batch vs 100 single creates (one client), a 100-operation batch under 4 clients
 	@command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; } \

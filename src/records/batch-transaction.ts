@@ -9,45 +9,21 @@ import type { CrmScope } from './record-service.js';
 /** How long a batch may hold its transaction (up to 100 writes) before it is rolled back (a 500). */
 const ATOMIC_TIMEOUT_MS = 60_000;
 
-/** A PostgreSQL error as node-postgres reports it (code, constraint), from Prisma's report of a failed raw statement. */
-function asDriverError(error: unknown): unknown {
-  const meta = (error as { meta?: Record<string, unknown> }).meta;
-  const cause = (meta?.driverAdapterError as { cause?: Record<string, unknown> } | undefined)?.cause;
-  const code = cause?.originalCode ?? meta?.code;
-  if (typeof code !== 'string') return error;
-  const message = String(cause?.originalMessage ?? meta?.message ?? (error as Error).message);
-  const named = cause?.constraint as { index?: string } | undefined;
-  const constraint = named?.index ?? /constraint "([^"]+)"/.exec(message)?.[1];
-  return Object.assign(new Error(message), { code, constraint });
-}
-
-/** The writer's statements as raw statements of the transaction `tx` (same rows, same errors as on the pool). */
-function transactionQueryable(tx: TenantTx): Queryable {
-  const query = async (config: string | pg.QueryConfig, values?: unknown[]) => {
-    const text = typeof config === 'string' ? config : config.text;
-    const parameters = (typeof config === 'string' ? values : config.values) ?? [];
-    try {
-      const rows = await tx.$queryRawUnsafe<pg.QueryResultRow[]>(text, ...parameters);
-      return { rows, rowCount: rows.length, command: '', oid: 0, fields: [] };
-    } catch (error) {
-      throw asDriverError(error);
-    }
-  };
-  return { query } as unknown as Queryable;
-}
-
 /** Runs `attempt` after a savepoint: when it throws, only its own writes are undone. */
 export type Step = <T>(attempt: () => Promise<T>) => Promise<T>;
 
 /**
- * The transaction's own connection when `connection` is it (one transaction id seen through both), so that the
- * batch's writes and savepoints go straight to it, prepared, without a Prisma call each; else undefined.
+ * The transaction's own connection, checked to be it (one transaction id seen through both), so that the batch's
+ * writes and savepoints go straight to it, prepared, without a Prisma call each. Anything else is a fault of the
+ * setting module's noting (a 500), never a batch whose writes land outside its transaction.
  */
-async function sameConnection(tx: TenantTx, connection: pg.PoolClient | undefined): Promise<Queryable | undefined> {
-  if (connection === undefined) return undefined;
+async function sameConnection(tx: TenantTx, connection: pg.PoolClient | undefined): Promise<Queryable> {
   const [viaPrisma] = await tx.$queryRawUnsafe<Array<{ id: string }>>('SELECT txid_current()::text AS id');
-  const { rows } = await connection.query<{ id: string }>('SELECT txid_current()::text AS id');
-  return rows[0]?.id === viaPrisma?.id ? connection : undefined;
+  const rows = connection ? (await connection.query<{ id: string }>('SELECT txid_current()::text AS id')).rows : [];
+  if (connection === undefined || rows[0]?.id !== viaPrisma?.id) {
+    throw new Error("a batch's transaction connection was not noted: its writes would run outside the transaction");
+  }
+  return connection;
 }
 
 /**
@@ -63,8 +39,7 @@ export function inOneTransaction<T>(scope: CrmScope, work: (scope: CrmScope, ste
           get: (target, property) =>
             property === '$transaction' ? (inner: (tx: TenantTx) => Promise<unknown>) => inner(tx) : Reflect.get(target, property),
         }) as unknown as TenantDb;
-        const direct = await withOrganization(scope.organizationId, () => sameConnection(tx, connection()));
-        const statements = direct ?? transactionQueryable(tx);
+        const statements = await withOrganization(scope.organizationId, () => sameConnection(tx, connection()));
         const run = (text: string) => withOrganization(scope.organizationId, () => statements.query(text));
         const step: Step = async (attempt) => {
           // Not released after: the next step's savepoint nests inside this one (a round trip less per step), and a

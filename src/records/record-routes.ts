@@ -91,7 +91,7 @@ export function registerRecordRoutes<Row, Dto extends Versioned & Record<string,
       config: read,
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
-      const record = await service.get(requireTenant(request).db, idOf(request));
+      const record = await service.get(requireTenant(request), idOf(request));
       return sendRecord(request, reply, record);
     },
   );
@@ -164,9 +164,10 @@ export function registerRecordRoutes<Row, Dto extends Versioned & Record<string,
       },
       async (request: FastifyRequest, reply: FastifyReply) => {
         const query = request.query as Static<typeof ActivityQuerySchema>;
-        const { db } = requireTenant(request);
+        const tenant = requireTenant(request);
+        const { db } = tenant;
         const id = idOf(request);
-        await service.get(db, id);
+        await service.get(tenant, id);
         const page = pageOf(query);
         const record = timeline === 'company_id' ? { companyId: id } : { contactId: id };
         return sendPage(request, reply, await activityPage(db, record, page), page.limit);

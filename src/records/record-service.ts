@@ -13,8 +13,8 @@ import { changedSince, versionMatches } from '../lib/etag.js';
 import { validationFailed, type ProblemError } from '../lib/problem.js';
 import { eventOf, type RecordFilter, type RecordType } from './definition.js';
 import { CUSTOM_COLUMN } from '../db/csv-export.js';
-import { customFieldsOfRows, readCustomFields } from './custom-fields/definitions.js';
-import { checkedCustomValues, withCustomFields } from './custom-fields/values.js';
+import { readCustomFields } from './custom-fields/definitions.js';
+import { customFieldsOf } from './custom-fields/values.js';
 import { recordQuery, type QueryPage } from './query-service.js';
 
 /** The organization a record service works in, its tenant-scoped client and its tenant-bound writer, and who acts. */
@@ -27,6 +27,9 @@ export interface CrmScope {
   role?: MembershipRole | null;
 }
 
+/** What a single-record read needs: the workspace's writer, whose connection reads (a batch's transaction included). */
+export type RecordReader = Pick<CrmScope, 'writes'>;
+
 /** The versions an If-Match names, or `*` (any version). */
 type Expected = '*' | Date[];
 
@@ -36,7 +39,8 @@ export interface RecordService<Dto, Create = never, Update = never> {
   /** A query (POST …/query/): the body checked (400 with paths), one page and the next page's cursor. */
   query?(pages: TenantPages, body: unknown): Promise<QueryPage<Dto>>;
   csv(pages: TenantPages, filter: RecordFilter, order: ListOrder, fields: readonly string[]): Promise<Readable>;
-  get(db: TenantDb, id: string): Promise<Dto>;
+  /** One record as its list shows it (one statement on the writer's connection: a batch reads its own writes). */
+  get(reader: RecordReader, id: string): Promise<Dto>;
   create(scope: CrmScope, body: Create): Promise<Dto>;
   update(scope: CrmScope, id: string, body: Update, expected?: Expected): Promise<Dto>;
   remove(scope: CrmScope, id: string, expected?: Expected): Promise<void>;
@@ -52,7 +56,7 @@ const UNIQUE_VIOLATION = '23505';
 export function recordService<Row, Dto extends Record<string, unknown>, Create = never, Update extends object = never>(
   type: RecordType<Row, Dto, never>,
 ): RecordService<Dto, Create, Update> {
-  const { toDto, notFound, table, timeline } = type;
+  const { notFound, table, timeline } = type;
 
   function mapWriteError(error: unknown): never {
     const { code, constraint } = error as { code?: unknown; constraint?: unknown };
@@ -72,9 +76,7 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
       throw validationFailed({ assigned_to: ['Not a member of this workspace.'] });
     }
     if (!type.customFields) return values;
-    const object = type.customFields;
-    const load = async () => customFieldsOfRows(await scope.writes.customFieldDefinitions(object));
-    return { ...values, custom_fields: await checkedCustomValues(scope.db, object, values.custom_fields, create, load) };
+    return { ...values, custom_fields: await customFieldsOf(scope, type.customFields).check(values.custom_fields, create) };
   }
 
   /** The versions an If-Match names; none for `*` (any version) as for no If-Match. */
@@ -95,7 +97,7 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
    */
   async function setArchived(scope: CrmScope, id: string, archive: boolean, expected?: Expected): Promise<Dto> {
     const versions = versionsOf(expected);
-    const current = await get(scope.db, id);
+    const current = await get(scope, id);
     if (!versionMatches(versions, String(current.updated_at))) throw changedSince();
     if ((current.archived_at !== null) === archive) return current;
     const values = { archived_at: archive ? new Date().toISOString() : null };
@@ -111,10 +113,10 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
     return record;
   }
 
-  async function get(db: TenantDb, id: string): Promise<Dto> {
-    const row = isUuid(id) ? await type.find(db, id) : null;
-    if (!row) throw notFound();
-    return type.customFields ? withCustomFields(db, type.customFields, toDto(row)) : toDto(row);
+  async function get(reader: RecordReader, id: string): Promise<Dto> {
+    const record = isUuid(id) ? await reader.writes.one(table, id) : undefined;
+    if (!record) throw notFound();
+    return record;
   }
 
   return {
@@ -144,7 +146,7 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
     async update(scope, id, body, expected) {
       const versions = versionsOf(expected);
       if (Object.keys(body).length === 0) {
-        const current = await get(scope.db, id);
+        const current = await get(scope, id);
         if (!versionMatches(versions, String(current.updated_at))) throw changedSince();
         return current;
       }

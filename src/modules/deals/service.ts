@@ -12,7 +12,7 @@ import { dispatchEvent } from '../automations/dispatch.js';
 import { moved, recordAttachments, UNATTACHED } from '../../records/attachments.js';
 import { recordService, type CrmScope } from '../../records/record-service.js';
 import { checkReferences, writeReferencing as write } from '../../records/references.js';
-import { checkedCustomValues, mergeCustomValues, withCustomFields } from '../../records/custom-fields/values.js';
+import { customFieldsOf, mergeCustomValues, withCustomFields } from '../../records/custom-fields/values.js';
 import { lockStages, renumberStage } from './board.js';
 import { dealRecord, toDealDto, type DealRow } from './record.js';
 import {
@@ -84,7 +84,7 @@ const versioned = (deal: DealRow, changes: Prisma.DealUncheckedUpdateInput): Pri
 });
 
 /** The deal as the API shows it, its custom fields included. */
-const shown = (db: TenantDb | TenantTx, deal: DealRow) => withCustomFields(db, 'deal', toDealDto(deal));
+const shown = (scope: CrmScope, deal: DealRow) => customFieldsOf(scope, 'deal').show(toDealDto(deal));
 
 /**
  * Puts the locked `deal` at `position` of `stage` (clamped to the stage's end), closing its place in the stage it
@@ -108,7 +108,7 @@ async function place(
     await dispatchEvent(tx, {
       organizationId,
       name: 'deal.stage_changed',
-      data: { ...(await shown(tx, moved)), previous_stage: deal.stage },
+      data: { ...(await withCustomFields(tx, 'deal', toDealDto(moved))), previous_stage: deal.stage },
     });
   }
   return moved;
@@ -121,7 +121,7 @@ async function create(scope: CrmScope, body: DealCreate): Promise<DealDto> {
   if (stage === 'lost' && !body.lost_reason) throw lostReasonRequired();
   const { organizationId } = scope;
   const columns = columnsOf(body);
-  const customFields = (await checkedCustomValues(scope.db, 'deal', body.custom_fields, true)) as Prisma.InputJsonObject;
+  const customFields = (await customFieldsOf(scope, 'deal').check(body.custom_fields, true)) as Prisma.InputJsonObject;
   const id = randomUUID();
   const deal = await write(scope, async (tx) => {
     await checkReferences(tx, body);
@@ -141,7 +141,7 @@ async function create(scope: CrmScope, body: DealCreate): Promise<DealDto> {
       },
     });
   });
-  return shown(scope.db, deal);
+  return shown(scope, deal);
 }
 
 /**
@@ -151,7 +151,7 @@ async function create(scope: CrmScope, body: DealCreate): Promise<DealDto> {
  */
 async function update(scope: CrmScope, id: string, body: DealUpdate, expected?: ExpectedVersions): Promise<DealDto> {
   const { organizationId, actor } = scope;
-  const custom = await checkedCustomValues(scope.db, 'deal', body.custom_fields, false);
+  const custom = await customFieldsOf(scope, 'deal').check(body.custom_fields, false);
   const deal = await write(scope, async (tx) => {
     await checkReferences(tx, body);
     const current = await lockDeal(tx, organizationId, id, body.stage, expected);
@@ -168,7 +168,7 @@ async function update(scope: CrmScope, id: string, body: DealUpdate, expected?: 
     }
     return place(tx, organizationId, current, stage, null, columns);
   });
-  return shown(scope.db, deal);
+  return shown(scope, deal);
 }
 
 /**
@@ -184,7 +184,7 @@ async function move(scope: CrmScope, id: string, body: DealMove, expected?: Expe
     if (body.stage === 'lost' && !lostReason) throw lostReasonRequired();
     return place(tx, organizationId, current, body.stage, body.position, { lostReason });
   });
-  return shown(scope.db, deal);
+  return shown(scope, deal);
 }
 
 /** Deletes the deal (with `expected`, an If-Match, only at one of those versions: 412 otherwise); its stage closes the gap. */
@@ -217,7 +217,7 @@ async function setArchived(scope: CrmScope, id: string, archived: boolean, expec
     const position = await renumberStage(tx, organizationId, current.stage, current.id, null);
     return tx.deal.update({ where: { id: current.id }, data: versioned(current, { archivedAt: null, position }) });
   });
-  return shown(scope.db, deal);
+  return shown(scope, deal);
 }
 
 /** Every stage in board order: its active deals' count and, per currency, the sums (kept by a trigger: see the migration). */

@@ -3,7 +3,7 @@
 // and queues `task.completed` in the same transaction; leaving `completed` clears the stamp.
 import { randomUUID } from 'node:crypto';
 import type { Prisma } from '../../generated/prisma/client.js';
-import type { TenantDb, TenantTx } from '../../db/tenant-scope.js';
+import type { TenantTx } from '../../db/tenant-scope.js';
 import type { ActivityActor } from '../../db/tenant-writes.js';
 import { changedSince, nextVersion, versionMatches, type ExpectedVersions } from '../../lib/etag.js';
 import { isUuid } from '../../lib/http-schemas.js';
@@ -11,7 +11,7 @@ import { dispatchEvent } from '../automations/dispatch.js';
 import { moved, recordAttachments, UNATTACHED } from '../../records/attachments.js';
 import { recordService, type CrmScope } from '../../records/record-service.js';
 import { checkReferences, writeReferencing } from '../../records/references.js';
-import { checkedCustomValues, mergeCustomValues, withCustomFields } from '../../records/custom-fields/values.js';
+import { customFieldsOf, mergeCustomValues, withCustomFields } from '../../records/custom-fields/values.js';
 import { taskRecord, toTaskDto, type TaskRow } from './record.js';
 import type { TaskCreate, TaskDto, TaskUpdate } from './schemas.js';
 
@@ -46,12 +46,12 @@ function completion(before: TaskRow['workflowStatus'] | null, after: TaskRow['wo
 }
 
 /** The task as the API shows it, its custom fields included. */
-const shown = (db: TenantDb | TenantTx, task: TaskRow) => withCustomFields(db, 'task', toTaskDto(task));
+const shown = (scope: CrmScope, task: TaskRow) => customFieldsOf(scope, 'task').show(toTaskDto(task));
 
 /** Queues `task.completed` when the task just became completed. */
 async function dispatchCompletion(tx: TenantTx, organizationId: string, before: TaskRow['workflowStatus'] | null, task: TaskRow) {
   if (task.workflowStatus === 'completed' && before !== 'completed') {
-    await dispatchEvent(tx, { organizationId, name: 'task.completed', data: await shown(tx, task) });
+    await dispatchEvent(tx, { organizationId, name: 'task.completed', data: await withCustomFields(tx, 'task', toTaskDto(task)) });
   }
 }
 
@@ -59,7 +59,7 @@ async function dispatchCompletion(tx: TenantTx, organizationId: string, before: 
 async function create(scope: CrmScope, body: TaskCreate): Promise<TaskDto> {
   const columns = columnsOf(body);
   const { organizationId, actor } = scope;
-  const customFields = (await checkedCustomValues(scope.db, 'task', body.custom_fields, true)) as Prisma.InputJsonObject;
+  const customFields = (await customFieldsOf(scope, 'task').check(body.custom_fields, true)) as Prisma.InputJsonObject;
   const id = randomUUID();
   const task = await writeReferencing(scope, async (tx) => {
     await checkReferences(tx, body);
@@ -77,7 +77,7 @@ async function create(scope: CrmScope, body: TaskCreate): Promise<TaskDto> {
     await dispatchCompletion(tx, organizationId, null, made);
     return made;
   });
-  return shown(scope.db, task);
+  return shown(scope, task);
 }
 
 /**
@@ -88,7 +88,7 @@ async function create(scope: CrmScope, body: TaskCreate): Promise<TaskDto> {
 async function update(scope: CrmScope, id: string, body: TaskUpdate, expected?: ExpectedVersions): Promise<TaskDto> {
   const columns = columnsOf(body);
   const { organizationId, actor } = scope;
-  const custom = await checkedCustomValues(scope.db, 'task', body.custom_fields, false);
+  const custom = await customFieldsOf(scope, 'task').check(body.custom_fields, false);
   const task = await writeReferencing(scope, async (tx) => {
     if (!isUuid(id)) throw taskRecord.notFound();
     await tx.$executeRaw`SELECT 1 FROM tasks WHERE organization_id = ${organizationId}::uuid AND id = ${id}::uuid FOR UPDATE`;
@@ -110,7 +110,7 @@ async function update(scope: CrmScope, id: string, body: TaskUpdate, expected?: 
     await dispatchCompletion(tx, organizationId, current.workflowStatus, changed);
     return changed;
   });
-  return shown(scope.db, task);
+  return shown(scope, task);
 }
 
 /** Tasks: the kernel's behaviour (record.ts: lists, reads, sync, export, delete, archive, restore), the task's own writes. */

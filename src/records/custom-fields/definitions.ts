@@ -86,7 +86,13 @@ export async function loadCustomFields(db: TenantDb | TenantTx, object: CustomOb
 export const customFieldsOfRows = (rows: readonly Record<string, unknown>[]): CustomField[] =>
   rows.map((row) => toCustomField(row as unknown as DefinitionRow));
 
-/** The same through the tenant-bound page reader (for reads that have no Prisma client: queries, exports). */
-export async function readCustomFields(pages: TenantPages, object: CustomObject): Promise<CustomField[]> {
-  return customFieldsOfRows(await pages.customFieldDefinitions(object));
+/** What reads definitions in one prepared statement: the tenant-bound page reader or writer (`TenantWrites`). */
+export type DefinitionsReader = Pick<TenantPages, 'customFieldDefinitions'>;
+
+/**
+ * The same through the tenant-bound page reader or writer: one prepared statement, where Prisma's `findMany` costs a
+ * record write twice a plain read's CPU (docs/benchmarks.md); the writer's connection is a batch's transaction.
+ */
+export async function readCustomFields(reader: DefinitionsReader, object: CustomObject): Promise<CustomField[]> {
+  return customFieldsOfRows(await reader.customFieldDefinitions(object));
 }

@@ -4,7 +4,14 @@ import type { TenantDb, TenantTx } from '../../db/tenant-scope.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import { validationFailed, type FieldErrors } from '../../lib/problem.js';
 import { valueProblem } from '../filter/validate.js';
-import { DECIMAL_PATTERN, loadCustomFields, type CustomField, type CustomObject } from './definitions.js';
+import {
+  DECIMAL_PATTERN,
+  loadCustomFields,
+  readCustomFields,
+  type CustomField,
+  type CustomObject,
+  type DefinitionsReader,
+} from './definitions.js';
 
 /** A record's custom fields as the API shows them. */
 export type CustomValues = Record<string, unknown>;
@@ -157,4 +164,19 @@ export async function withCustomFields<Dto extends Record<string, unknown>>(
   dto: Dto,
 ): Promise<Dto> {
   return { ...dto, custom_fields: shapeCustomValues(await loadCustomFields(db, object), dto.custom_fields) };
+}
+
+/**
+ * A service's custom fields of `object`: values checked (`check`) and answers shaped (`show`) against definitions read
+ * through the workspace's writer (`scope.writes`), not Prisma; inside a Prisma transaction use the functions above.
+ */
+export function customFieldsOf(scope: { db: TenantDb; writes: DefinitionsReader }, object: CustomObject) {
+  const load = () => readCustomFields(scope.writes, object);
+  return {
+    check: (input: unknown, requireAll: boolean) => checkedCustomValues(scope.db, object, input, requireAll, load),
+    show: async <Dto extends Record<string, unknown>>(dto: Dto): Promise<Dto> => ({
+      ...dto,
+      custom_fields: shapeCustomValues(await load(), dto.custom_fields),
+    }),
+  };
 }
