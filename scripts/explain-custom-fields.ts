@@ -60,7 +60,7 @@ try {
   await explain('today');
   const started = Date.now();
   await client.query(
-    `CREATE INDEX CONCURRENTLY explain_seats_idx ON companies (organization_id, ((custom_fields ->> 'seats')::numeric), id)
+    `CREATE INDEX CONCURRENTLY explain_seats_idx ON companies (((custom_fields ->> 'seats')::numeric), id)
        WHERE organization_id = '${org}'`,
   );
   console.log(
