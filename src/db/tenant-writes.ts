@@ -322,7 +322,14 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
     ): Promise<number> {
       if (rows.length === 0) return 0;
       const written = columns.filter((column) => column !== 'id' && spec.columns.includes(column));
-      const set = written.map((c) => (keep.includes(c) ? `${c} = COALESCE(r.${c}, t.${c})` : `${c} = r.${c}`));
+      // Custom field values merge into the record's map as a single update's do (a null removes that key).
+      const set = written.map((c) =>
+        keep.includes(c)
+          ? `${c} = COALESCE(r.${c}, t.${c})`
+          : c === CUSTOM_FIELDS
+            ? `${c} = jsonb_strip_nulls(t.${c} || COALESCE(r.${c}, '{}'::jsonb))`
+            : `${c} = r.${c}`,
+      );
       const parameters: unknown[] = [organizationId, JSON.stringify(rows)];
       // Strictly later than before, as a single update makes it: updated_at is the record's version (its ETag).
       const update =

@@ -214,3 +214,69 @@ t.test('tenancy: a condition reads only its own workspace', async (t) => {
   t.equal((await call('GET', `/automations/${theirs.id}/`)).statusCode, 404, "another workspace's rule is not reachable");
   t.equal((await call('PATCH', `/automations/${theirs.id}/`, { condition: null })).statusCode, 404);
 });
+
+t.test("custom.<key> in a condition: checked like a query, evaluated on the snapshot's custom_fields", async (t) => {
+  const tier = await ok('POST', '/custom-fields/', {
+    object: 'company',
+    key: 'tier',
+    label: 'Tier',
+    type: 'select',
+    options: [
+      { value: 'gold', label: 'Gold' },
+      { value: 'silver', label: 'Silver' },
+    ],
+  });
+  const gold = await rule('company.created', { field: 'custom.tier', op: 'eq', value: 'gold' }, organizationId, 'custom-tier');
+  const goldCo = await ok('POST', '/companies/', { name: 'Gold Co', custom_fields: { tier: 'gold' } });
+  const silverCo = await ok('POST', '/companies/', { name: 'Silver Co', custom_fields: { tier: 'silver' } });
+  const noneCo = await ok('POST', '/companies/', { name: 'Plain Co' });
+  const runs = await settledRuns(gold.id, 3);
+  t.same(Object.fromEntries(runs.map((run) => [run.payload.data.id, [run.status, run.error_message]])), {
+    [goldCo.id]: ['success', null],
+    [silverCo.id]: ['skipped', SKIPPED],
+    [noneCo.id]: ['skipped', SKIPPED],
+  });
+  t.same(deliveredIds('custom-tier'), [goldCo.id], 'delivered only where the custom select holds');
+
+  // On a contact, the linked company's custom field.
+  const ofGold = await rule(
+    'contact.created',
+    { field: 'company.custom.tier', op: 'in', value: ['gold'] },
+    organizationId,
+    'custom-company',
+  );
+  const atGold = await ok('POST', '/contacts/', { company_id: goldCo.id, first_name: 'Gil', last_name: 'G' });
+  const atSilver = await ok('POST', '/contacts/', { company_id: silverCo.id, first_name: 'Sil', last_name: 'S' });
+  const contactRuns = await settledRuns(ofGold.id, 2);
+  t.same(Object.fromEntries(contactRuns.map((run) => [run.payload.data.id, run.status])), {
+    [atGold.id]: 'success',
+    [atSilver.id]: 'skipped',
+  });
+
+  // An unknown key, a value the field does not take, an op its type does not take: the query language's 400s.
+  for (const [condition, path] of [
+    [{ field: 'custom.nope', op: 'eq', value: 'x' }, 'field'],
+    [{ field: 'custom.tier', op: 'eq', value: 'bronze' }, 'value'],
+    [{ field: 'custom.tier', op: 'gt', value: 'gold' }, 'op'],
+  ] as const) {
+    const res = await call('POST', '/automations/', {
+      name: 'bad custom',
+      trigger: 'company.updated',
+      action_type: 'webhook',
+      action_config: { url: target.url },
+      condition,
+    });
+    const query = await call('POST', '/companies/query/', { filter: condition });
+    t.equal(res.statusCode, 400, JSON.stringify(condition));
+    t.equal(query.statusCode, 400);
+    t.same(json(res).errors[`condition.${path}`], json(query).errors[`filter.${path}`], `the query's message at condition.${path}`);
+  }
+
+  // A field archived after the rule was saved: the run is skipped with the reason.
+  await ok('DELETE', `/custom-fields/${tier.id}/`);
+  const afterArchive = await ok('POST', '/companies/', { name: 'Late Co' });
+  const later = await settledRuns(gold.id, 4);
+  const late = later.find((run) => run.payload.data.id === afterArchive.id);
+  t.equal(late?.status, 'skipped');
+  t.match(late?.error_message, /no longer fits the company\.created record: condition\.field/);
+});

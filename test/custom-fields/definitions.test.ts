@@ -5,6 +5,7 @@ import t from 'tap';
 import { json } from '../helpers/app.js';
 import { buildTestApp } from '../helpers/app.js';
 import { createUser } from '../helpers/fixtures.js';
+import { customFieldsLockName } from '../../src/db/organization-lock.js';
 import { created, crmWorkspaces } from '../tenancy/crm-workspaces.js';
 
 const { app } = await buildTestApp(t);
@@ -200,6 +201,56 @@ t.test('at most 100 active fields per record type: the 101st and a restore past 
     'another record type has its own limit',
   );
   await app.db.customFieldDefinition.deleteMany({ where: { organizationId: a.id, object: 'task' } });
+});
+
+t.test('two creates at 99 fields are serialised per workspace and record type: the one that waited answers 400', async (t) => {
+  await app.db.customFieldDefinition.createMany({
+    data: Array.from({ length: 99 }, (_, i) => ({
+      organizationId: a.id,
+      object: 'task',
+      key: `c${i}`,
+      label: `C${i}`,
+      type: 'text',
+      position: i,
+    })),
+  });
+  t.teardown(() => app.db.customFieldDefinition.deleteMany({ where: { organizationId: a.id, object: 'task' } }));
+  // Another connection holds the lock of A's task fields, as a concurrent create holds it between its count and insert.
+  const holder = await app.pg.connect();
+  t.teardown(() => holder.release());
+  await holder.query('BEGIN');
+  await holder.query(`SELECT set_config('app.organization_id', $1, true)`, [a.id]);
+  await holder.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [customFieldsLockName(a.id, 'task')]);
+  let settled = false;
+  const waiting = a.call(admin, 'POST', 'custom-fields/', { object: 'task', key: 'waiting', label: 'W', type: 'text' }).finally(() => {
+    settled = true;
+  });
+  const waiters = async () =>
+    (await holder.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).rows[0]?.n;
+  for (const deadline = Date.now() + 10_000; (await waiters()) !== 1; ) {
+    if (Date.now() > deadline) throw new Error('the create never waited for the lock');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  t.notOk(settled, 'the create waits for the lock');
+  // The lock stops no records write: a company of A is created (its custom fields read) meanwhile.
+  t.equal((await a.call(memberA, 'POST', 'companies/', { name: 'Written while the fields are locked' })).statusCode, 201);
+  t.equal(
+    (await a.call(admin, 'POST', 'custom-fields/', { object: 'deal', key: 'other_lock', label: 'O', type: 'text' })).statusCode,
+    201,
+    'another record type has its own lock',
+  );
+  // The 100th field, created by the holder, commits before the waiting create counts.
+  await holder.query(
+    `INSERT INTO custom_field_definitions (id, organization_id, object, key, label, type, position, updated_at)
+     VALUES (gen_random_uuid(), $1, 'task', 'hundredth', 'H', 'text', 99, now())`,
+    [a.id],
+  );
+  await holder.query('COMMIT');
+  const res = await waiting;
+  t.equal(res.statusCode, 400, res.body);
+  t.match(json(res).errors.object, [/at most 100 active custom fields/]);
+  t.equal(await app.db.customFieldDefinition.count({ where: { organizationId: a.id, object: 'task', archivedAt: null } }), 100);
+  await app.db.customFieldDefinition.deleteMany({ where: { organizationId: a.id, key: 'other_lock' } });
 });
 
 t.test('capabilities: viewers and members read, only MANAGE_SETTINGS changes', async (t) => {

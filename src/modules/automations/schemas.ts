@@ -130,8 +130,10 @@ const Condition = (extra = '') =>
         "A filter tree of the query language (`Filter`) on the event's record: the record after the change, or as it was " +
         'for `*.deleted` (with `company.<field>`, the linked company as it is when the run starts). When it does not hold ' +
         "the run ends `skipped`. Fields of the trigger's record type (company.* triggers: company fields; contact.*: contact " +
-        'fields and `company.<field>`; `deal.stage_changed`: deal fields; `task.completed`: task fields); `import.finished` ' +
-        'and `note.created` take none (400). A malformed tree answers 400 with the path of each problem in `errors` ' +
+        'fields and `company.<field>`; `deal.stage_changed`: deal fields; `task.completed`: task fields), and the ' +
+        "workspace's active custom fields of that type as `custom.<key>` (`company.custom.<key>` where `company.<field>` " +
+        "is taken), read from the event record's `custom_fields`; a field archived after the rule was saved makes its " +
+        'runs `skipped` with the reason. `import.finished` and `note.created` take none (400). A malformed tree answers 400 with the path of each problem in `errors` ' +
         `(\`condition.and.0.field\`). Null or absent: every event of the trigger.${extra}`,
     },
   );

@@ -105,7 +105,7 @@ export async function createAutomation(
   settings: { encryptionKey: Buffer | null; allowPrivateTargets: boolean },
   audit: AuditContext,
 ): Promise<{ automation: Automation; generatedSecret: string | null }> {
-  const condition = checkCondition(input.trigger, input.condition);
+  const condition = await checkCondition(tenant.db, input.trigger, input.condition);
   const webhook = input.action_type === 'webhook' ? storedWebhookConfig(input.action_config, settings) : null;
   const actionConfig =
     input.action_type === 'send_email'
@@ -217,7 +217,8 @@ export async function updateAutomation(
   // The condition the rule will have, checked against the trigger it will have: a new trigger must fit a kept condition.
   const changesCondition = input.condition !== undefined || input.trigger !== undefined;
   const condition = changesCondition
-    ? checkCondition(
+    ? await checkCondition(
+        tenant.db,
         input.trigger ?? eventNameOf(automation.trigger),
         input.condition !== undefined ? input.condition : automation.condition,
       )

@@ -2,7 +2,8 @@
 // kept in the records' maps throughout), with the limits of the contract. Definitions are rows of their own table, so
 // no change here takes a lock on a records table.
 import { Prisma, type CustomFieldDefinition } from '../../generated/prisma/client.js';
-import type { TenantDb } from '../../db/tenant-scope.js';
+import type { TenantDb, TenantTx } from '../../db/tenant-scope.js';
+import { lockCustomFields } from '../../db/organization-lock.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import { conflict, notFound, validationFailed, type FieldErrors } from '../../lib/problem.js';
 import {
@@ -53,8 +54,11 @@ async function find(db: TenantDb, id: string): Promise<CustomFieldDefinition> {
   return row;
 }
 
-/** 400 when the record type already has the maximum of active fields. */
-async function checkRoom(db: TenantDb, object: string): Promise<void> {
+/**
+ * 400 when the record type already has the maximum of active fields. Called in a transaction that holds the record
+ * type's lock (lockCustomFields), so that the count stays true until the transaction's own field is written.
+ */
+async function checkRoom(db: TenantTx, object: string): Promise<void> {
   const active = await db.customFieldDefinition.count({ where: { object, archivedAt: null } });
   if (active >= MAX_ACTIVE_FIELDS) {
     throw validationFailed({ object: [`A record type has at most ${MAX_ACTIVE_FIELDS} active custom fields: archive one first.`] });
@@ -93,21 +97,25 @@ export const customFieldService = {
     const errors: FieldErrors = {};
     checkOptions(body.type, body.options, errors);
     if (Object.keys(errors).length > 0) throw validationFailed(errors);
-    await checkRoom(db, body.object);
-    const last = await db.customFieldDefinition.aggregate({ where: { object: body.object }, _max: { position: true } });
     try {
-      const row = await db.customFieldDefinition.create({
-        data: {
-          organizationId,
-          object: body.object,
-          key: body.key,
-          label: body.label,
-          type: body.type,
-          required: body.required ?? false,
-          options: (body.options ?? []) as Prisma.InputJsonArray,
-          position: body.position ?? (last._max.position ?? -1) + 1,
-          description: body.description ?? null,
-        },
+      const row = await db.$transaction(async (tx) => {
+        // Serialised per workspace and record type: the limit's count and the next position hold until the insert.
+        await lockCustomFields(tx, organizationId, body.object);
+        await checkRoom(tx, body.object);
+        const last = await tx.customFieldDefinition.aggregate({ where: { object: body.object }, _max: { position: true } });
+        return tx.customFieldDefinition.create({
+          data: {
+            organizationId,
+            object: body.object,
+            key: body.key,
+            label: body.label,
+            type: body.type,
+            required: body.required ?? false,
+            options: (body.options ?? []) as Prisma.InputJsonArray,
+            position: body.position ?? (last._max.position ?? -1) + 1,
+            description: body.description ?? null,
+          },
+        });
       });
       return toDto(row);
     } catch (error) {
@@ -164,8 +172,11 @@ export const customFieldService = {
   async restore(db: TenantDb, id: string): Promise<CustomFieldDto> {
     const current = await find(db, id);
     if (current.archivedAt === null) return toDto(current);
-    await checkRoom(db, current.object);
-    return toDto(await db.customFieldDefinition.update({ where: { id: current.id }, data: { archivedAt: null } }));
+    return db.$transaction(async (tx) => {
+      await lockCustomFields(tx, current.organizationId, current.object);
+      await checkRoom(tx, current.object);
+      return toDto(await tx.customFieldDefinition.update({ where: { id: current.id }, data: { archivedAt: null } }));
+    });
   },
 };
 

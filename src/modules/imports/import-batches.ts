@@ -17,6 +17,8 @@ import {
   type FileRow,
   type ImportKindSpec,
 } from './import-file.js';
+import { checkCustomCells, customKeys, importCustomFields, writesCustomFields } from './import-custom-fields.js';
+import type { CustomField } from '../../records/custom-fields/definitions.js';
 
 /** Rows per batch (one transaction): large enough for few round trips, small enough to keep locks short. */
 export const IMPORT_BATCH = 1000;
@@ -42,6 +44,8 @@ const errorText = (errors: Record<string, string[]>) =>
 /** A row on its way in: its body, or why it fails; for upserts the record it updates. */
 interface PreparedRow extends FileRow {
   body: ColumnValues;
+  /** The `custom.<key>` cells by key. */
+  custom?: Record<string, string>;
   companyRef?: string;
   error?: string;
   target?: string;
@@ -61,8 +65,8 @@ export interface ImportJob {
   delimiter: string;
 }
 
-/** The job with its kind's spec. */
-type Job = Omit<ImportJob, 'kind'> & { kind: ImportKindSpec };
+/** The job with its kind's spec and the kind's custom fields (read when the job starts). */
+type Job = Omit<ImportJob, 'kind'> & { kind: ImportKindSpec; custom: CustomField[] };
 
 /** The row's body: an empty cell is null, or absent for a field that cannot be null. */
 function prepare(job: Job, row: FileRow): PreparedRow {
@@ -70,15 +74,19 @@ function prepare(job: Job, row: FileRow): PreparedRow {
     return { ...row, body: {}, error: `row: Expected ${job.fields.length} cells, found ${row.cells.length}.` };
   }
   const body: ColumnValues = {};
+  const custom: Record<string, string> = {};
+  const keys = customKeys(job.fields);
   let companyRef: string | undefined;
   job.fields.forEach((field, index) => {
     if (field === null) return;
     const value = importCell(row.cells[index] ?? '');
-    if (field === COMPANY_COLUMN) companyRef = value || undefined;
+    const key = keys[index];
+    if (key) custom[key] = value;
+    else if (field === COMPANY_COLUMN) companyRef = value || undefined;
     else if (value !== '') body[field] = value;
     else if (!job.kind.required.includes(field)) body[field] = null;
   });
-  return { ...row, body, ...(companyRef !== undefined ? { companyRef } : {}) };
+  return { ...row, body, custom, ...(companyRef !== undefined ? { companyRef } : {}) };
 }
 
 /**
@@ -263,11 +271,15 @@ async function writeBatch(sql: Queryable, job: Job, batch: PreparedRow[]) {
     if (!validate(body)) row.error = errorText(fieldErrors((validate.errors ?? []) as AjvIssue[], 'row'));
   }
   if (job.upsert) await matchRecords(sql, job, batch);
+  const custom = writesCustomFields(job.fields, job.custom);
+  if (custom) await checkCustomCells(sql, job.organizationId, job.custom, batch);
   await refuseDuplicates(sql, job, batch);
+  const keys = customKeys(job.fields);
   const columns = [
     ...new Set([
-      ...job.fields.filter((f): f is string => f !== null && f !== COMPANY_COLUMN),
+      ...job.fields.filter((f, i): f is string => f !== null && f !== COMPANY_COLUMN && keys[i] === null),
       ...(kind === IMPORT_KIND_SPECS.contacts ? ['company_id'] : []),
+      ...(custom ? ['custom_fields'] : []),
     ]),
   ];
   const writes = scopeWrites(sql, job.organizationId);
@@ -331,7 +343,8 @@ async function* storedPieces(pool: pg.Pool, job: ImportJob): AsyncGenerator<stri
  * piece in memory). True when every row was taken; false when the import was cancelled (or deleted) meanwhile.
  */
 export async function runImport(pool: pg.Pool, data: ImportJob): Promise<boolean> {
-  const job: Job = { ...data, kind: IMPORT_KIND_SPECS[data.kind] };
+  const kind = IMPORT_KIND_SPECS[data.kind];
+  const job: Job = { ...data, kind, custom: await importCustomFields(pool, data.organizationId, kind.object) };
   const rows = parseImportFile(storedPieces(pool, data), job.delimiter);
   try {
     const next = async () => {

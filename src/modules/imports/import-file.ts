@@ -1,5 +1,5 @@
 // An uploaded import file checked before anything is stored: UTF-8, a CSV with a header row, every column a known
-// field of the kind (or mapped to one); and the rows of a file as a stream, with their line numbers, for the job.
+// field of the kind or an active custom field (or mapped to one); and the rows of a file as a stream, for the job.
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -13,6 +13,8 @@ import { CONTACT_SCHEMAS, ContactBodySchemas } from '../contacts/schemas.js';
 import { contactPage } from '../contacts/record.js';
 import type { PageTable } from '../../db/page-table.js';
 import { CUSTOM_FIELD_VALUE_SCHEMAS } from '../../records/custom-fields/schemas.js';
+import type { CustomField, CustomObject } from '../../records/custom-fields/definitions.js';
+import { CUSTOM_PREFIX as CUSTOM_COLUMN } from '../../records/custom-fields/query.js';
 import type { Numbering } from '../../db/tenant-writes.js';
 
 /** The largest file accepted (also stated in the README). */
@@ -40,6 +42,8 @@ export interface ImportKindSpec {
   numbering?: Numbering;
   /** The column of `crm_activities` a record's timeline entries are on. */
   timeline: 'company_id' | 'contact_id';
+  /** The record type whose custom fields the `custom.<key>` columns fill. */
+  object: CustomObject;
 }
 
 /** The named schemas the create bodies refer to (e.g. `LifecycleStage`), for checking rows against them. */
@@ -69,6 +73,7 @@ export const IMPORT_KIND_SPECS: Record<'companies' | 'contacts', ImportKindSpec>
     keys: ['website', 'email'],
     numbering: COMPANY_NUMBERING,
     timeline: 'company_id',
+    object: 'company',
   },
   contacts: {
     body: ContactBodySchemas.create,
@@ -78,6 +83,7 @@ export const IMPORT_KIND_SPECS: Record<'companies' | 'contacts', ImportKindSpec>
     defaults: {},
     keys: ['email'],
     timeline: 'contact_id',
+    object: 'contact',
   },
 };
 
@@ -182,12 +188,27 @@ export async function* parseImportFile(texts: AsyncIterable<string>, delimiter: 
 
 const MappingSchema = Type.Record(Type.String(), Type.Union([Type.String(), Type.Null()]));
 
+/** Why a `custom.<key>` column (or mapping target) names no field the import can fill: unknown, or archived. */
+function customColumnProblem(name: string, custom: readonly CustomField[], object: CustomObject): string {
+  const key = name.slice(CUSTOM_COLUMN.length);
+  const field = custom.find((f) => f.key === key);
+  return field
+    ? `"${name}": the custom field "${key}" is archived; restore it to import its values, or map the column to null.`
+    : `"${name}": this workspace has no custom field "${key}" on ${object} records; map the column to null to import the rest.`;
+}
+
 /**
  * The field of each header column: the mapping's (JSON: column → field or null), else the column's own name when it
- * is a field; `id`, `created_at` and `updated_at` are ignored. Unknown columns, unknown or repeated fields, and a
- * file missing a required field are refused before anything is stored.
+ * is a field (`custom.<key>` for an active custom field of the kind); `id`, `created_at` and `updated_at` are ignored.
+ * Unknown columns, unknown or archived custom fields, unknown or repeated fields, and a file missing a required field
+ * (custom ones included, as a create requires them) are refused before anything is stored.
  */
-export function columnFields(kind: ImportKindSpec, header: string[], mappingJson: string | undefined): ColumnFields {
+export function columnFields(
+  kind: ImportKindSpec,
+  header: string[],
+  mappingJson: string | undefined,
+  custom: readonly CustomField[] = [],
+): ColumnFields {
   let mapping: Record<string, string | null> = {};
   if (mappingJson !== undefined && mappingJson !== '') {
     let parsed: unknown;
@@ -199,27 +220,31 @@ export function columnFields(kind: ImportKindSpec, header: string[], mappingJson
     if (!Value.Check(MappingSchema, parsed)) throw invalidFile('Must be a JSON object of CSV column → field (or null).', 'mapping');
     mapping = parsed;
   }
-  const known = new Set([...kind.fields, ...(kind === IMPORT_KIND_SPECS.contacts ? [COMPANY_COLUMN] : [])]);
+  const active = custom.filter((field) => !field.archived);
+  const standard = [...kind.fields, ...(kind === IMPORT_KIND_SPECS.contacts ? [COMPANY_COLUMN] : [])];
+  const known = new Set([...standard, ...active.map((field) => `${CUSTOM_COLUMN}${field.key}`)]);
+  const listed = `${standard.join(', ')}${active.length > 0 ? ' or custom.<key>' : ''}`;
   for (const column of Object.keys(mapping)) {
     if (!header.includes(column)) throw invalidFile(`The mapping names column "${column}", which the header does not have.`, 'mapping');
     const field = mapping[column];
-    if (field !== null && field !== undefined && !known.has(field))
-      throw invalidFile(`"${field}" is not a field of ${[...known].join(', ')}.`, 'mapping');
+    if (field === null || field === undefined || known.has(field)) continue;
+    if (field.startsWith(CUSTOM_COLUMN)) throw invalidFile(`Mapping ${customColumnProblem(field, custom, kind.object)}`, 'mapping');
+    throw invalidFile(`"${field}" is not a field of ${listed}.`, 'mapping');
   }
   const fields = header.map((column) => {
     if (Object.hasOwn(mapping, column)) return mapping[column] ?? null;
     if (known.has(column)) return column;
     if (IGNORED_COLUMNS.has(column)) return null;
-    // Custom field columns (an export's `custom.<key>`) are not imported yet: refused by name, never dropped silently.
-    if (column.startsWith('custom.')) {
-      throw invalidFile(`Column "${column}": custom fields are not imported yet; map the column to null to import the rest.`);
-    }
-    throw invalidFile(`Unknown column "${column}": name it like a field (${[...known].join(', ')}) or map it with \`mapping\`.`);
+    if (column.startsWith(CUSTOM_COLUMN)) throw invalidFile(`Column ${customColumnProblem(column, custom, kind.object)}`);
+    throw invalidFile(`Unknown column "${column}": name it like a field (${listed}) or map it with \`mapping\`.`);
   });
   const used = fields.filter((f): f is string => f !== null);
   const repeated = used.find((f, i) => used.indexOf(f) !== i);
   if (repeated) throw invalidFile(`Two columns fill the field "${repeated}".`);
-  const required = (kind.body.required ?? []).filter((f) => f !== 'company_id' || !used.includes(COMPANY_COLUMN));
+  const required = [
+    ...(kind.body.required ?? []).filter((f) => f !== 'company_id' || !used.includes(COMPANY_COLUMN)),
+    ...active.filter((field) => field.required).map((field) => `${CUSTOM_COLUMN}${field.key}`),
+  ];
   const missing = required.filter((f) => !used.includes(f));
   if (missing.length > 0) throw invalidFile(`No column fills the required field${missing.length > 1 ? 's' : ''} ${missing.join(', ')}.`);
   return fields;

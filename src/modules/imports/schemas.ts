@@ -79,7 +79,12 @@ export const ImportCreateSchema = Type.Object(
           'JSON object: CSV column → API field (null ignores the column). Unmapped columns must be named like a field ' +
           '(`id`, `created_at` and `updated_at`, as the export writes them, are ignored). Contacts also take a `company` ' +
           'column: the company of the workspace with that customer code (`CUS-00042`), else that website, else exactly that ' +
-          'name; none, or several by the first that finds any, fails the row.',
+          'name; none, or several by the first that finds any, fails the row. A custom field is the column `custom.<key>` ' +
+          '(as the export names it, or mapped to it): an unknown or archived key refuses the file, and so does a file ' +
+          "without a column for a required field. Its cells are the field's values as the export writes them (a number, " +
+          "`true`/`false`, a multi_select's values joined by `;`), checked as a create or PATCH checks them: a bad one " +
+          'fails its row (`custom.<key>: …` in the errors CSV); an empty cell is no value on a create (a required ' +
+          "field then fails the row) and clears the value on an upsert's update (a required field's stays).",
       }),
     ),
     mode: Type.Optional(Ref(ImportModeSchema)),

@@ -20,6 +20,7 @@ import {
   type ColumnFields,
 } from './import-file.js';
 import { countRows } from './import-thread.js';
+import { loadCustomFields } from '../../records/custom-fields/definitions.js';
 import type { ImportDto, ImportStatus } from './schemas.js';
 import type { Actor } from '../../lib/current-user.js';
 import { recordAudit, type AuditContext } from '../../audit/audit-log.js';
@@ -116,7 +117,7 @@ export function createImportService() {
       // Parsed on the import thread: a file of 100,000 rows is a second of the parser's work.
       const { header, rows: totalRows } = await countRows(texts, delimiter);
       if (!header || header.every((cell) => cell.trim() === '')) throw invalidFile('The file has no header row.');
-      const fields = columnFields(kind, header, request.mapping);
+      const fields = columnFields(kind, header, request.mapping, await loadCustomFields(db, kind.object));
       const row = await db.$transaction(
         async (tx) => {
           const created = await tx.import.create({

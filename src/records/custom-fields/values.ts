@@ -22,7 +22,8 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 /** Why `value` is no value of `field` (undefined when it is one), and the value as stored. */
 function checkValue(field: CustomField, value: unknown): { problem?: string; stored?: unknown } {
-  const options = field.options.map((option) => option.value);
+  // Only the select types read their options: no list is built for the other types' values on every write.
+  const options = () => field.options.map((option) => option.value);
   switch (field.type) {
     case 'text':
     case 'long_text':
@@ -51,13 +52,14 @@ function checkValue(field: CustomField, value: unknown): { problem?: string; sto
       return problem ? { problem } : { stored: new Date(value as string).toISOString() };
     }
     case 'select':
-      return typeof value === 'string' && options.includes(value)
+      return typeof value === 'string' && field.options.some((option) => option.value === value)
         ? { stored: value }
-        : { problem: `Expected one of: ${options.join(', ')}.` };
+        : { problem: `Expected one of: ${options().join(', ')}.` };
     case 'multi_select': {
       if (!Array.isArray(value)) return { problem: 'Expected an array of option values.' };
-      if (value.some((item) => typeof item !== 'string' || !options.includes(item))) {
-        return { problem: `Expected values among: ${options.join(', ')}.` };
+      const values = options();
+      if (value.some((item) => typeof item !== 'string' || !values.includes(item))) {
+        return { problem: `Expected values among: ${values.join(', ')}.` };
       }
       return new Set(value).size === value.length ? { stored: value } : { problem: 'Values must be distinct.' };
     }
