@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 # fuzz: see test/fuzz/. FUZZ_RUNS and FUZZ_SEED choose the size and the sequence.
 BACKUP_DIR ?= backups
-.PHONY: bench-batches contract-diff stack bench-stack bench-compare bench-deliveries bench-csv backup restore-test demo fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
+.PHONY: bench-streams bench-batches contract-diff stack bench-stack bench-compare bench-deliveries bench-csv backup restore-test demo fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -107,6 +107,9 @@ bench-batches: build ## issue 48's batches: 100 creates in one batch vs 100 sing
 DELIVERIES_BASE_REF ?=
 bench-deliveries: build ## webhook burst: 2,000 creates from 16 clients, with and without one rule (lag, p50/p99, CPU per delivery)
 	BENCH_BASE_REF=$(DELIVERIES_BASE_REF) node --import tsx scripts/bench-deliveries.ts
+
+bench-streams: build ## 1,000 change streams (100 in each of 10 workspaces) at 100 creates/s for 30 s: p50/p99 create→stream, RSS
+	node --import tsx scripts/bench-streams.ts
 
 bench-csv: build ## the CSV targets alone: export 1M companies (time, RSS growth), import 100k (time, list p99 meanwhile)
 	@command -v wrk >/dev/null || { echo 'installing wrk (apt-get)'; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; } \
