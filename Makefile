@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 # fuzz: see test/fuzz/. FUZZ_RUNS and FUZZ_SEED choose the size and the sequence.
 BACKUP_DIR ?= backups
-.PHONY: bench-queries bench-batches bench-custom-fields contract-diff stack bench-stack bench-compare bench-deliveries bench-csv backup restore-test demo fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
+.PHONY: bench-queries bench-streams bench-batches bench-custom-fields contract-diff stack bench-stack bench-compare bench-deliveries bench-csv backup restore-test demo fuzz help install generate build run dev test typecheck lint format lint-openapi migrate migration migration-check openapi bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -115,6 +115,9 @@ bench-deliveries: build ## webhook burst: 2,000 creates from 16 clients, with an
 
 bench-custom-fields: build ## issue 47: a create with 10 custom values vs none (one client: p50, CPU per create), an import of 100k companies with 5 custom columns
 	node --import tsx scripts/bench-custom-fields.ts
+
+bench-streams: build ## 1,000 change streams (100 in each of 10 workspaces) at 100 creates/s for 30 s: p50/p99 create→stream, RSS
+	node --import tsx scripts/bench-streams.ts
 
 bench-csv: build ## the CSV targets alone: export 1M companies (time, RSS growth), import 100k (time, list p99 meanwhile)
 	@command -v wrk >/dev/null || { echo 'installing wrk (apt-get)'; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; } \

@@ -34,7 +34,7 @@ async function statementStats(url: string, label: string): Promise<void> {
     }
     const { rows } = await client.query<{ ms: number; calls: number; query: string }>(
       `SELECT round(total_exec_time)::int AS ms, calls::int, left(regexp_replace(query, '\\s+', ' ', 'g'), 140) AS query
-       FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 15`,
+       FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25`,
     );
     process.stderr.write(`${label}: statements by total time\n${rows.map((r) => `${r.ms} ms ${r.calls}x ${r.query}`).join('\n')}\n`);
   } finally {
@@ -171,6 +171,10 @@ async function measureSide(root: string, url: string, appDir: string, postmaster
     });
     if (rule.status !== 201) throw new Error(`rule: ${rule.status} ${await rule.text()}`);
     log(`${label}: ${CREATES} creates from ${CLIENTS} clients with one webhook rule`);
+    if (PG_STATS) {
+      await statementStats(url, `${label}, burst without a rule (and the warm-up)`);
+      await statementStats(url, 'reset');
+    }
     before = await cpu();
     const hooked = await burst(server.origin, token, organizationId, 'hooked');
     await receiver.waitFor(CREATES);
@@ -220,6 +224,8 @@ async function main(): Promise<void> {
       const admin = new pg.Client({ connectionString: postgres.url });
       await admin.connect();
       await admin.query(`ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`);
+      // Statements inside functions too (graphile-worker's add_job, the job's inserts), each counted apart.
+      await admin.query(`ALTER SYSTEM SET pg_stat_statements.track = 'all'`);
       await admin.end();
       await postgres.stop();
       postgres = await startEmbeddedPostgres({ dataDir: path.join(workDir, 'cluster') });
@@ -240,7 +246,7 @@ async function main(): Promise<void> {
       await migrate(root, url);
       if (PG_STATS) await statementStats(url, 'reset');
       results.push([label, await measureSide(root, url, path.join(workDir, `app-${index}`), postmasterPid, label)]);
-      if (PG_STATS) await statementStats(url, label);
+      if (PG_STATS) await statementStats(url, `${label}, burst with the rule`);
     }
     const fmt = (value: number, digits = 0) => value.toFixed(digits);
     const lines = table(

@@ -1,7 +1,7 @@
 // The change feed of a workspace: its event log as pages and as streams, the tickets that open a stream, the stream limit.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { scopeEvents, type EventPosition, type TenantEvents } from '../../db/event-log.js';
+import { scopeEvents, type EventPosition, type EventRow, type TenantEvents } from '../../db/event-log.js';
 import { organizationPool } from '../../db/organization-setting.js';
 import type { Tenant } from '../../db/tenant.js';
 import { isUuid } from '../../lib/http-schemas.js';
@@ -33,6 +33,23 @@ export interface EventServiceDeps {
 
 export function createEventService(deps: EventServiceDeps) {
   const open = new Set<OpenStream>();
+  // Reads of the instance's streams started in this turn of the event loop, by workspace and position: the streams of
+  // a workspace that stand at the same event (the live ones, woken together by one notification or their settle timer)
+  // share one statement instead of one each. Only within the turn: a read started before a notification may miss its
+  // event, so a stream woken later never joins it.
+  const reading = new Map<string, Promise<EventRow[]>>();
+  const sharedReads = (organizationId: string, events: TenantEvents): TenantEvents => ({
+    ...events,
+    after(after, limit) {
+      const key = `${organizationId}:${after ? `${after.xid}:${after.id}` : ''}:${limit}`;
+      const pending = reading.get(key);
+      if (pending) return pending;
+      const read = events.after(after, limit);
+      if (reading.size === 0) setImmediate(() => reading.clear());
+      reading.set(key, read);
+      return read;
+    },
+  });
   const eventsOf = (tenant: Tenant): TenantEvents =>
     scopeEvents(organizationPool(deps.pool, tenant.organization.id), tenant.organization.id);
 
@@ -81,7 +98,7 @@ export function createEventService(deps: EventServiceDeps) {
       }
       const stream = startStream({
         organizationId: tenant.organization.id,
-        events,
+        events: sharedReads(tenant.organization.id, events),
         start,
         streamId,
         hub: deps.hub,

@@ -7,8 +7,6 @@ import type { EventHub } from './hub.js';
 const BATCH = 200;
 /** A comment line this often keeps proxies and browsers from closing an idle stream (the contract asks ≤ 15 s). */
 export const HEARTBEAT_MS = 10_000;
-/** A read this often whatever the notifications: events held back behind a then-running transaction, a lost listener. */
-const POLL_MS = 2_000;
 /** A second read this soon after a notification: its events may have waited for an older transaction to end. */
 const SETTLE_MS = 200;
 /** How often the stream's row is marked alive (well within STREAM_STALE_SECONDS). */
@@ -21,8 +19,18 @@ interface StreamLog {
 /** The feed's item: the event JSON (as a webhook receives it) with the event's id. */
 export const feedItem = (row: EventRow) => ({ id: row.id, ...row.payload });
 
+/** Frames already written, by row: the streams of a workspace that share a read (service.ts) serialize each event once. */
+const frames = new WeakMap<EventRow, string>();
+
 /** An event as Server-Sent Events: its id (what Last-Event-ID resumes after), its type, its item as data. */
-const frame = (row: EventRow) => `id: ${row.id}\nevent: ${row.type}\ndata: ${JSON.stringify(feedItem(row))}\n\n`;
+function frame(row: EventRow): string {
+  let text = frames.get(row);
+  if (text === undefined) {
+    text = `id: ${row.id}\nevent: ${row.type}\ndata: ${JSON.stringify(feedItem(row))}\n\n`;
+    frames.set(row, text);
+  }
+  return text;
+}
 
 export interface OpenStream {
   body: PassThrough;
@@ -99,7 +107,6 @@ export function startStream(options: {
     settle = setTimeout(() => void pump(), SETTLE_MS);
   });
   timers.push(
-    setInterval(() => void pump(), POLL_MS),
     setInterval(() => body.write(': keep-alive\n\n'), HEARTBEAT_MS),
     setInterval(() => {
       events.touchStreams([options.streamId]).catch((error: unknown) => log.warn({ err: error }, 'change stream touch failed'));
