@@ -173,16 +173,20 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
       const text = `SELECT ${spec.readList} FROM ${spec.table} WHERE organization_id = $1 AND id = $2`;
       return (await pool.query<Row>({ ...statement(text, [organizationId, id]), types: pageTypes })).rows[0];
     },
-    /** Inserts the record and queues its event; answers it in API shape. */
+    /**
+     * Inserts the record and queues its event; answers it in API shape. With `unlessRequired` (a record type whose
+     * body named no custom field), only while that type has no required active custom field, decided in the statement
+     * itself: undefined when it has one (the caller then checks the body against the definitions and answers why).
+     */
     async insert<Row extends pg.QueryResultRow>(
       spec: PageTable<Row, string>,
       values: ColumnValues,
       event: CrmEventName | null,
-      options: { activity?: ActivityEntry; numbering?: Numbering } = {},
-    ): Promise<Row> {
+      options: { activity?: ActivityEntry; numbering?: Numbering; unlessRequired?: string } = {},
+    ): Promise<Row | undefined> {
       const parameters: unknown[] = [organizationId];
       const set = assignments(spec, values, parameters);
-      const { activity, numbering } = options;
+      const { activity, numbering, unlessRequired } = options;
       const columns = [
         'id',
         'organization_id',
@@ -205,13 +209,19 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
         'now()',
         'now()',
       ];
+      // The guard saves a create the definitions read: the select list (and its number) runs only when it holds.
+      const source =
+        unlessRequired === undefined
+          ? `VALUES (${row.join(', ')})`
+          : `SELECT ${row.join(', ')} WHERE NOT EXISTS (SELECT FROM custom_field_definitions WHERE organization_id = $1 ` +
+            `AND object = $${parameters.push(unlessRequired)} AND required AND archived_at IS NULL)`;
       const entry = activity ? createdEntries(parameters, activity) : '';
       const text =
-        `WITH record AS (INSERT INTO ${spec.table} (${columns.join(', ')}) VALUES (${row.join(', ')}) RETURNING ${spec.selectList})` +
+        `WITH record AS (INSERT INTO ${spec.table} (${columns.join(', ')}) ${source} RETURNING ${spec.selectList})` +
         entry +
         eventParameters(parameters, event);
       const [inserted] = (await pool.query<Row>(statement(text, parameters))).rows;
-      if (!inserted) throw new Error(`INSERT INTO ${spec.table} returned no row`);
+      if (!inserted && unlessRequired === undefined) throw new Error(`INSERT INTO ${spec.table} returned no row`);
       return inserted;
     },
     /** Changes the record's given columns and queues its event; undefined when the organization has no such record. */

@@ -67,15 +67,16 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
 
   /**
    * The record-specific checks, `assigned_to` (when set) a member of the workspace, and the custom field values
-   * (on a create every required one; a PATCH's merge into the record's map happens in its statement).
+   * (on a create every required one; a PATCH's merge into the record's map happens in its statement), unless
+   * `checkCustomFields` is false (a create's insert then guards the required ones itself).
    */
-  async function prepared(scope: CrmScope, body: object, create: boolean): Promise<ColumnValues> {
+  async function prepared(scope: CrmScope, body: object, create: boolean, checkCustomFields = true): Promise<ColumnValues> {
     const values = type.prepare ? type.prepare(body as ColumnValues) : (body as ColumnValues);
     const assignee = values.assigned_to;
     if (typeof assignee === 'string' && !(await scope.db.membership.findFirst({ select: { id: true }, where: { userId: assignee } }))) {
       throw validationFailed({ assigned_to: ['Not a member of this workspace.'] });
     }
-    if (!type.customFields) return values;
+    if (!type.customFields || !checkCustomFields) return values;
     return { ...values, custom_fields: await customFieldsOf(scope, type.customFields).check(values.custom_fields, create) };
   }
 
@@ -131,14 +132,24 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
       return pages.csv(table, [...fields, ...columns], { ...filter, order });
     },
     get,
-    /** The record and its `created` event's runs commit together. */
-    create: async (scope, body) =>
-      scope.writes
-        .insert(table, await prepared(scope, body as object, true), eventOf(type, 'created'), {
-          activity: entryOf(scope),
-          numbering: type.numbering,
-        })
-        .catch(mapWriteError),
+    /**
+     * The record and its `created` event's runs commit together. A body without `custom_fields` is written unless the
+     * type has a required field (checked in the insert, so no definitions read); only then is it checked, for the 400.
+     */
+    async create(scope, body) {
+      const insert = (values: ColumnValues, unlessRequired?: string) =>
+        scope.writes
+          .insert(table, values, eventOf(type, 'created'), { activity: entryOf(scope), numbering: type.numbering, unlessRequired })
+          .catch(mapWriteError);
+      const given = body as ColumnValues;
+      if (type.customFields && given.custom_fields === undefined) {
+        const written = await insert(await prepared(scope, body as object, true, false), type.customFields);
+        if (written) return written;
+      }
+      const record = await insert(await prepared(scope, body as object, true));
+      if (!record) throw new Error(`${table.table}: unguarded insert wrote no row`);
+      return record;
+    },
     /**
      * An empty body changes nothing and dispatches no event. With `expected` (the versions an If-Match names, or `*`),
      * the change applies only to a record still at one of them: 412 otherwise, decided in the same statement.
