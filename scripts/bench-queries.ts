@@ -3,7 +3,7 @@
 // with the CPU per page and the size of every index of the two tables.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { access, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -131,6 +131,27 @@ async function shape(client: pg.Client, organizationId: string): Promise<string[
   return owners;
 }
 
+/** The big workspace and its owners (in the order `shape` made them) of a kept cluster. */
+async function seededBefore(url: string): Promise<{ organizationId: string; seconds: number; owners: string[] }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows: orgs } = await client.query<{ id: string }>(`SELECT id FROM organizations WHERE slug = 'bench-big'`);
+    const { rows: users } = await client.query<{ id: string }>(
+      `SELECT id FROM users WHERE username LIKE 'owner%' ORDER BY substr(username, 6)::int`,
+    );
+    return { organizationId: orgs[0]!.id, seconds: 0, owners: users.map((user) => user.id) };
+  } finally {
+    await client.end();
+  }
+}
+
+const exists = (file: string) =>
+  access(file).then(
+    () => true,
+    () => false,
+  );
+
 /** The idle full first page: one request (a query answers `limit` records in one), the slowest of IDLE_FLOWS after a warm one. */
 async function idlePage(server: Server, token: string, cell: Omit<Scenario, 'minRatio'>) {
   await sleep(IDLE_SETTLE_MS);
@@ -153,7 +174,11 @@ async function idlePage(server: Server, token: string, cell: Omit<Scenario, 'min
 }
 
 async function main(): Promise<void> {
-  const workDir = await mkdtemp(path.join(tmpdir(), 'crm-bench-queries-'));
+  // BENCH_KEEP_DIR keeps the seeded cluster there and reuses it on the next run (migrations still apply), so an index
+  // can be tried without seeding again.
+  const keep = process.env.BENCH_KEEP_DIR;
+  const workDir = keep ? path.resolve(keep) : await mkdtemp(path.join(tmpdir(), 'crm-bench-queries-'));
+  const reused = keep !== undefined && (await exists(path.join(workDir, 'cluster', 'postgres', 'PG_VERSION')));
   let postgres: RunningPostgres | undefined;
   let server: Server | undefined;
   try {
@@ -162,18 +187,25 @@ async function main(): Promise<void> {
     const target = new URL(postgres.url);
     target.pathname = '/bench_queries';
     const url = target.toString();
-    const admin = new pg.Client({ connectionString: postgres.url });
-    await admin.connect();
-    await admin.query('CREATE DATABASE bench_queries');
-    await admin.end();
+    if (!reused) {
+      const admin = new pg.Client({ connectionString: postgres.url });
+      await admin.connect();
+      await admin.query('CREATE DATABASE bench_queries');
+      await admin.end();
+    }
     await run(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], {
       cwd: projectRoot,
       env: { ...process.env, DATABASE_URL: url },
     });
     let owners: string[] = [];
-    const seeded = await seed(url, true, async (client, organizationId) => {
-      owners = await shape(client, organizationId);
-    });
+    const seeded = reused
+      ? await seededBefore(url).then((before) => {
+          owners = before.owners;
+          return before;
+        })
+      : await seed(url, true, async (client, organizationId) => {
+          owners = await shape(client, organizationId);
+        });
     log(`seeded and spread in ${((Date.now() - performance.timeOrigin) / 1000).toFixed(0)} s`);
 
     server = await startService(url, path.join(workDir, 'data'), randomBytes(32).toString('hex'), 1);
@@ -188,7 +220,12 @@ async function main(): Promise<void> {
     const created = await fetch(`${server.origin}${org}/views/`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'Halfpermille', object: 'companies', visibility: 'workspace', ...nameContains }),
+      body: JSON.stringify({
+        name: `Halfpermille ${randomBytes(3).toString('hex')}`,
+        object: 'companies',
+        visibility: 'workspace',
+        ...nameContains,
+      }),
     });
     if (!created.ok) throw new Error(`view: ${created.status} ${await created.text()}`);
     const view = (await created.json()) as { id: string };
@@ -278,7 +315,7 @@ async function main(): Promise<void> {
   } finally {
     if (server) await stopServer(server);
     if (postgres) await postgres.stop();
-    await rm(workDir, { recursive: true, force: true });
+    if (!keep) await rm(workDir, { recursive: true, force: true });
   }
 }
 

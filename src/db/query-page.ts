@@ -4,7 +4,7 @@
 import type pg from 'pg';
 import type { ArchivedFilter, PageCondition } from './page-query.js';
 import { pageTypes, type PageTable } from './page-table.js';
-import { matches } from './search-queries.js';
+import { candidatesOf, matches } from './search-queries.js';
 
 /** One key of a query's order: SQL over the row (identifiers from catalogs only), its SQL type, its direction. */
 export interface OrderKey {
@@ -13,12 +13,19 @@ export interface OrderKey {
   descending: boolean;
   /** The collation the key compares in (text keys): a cursor's value compares in it too. */
   collation?: string;
+  /**
+   * Never null: ordered without `NULLS LAST`, so that a descending key is its index's order (an index's DESC puts nulls
+   * first, and PostgreSQL does not know that a NOT NULL column has none).
+   */
+  filled?: boolean;
 }
 
 export interface QueryPageRequest {
   conditions: readonly PageCondition[];
   archived: ArchivedFilter;
   search?: string;
+  /** A term every match's search_text holds: the page may be read from the GIN index's candidates. */
+  indexed?: IndexedTerm;
   /** The order, `id` excluded: the statement adds it last, in the direction of the last key. */
   keys: readonly OrderKey[];
   /** The keys of the last row handed out (`id` last), as the statement returned them. */
@@ -41,12 +48,20 @@ const ARCHIVED: Record<ArchivedFilter, string | undefined> = {
 /** The order with its tiebreak, the record's id. */
 export const withId = (table: string, keys: readonly OrderKey[]): OrderKey[] => [
   ...keys,
-  { sql: `${table}.id`, type: 'uuid', descending: keys.at(-1)?.descending ?? false },
+  { sql: `${table}.id`, type: 'uuid', descending: keys.at(-1)?.descending ?? false, filled: true },
 ];
 
-export function queryPageStatement(organizationId: string, spec: PageTable<unknown, string>, request: QueryPageRequest): pg.QueryConfig {
-  const values: unknown[] = [organizationId];
-  const parameter = (value: unknown, type: string) => `$${values.push(value)}::${type}`;
+/**
+ * A term the GIN index of `search_text` finds (the query's `search`, or a `contains` on a field search_text holds):
+ * the page can then be read from the index's candidates instead of in its order (see `candidatePageStatement`).
+ */
+export interface IndexedTerm {
+  /** The term as sent: which index condition serves it depends on its characters (see `candidatesOf`). */
+  text: string;
+}
+
+/** The conditions, order and order-key columns of a query page, its values pushed through `parameter`. */
+function pageParts(spec: PageTable<unknown, string>, request: QueryPageRequest, parameter: (value: unknown, type: string) => string) {
   const where = ['organization_id = $1'];
   const archived = ARCHIVED[request.archived];
   if (archived) where.push(archived);
@@ -75,11 +90,42 @@ export function queryPageStatement(organizationId: string, spec: PageTable<unkno
       })`,
     );
   }
-  const order = keys.map((key) => `${key.sql} ${key.descending ? 'DESC' : 'ASC'} NULLS LAST`).join(', ');
+  const order = keys.map((key) => `${key.sql} ${key.descending ? 'DESC' : 'ASC'}${key.filled ? '' : ' NULLS LAST'}`).join(', ');
   const keyColumns = keys.map((key, i) => `to_json(${key.sql}) #>> '{}' AS query_key_${i}`).join(', ');
+  return { where, order, keyColumns, limit: parameter(request.limit + 1, 'int') };
+}
+
+export function queryPageStatement(organizationId: string, spec: PageTable<unknown, string>, request: QueryPageRequest): pg.QueryConfig {
+  const values: unknown[] = [organizationId];
+  const parameter = (value: unknown, type: string) => `$${values.push(value)}::${type}`;
+  const { where, order, keyColumns, limit } = pageParts(spec, request, parameter);
+  const text = `SELECT ${spec.readList}, ${keyColumns} FROM ${spec.table} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${limit}`;
+  return { text, values, types: pageTypes };
+}
+
+/**
+ * The same page read from the workspace's rows whose search_text holds `term` (a superset of the matches, from the
+ * GIN index), at most `cap + 1` of them, named as the table so that the page's SQL reads them unchanged. Each row
+ * carries `query_candidates`, their count: past `cap` the candidates were cut short and the page must be read in its
+ * order instead (a common term, whose matches an ordered read meets soon). No page row: one row with the count alone.
+ */
+export function candidatePageStatement(
+  organizationId: string,
+  spec: PageTable<unknown, string>,
+  request: QueryPageRequest,
+  term: IndexedTerm,
+  cap: number,
+): pg.QueryConfig {
+  const values: unknown[] = [organizationId];
+  const parameter = (value: unknown, type: string) => `$${values.push(value)}::${type}`;
+  const candidates = candidatesOf(term.text, parameter(term.text, 'text'));
+  const { where, order, keyColumns, limit } = pageParts(spec, request, parameter);
   const text =
-    `SELECT ${spec.readList}, ${keyColumns} FROM ${spec.table} WHERE ${where.join(' AND ')} ` +
-    `ORDER BY ${order} LIMIT ${parameter(request.limit + 1, 'int')}`;
+    `WITH candidate AS MATERIALIZED (SELECT * FROM ${spec.table} WHERE organization_id = $1 AND ${candidates} ` +
+    `LIMIT ${parameter(cap + 1, 'int')}), ` +
+    `page AS (SELECT ${spec.readList}, ${keyColumns}, true AS query_hit FROM candidate AS ${spec.table} ` +
+    `WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${limit}) ` +
+    'SELECT (SELECT count(*) FROM candidate)::int AS query_candidates, page.* FROM (SELECT) AS one LEFT JOIN page ON true';
   return { text, values, types: pageTypes };
 }
 

@@ -83,23 +83,27 @@ export async function searchPage<Row extends pg.QueryResultRow, Filter extends s
     return candidates;
   }
 
-  /** Runs the indexed part in its own read-only transaction with the plan INDEXED_PLAN sets. */
   function indexed<Result extends pg.QueryResultRow>(query: pg.QueryConfig): Promise<Result[]> {
-    return searchScans.run(async () => {
-      const client = await pool.connect();
-      try {
-        await client.query(INDEXED_PLAN);
-        const result = await client.query<Result>(query);
-        await client.query('COMMIT');
-        return result.rows;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
-      } finally {
-        client.release();
-      }
-    });
+    return readWithIndexedPlan<Result>(pool, query);
   }
+}
+
+/** Runs `query` in its own read-only transaction with the plan INDEXED_PLAN sets (the GIN index's candidates). */
+export function readWithIndexedPlan<Result extends pg.QueryResultRow>(pool: pg.Pool, query: pg.QueryConfig): Promise<Result[]> {
+  return searchScans.run(async () => {
+    const client = await pool.connect();
+    try {
+      await client.query(INDEXED_PLAN);
+      const result = await client.query<Result>(query);
+      await client.query('COMMIT');
+      return result.rows;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  });
 }
 
 function withoutMarker<Row>(row: Row & ScanRow): Row {

@@ -99,7 +99,7 @@ const substringPattern = (term: string) =>
  * The condition a GIN index serves for a term (the parameter `term`): a superset of the matches, never fewer. A term
  * without a trigram asks crm_gram_pairs for its pairs, or for the pairs its one character begins (crm_gram_pairs_query).
  */
-const candidatesOf = (search: string, term: string) =>
+export const candidatesOf = (search: string, term: string) =>
   TRIGRAM_TERM.test(search) ? substringPattern(term) : `crm_gram_pairs(search_text) @@ crm_gram_pairs_query(lower(${term}))`;
 
 /**

@@ -4,11 +4,17 @@
 import type { Readable } from 'node:stream';
 import type pg from 'pg';
 import { listQuery, type PageFilter } from './page-query.js';
-import { keyedRows, queryPageStatement, withId, type KeyedRow, type QueryPageRequest } from './query-page.js';
+import { candidatePageStatement, keyedRows, queryPageStatement, withId, type KeyedRow, type QueryPageRequest } from './query-page.js';
 import { pageTypes, type PageTable } from './page-table.js';
 import { csvCopy, type ExportFilter } from './csv-export.js';
 import { customFieldDefinitionsStatement } from './tenant-writes.js';
-import { searchPage } from './search-planner.js';
+import { readWithIndexedPlan, searchPage } from './search-planner.js';
+
+/**
+ * The most candidates a query page takes from the GIN index: more, and the term is common enough that reading in the
+ * page's order meets a page of matches within a few thousand rows (candidates past this are not read).
+ */
+const QUERY_CANDIDATES = 3000;
 import { changesQuery, SYNC_HORIZON, type ChangeFilter, type DeletionRow, type SyncPosition } from './sync-changes.js';
 
 /** The page reader a tenant-scoped service receives: it can only read rows of `organizationId`. */
@@ -46,8 +52,19 @@ export function scopePages(pool: pg.Pool, organizationId: string) {
     },
     /** A query page (POST …/query/): `limit + 1` rows when more follow, each with its order keys for the cursor. */
     async query<Row>(spec: PageTable<unknown, string>, request: QueryPageRequest): Promise<KeyedRow<Row>[]> {
+      const keyCount = withId(spec.table, request.keys).length;
+      if (request.indexed) {
+        // A rare term: its few candidates from the GIN index hold the whole page, whatever the order (an ordered read
+        // would pass every row before the first match). A common one: read in order, which meets its matches soon.
+        const statement = candidatePageStatement(organizationId, spec, request, request.indexed, QUERY_CANDIDATES);
+        const rows = await readWithIndexedPlan<Record<string, unknown>>(pool, statement);
+        if (Number(rows[0]?.query_candidates) <= QUERY_CANDIDATES) {
+          const hits = rows.filter((row) => row.query_hit === true).map(({ query_candidates: _n, query_hit: _hit, ...row }) => row);
+          return keyedRows<Row>(hits, keyCount);
+        }
+      }
       const { rows } = await pool.query<Record<string, unknown>>(queryPageStatement(organizationId, spec, request));
-      return keyedRows<Row>(rows, withId(spec.table, request.keys).length);
+      return keyedRows<Row>(rows, keyCount);
     },
     /** The custom field definitions of one record type (`object`), archived ones too, in their order. */
     async customFieldDefinitions(object: string): Promise<Record<string, unknown>[]> {

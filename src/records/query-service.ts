@@ -1,7 +1,7 @@
 // A record type's query (POST …/query/): the body checked with the path of each problem, the filter compiled, a
 // multi-key order with empty values last and text in the order people read it, and keyset cursors over that order.
 import { NATURAL_COLLATION, type ArchivedFilter, type PageCondition } from '../db/page-query.js';
-import type { OrderKey } from '../db/query-page.js';
+import type { IndexedTerm, OrderKey } from '../db/query-page.js';
 import type { TenantPages } from '../db/tenant-pages.js';
 import { isUuid } from '../lib/http-schemas.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../lib/pagination.js';
@@ -43,6 +43,10 @@ const isObject = (value: unknown): value is Record<string, unknown> => value !==
 /** The order keys of one sort field: empty first-or-last flag (always last), then the value in its direction. */
 export function sortKeys(field: ResolvedField, descending: boolean): OrderKey[] {
   const { sql, spec } = field;
+  if (spec.filled) {
+    const collation = spec.type === 'text' ? NATURAL_COLLATION : undefined;
+    return [{ sql: collation ? `(${sql} COLLATE "${collation}")` : sql, type: SQL_TYPES[spec.type], descending, collation, filled: true }];
+  }
   const empty = spec.type === 'text' ? `(coalesce(${sql}, '') = '')` : `(${sql} IS NULL)`;
   const flag: OrderKey = { sql: empty, type: 'boolean', descending: false };
   if (spec.type === 'text')
@@ -52,6 +56,22 @@ export function sortKeys(field: ResolvedField, descending: boolean): OrderKey[] 
     return [flag, { sql: `array_position(ARRAY[${values}]::text[], ${sql})`, type: 'int', descending }];
   }
   return [flag, { sql, type: SQL_TYPES[spec.type], descending }];
+}
+
+/**
+ * A term every match of the query holds in its search_text: the `search`, or the value of a `contains` on a field
+ * search_text is made of that the whole filter requires (the filter itself, or a child of its top `and`).
+ */
+function indexedTerm(checked: CheckedQuery): IndexedTerm | undefined {
+  if (checked.search) return { text: checked.search };
+  const { filter } = checked;
+  const required = filter?.kind === 'and' ? filter.children : filter ? [filter] : [];
+  for (const node of required) {
+    if (node.kind === 'condition' && node.op === 'contains' && node.field.searched && typeof node.value === 'string') {
+      return { text: node.value };
+    }
+  }
+  return undefined;
 }
 
 /** Checks a query body: every problem at its path (`filter.and.1.op`, `sort.0.field`), all of them at once. */
@@ -117,7 +137,7 @@ export function checkQuery(body: unknown, resolve: FieldResolver, type: Queryabl
 
 /** The order keys of a checked sort (newest first without one), aliases expanded. */
 export function orderKeys(table: string, sort: CheckedQuery['sort'], resolve: FieldResolver, type: Queryable): OrderKey[] {
-  if (sort.length === 0) return [{ sql: `${table}.created_at`, type: 'timestamptz', descending: true }];
+  if (sort.length === 0) return [{ sql: `${table}.created_at`, type: 'timestamptz', descending: true, filled: true }];
   return sort.flatMap(({ field, direction }) =>
     (type.query.sortAliases?.[field] ?? [field]).flatMap((name) => sortKeys(resolve(name) as ResolvedField, direction === 'desc')),
   );
@@ -212,10 +232,12 @@ export function recordQuery<Dto>(table: RecordType['table'], query: QueryDefinit
     const keys = orderKeys(table.table, checked.sort, resolve, type);
     const withTiebreak = [...keys, { sql: '', type: 'uuid', descending: false }];
     const after = decodeQueryCursor(checked.cursor, checked.sort, withTiebreak);
+    const indexed = indexedTerm(checked);
     const rows = await pages.query<Dto>(table, {
       conditions: [...conditions, ...(checked.filter ? [compileFilter(checked.filter)] : [])],
       archived: checked.archived,
       search: checked.search,
+      ...(indexed ? { indexed } : {}),
       keys,
       after,
       limit: checked.limit,

@@ -57,6 +57,21 @@ t.test('text operators: eq exact, neq, in, not_in, contains, starts_with (case-i
   t.same(sorted(await q('neq', 'Software', 'industry')), ['Beta', 'zeta', 'Émile']);
 });
 
+t.test("a contains on a field search_text holds reads the GIN index's candidates: same rows, own workspace only", async (t) => {
+  const q = (filter: object, user = memberA, ws = a) =>
+    ws
+      .call(user, 'POST', 'companies/query/', { filter })
+      .then((res) => sorted(json<{ results: Row[] }>(res).results.map((row) => row.name as string)));
+  const contains = (value: string, field = 'name') => ({ field, op: 'contains', value });
+  t.same(await q(contains('CME')), ['acme'], "a trigram term: A's acme, never B's");
+  t.same(await q(contains('cme'), memberB, b), ['acme of B'], "B's query, B's rows");
+  t.same(await q(contains('e')), ['Beta', 'acme', 'zeta', 'Émile'], 'one character');
+  t.same(await q(contains('BETA.T', 'email')), ['Beta'], 'another field of search_text');
+  t.same(await q(contains('_')), [], 'a literal underscore');
+  t.same(await q({ and: [contains('e'), { field: 'lifecycle_stage', op: 'eq', value: 'customer' }] }), ['acme', 'zeta'], 'under and');
+  t.same(await q({ not: contains('e') }), [], 'under not: no index, the same meaning');
+});
+
 t.test('enum, uuid and datetime operators', async (t) => {
   t.same(sorted(await names('companies', { filter: { field: 'lifecycle_stage', op: 'eq', value: 'customer' } })), ['acme', 'zeta']);
   t.same(sorted(await names('companies', { filter: { field: 'lifecycle_stage', op: 'not_in', value: ['customer', 'lead'] } })), ['Émile']);

@@ -106,7 +106,8 @@ export const COMPANY_FIELDS: FieldCatalog = {
   ...RECORD_FIELDS,
   ...textFields('name', 'email', 'phone_number', 'website', 'tax_id', 'industry', 'address_line_1', 'address_line_2'),
   ...textFields('city', 'postal_code', 'country', 'notes', 'customer_code'),
-  lifecycle_stage: enumField(LIFECYCLE_STAGES),
+  name: { type: 'text', filled: true },
+  lifecycle_stage: enumField(LIFECYCLE_STAGES, 'lifecycle_stage'),
   assigned_to: { type: 'uuid' },
 };
 
@@ -142,7 +143,7 @@ export const companyRecord: RecordType<CompanyRow, CompanyDto, CompanyListQuery>
     queryPage: CompanyQueryPageSchema,
   },
   table: companyPage,
-  query: { fields: COMPANY_FIELDS, search: true },
+  query: { fields: COMPANY_FIELDS, search: true, searchColumns: ['name', 'email', 'phone_number', 'website'] },
   find: (db, id) => db.company.findUnique({ select: companyBody, where: { id } }),
   toDto: toCompanyDto,
   notFound: () => notFound('Company not found.', 'company_not_found'),

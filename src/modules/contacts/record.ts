@@ -103,13 +103,16 @@ export const contactRecord: RecordType<ContactRow, ContactDto, ContactListQuery>
   query: {
     fields: {
       ...RECORD_FIELDS,
-      ...textFields('first_name', 'last_name', 'email', 'phone_number', 'department', 'job_title', 'notes'),
+      ...textFields('email', 'phone_number', 'department', 'job_title', 'notes'),
+      first_name: { type: 'text', filled: true },
+      last_name: { type: 'text', filled: true },
       company_id: { type: 'uuid' },
       assigned_to: { type: 'uuid' },
     },
     company: { column: 'company_id', fields: COMPANY_FIELDS },
     sortAliases: { name: ['last_name', 'first_name'] },
     search: true,
+    searchColumns: ['first_name', 'last_name', 'email', 'phone_number'],
   },
   find: (db, id) => db.contact.findUnique({ select: contactBody, where: { id } }),
   toDto: toContactDto,

@@ -110,7 +110,7 @@ export const dealRecord: RecordType<DealRow, DealDto, DealListQuery> = {
       amount_includes_tax: { type: 'boolean' },
       probability: { type: 'number' },
       position: { type: 'number' },
-      stage: enumField(DEAL_STAGES),
+      stage: enumField(DEAL_STAGES, 'deal_stage'),
       expected_close_date: { type: 'date' },
     },
     company: { column: 'company_id', fields: COMPANY_FIELDS },

@@ -127,9 +127,9 @@ export const taskRecord: RecordType<TaskRow, TaskDto, TaskListQuery> = {
     fields: {
       ...RECORD_FIELDS,
       ...textFields('title', 'notes'),
-      kind: enumField(TaskKindSchema.enum),
-      priority: enumField(TaskPrioritySchema.enum),
-      workflow_status: enumField(TaskWorkflowStatusSchema.enum),
+      kind: enumField(TaskKindSchema.enum, 'task_kind'),
+      priority: enumField(TaskPrioritySchema.enum, 'task_priority'),
+      workflow_status: enumField(TaskWorkflowStatusSchema.enum, 'task_workflow_status'),
       due_at: { type: 'datetime' },
       reminder_at: { type: 'datetime' },
       completed_at: { type: 'datetime' },

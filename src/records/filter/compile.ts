@@ -50,9 +50,28 @@ export function compileFilter(node: FilterNode): PageCondition {
       }
     }
 
+    /** An enum of the row compared as its own type (values were checked against the enum's, so every cast holds). */
+    function enumComparison({ op, value }: Extract<FilterNode, { kind: 'condition' }>, column: string, type: string) {
+      const list = () => `${parameter(value, 'text[]')}::${type}[]`;
+      switch (op) {
+        case 'eq':
+          return `(${column} = ${parameter(value, 'text')}::${type} AND ${column} IS NOT NULL)`;
+        case 'neq':
+          return `(${column} IS DISTINCT FROM ${parameter(value, 'text')}::${type})`;
+        case 'in':
+          return `coalesce(${column} = ANY(${list()}), false)`;
+        case 'not_in':
+          return `coalesce(NOT (${column} = ANY(${list()})), true)`;
+        default:
+          return undefined;
+      }
+    }
+
     function comparison(condition: Extract<FilterNode, { kind: 'condition' }>): string {
       const { field, op, value } = condition;
       if (field.spec.type === 'multi_select') return setComparison(condition);
+      const native = field.native && field.spec.sqlType ? enumComparison(condition, field.native, field.spec.sqlType) : undefined;
+      if (native) return native;
       const type = SQL_TYPES[field.spec.type];
       const column = field.sql;
       const text = field.spec.type === 'text';

@@ -11,6 +11,16 @@ export type FieldType = 'text' | 'number' | 'decimal' | 'date' | 'datetime' | 'b
 export interface FieldSpec {
   type: FieldType;
   values?: readonly string[];
+  /**
+   * Never null, and for text never empty (the API refuses both): a sort on it needs no empties-last flag, so it is
+   * the expression of the column's index and a page walks that index.
+   */
+  filled?: boolean;
+  /**
+   * An enum's PostgreSQL type: its comparisons on the record's own row compare the column as that type, which the
+   * planner's statistics of the column estimate (as text they could not).
+   */
+  sqlType?: string;
 }
 
 /** A record type's filterable and sortable fields, each a column of the same name. */
@@ -69,15 +79,15 @@ export const SQL_TYPES: Readonly<Record<FieldType, string>> = {
 
 /** The fields every record has: its id and its timestamps. */
 export const RECORD_FIELDS = {
-  id: { type: 'uuid' },
+  id: { type: 'uuid', filled: true },
   archived_at: { type: 'datetime' },
-  created_at: { type: 'datetime' },
-  updated_at: { type: 'datetime' },
+  created_at: { type: 'datetime', filled: true },
+  updated_at: { type: 'datetime', filled: true },
 } as const satisfies FieldCatalog;
 
 /** Text fields by name, for catalogs. */
 export const textFields = <const K extends string>(...names: K[]) =>
   Object.fromEntries(names.map((name) => [name, { type: 'text' }])) as Record<K, FieldSpec>;
 
-/** An enum field of `values` (in the order it sorts). */
-export const enumField = (values: readonly string[]): FieldSpec => ({ type: 'enum', values });
+/** An enum field of `values` (in the order it sorts), a column of the PostgreSQL enum `sqlType`. */
+export const enumField = (values: readonly string[], sqlType: string): FieldSpec => ({ type: 'enum', values, sqlType });

@@ -13,6 +13,10 @@ export interface ResolvedField {
    * (`custom_fields @> {key: value}`) the column's GIN index serves.
    */
   json?: { column: string; key: string };
+  /** An enum of the record's own row as its PostgreSQL type (see `FieldSpec.sqlType`). */
+  native?: string;
+  /** A text of the record's own row that its `search_text` holds (lowercased): a `contains` can use its GIN index. */
+  searched?: boolean;
 }
 
 /** What a record type declares for its queries: its field catalog, its company link, its sort aliases, its search. */
@@ -24,6 +28,8 @@ export interface QueryDefinition {
   sortAliases?: Readonly<Record<string, readonly string[]>>;
   /** Whether the list's `search` applies (the table keeps a `search_text`). */
   search: boolean;
+  /** The fields `search_text` is made of (its trigger's), when it is kept. */
+  searchColumns?: readonly string[];
 }
 
 /** Resolves the field names of one record type (a standard field, `company.<field>`); undefined for an unknown one. */
@@ -36,12 +42,18 @@ const readAs = (spec: FieldSpec, column: string) => (spec.type === 'enum' ? `${c
 export function fieldResolver(table: string, definition: QueryDefinition): FieldResolver {
   return (name) => {
     const spec = ownField(definition.fields, name);
-    if (spec) return { name, spec, sql: readAs(spec, `${table}.${name}`) };
+    if (spec) {
+      const column = `${table}.${name}`;
+      const searched = definition.searchColumns?.includes(name) === true;
+      return { name, spec, sql: readAs(spec, column), ...(spec.sqlType ? { native: column } : {}), ...(searched ? { searched } : {}) };
+    }
     const { company } = definition;
     if (!company || !name.startsWith('company.')) return undefined;
     const field = name.slice('company.'.length);
-    const companySpec = ownField(company.fields, field);
-    if (!companySpec) return undefined;
+    const own = ownField(company.fields, field);
+    if (!own) return undefined;
+    // Null without a company, whatever the company's column holds: never `filled` through the link.
+    const { filled: _filled, ...companySpec } = own;
     // The linked company's field, null without a company: one row at most, by the companies' primary key.
     const sql =
       `(SELECT ${readAs(companySpec, `linked_company.${field}`)} FROM companies AS linked_company ` +
