@@ -79,6 +79,13 @@ t.test('enum, uuid and datetime operators', async (t) => {
   t.same(await names('companies', { filter: { field: 'assigned_to', op: 'is_not_empty' } }), []);
   t.equal((await names('companies', { filter: { field: 'created_at', op: 'lte', value: new Date().toISOString() } })).length, 4);
   t.same(await names('companies', { filter: { field: 'created_at', op: 'gt', value: '2999-01-01T00:00:00Z' } }), []);
+  // country is a char(2) column compared as one (its index): any text is still a value, a longer one matches nothing.
+  const country = (op: string, value: unknown) => names('companies', { filter: { field: 'country', op, value } }).then(sorted);
+  t.same(await country('eq', 'DE'), ['acme']);
+  t.same(await country('eq', 'DEU'), [], 'never cut to two characters');
+  t.same(await country('in', ['FR', 'DE', 'a much longer text']), ['acme', 'Émile']);
+  t.same(await country('neq', 'DE'), ['Beta', 'zeta', 'Émile'], 'neq also matches no country');
+  t.same(await country('not_in', ['DE', 'FR']), ['Beta', 'zeta']);
 });
 
 t.test('decimal, number, date and boolean operators on deals', async (t) => {

@@ -107,6 +107,7 @@ export const COMPANY_FIELDS: FieldCatalog = {
   ...textFields('name', 'email', 'phone_number', 'website', 'tax_id', 'industry', 'address_line_1', 'address_line_2'),
   ...textFields('city', 'postal_code', 'country', 'notes', 'customer_code'),
   name: { type: 'text', filled: true },
+  country: { type: 'text', sqlType: 'bpchar' },
   lifecycle_stage: enumField(LIFECYCLE_STAGES, 'lifecycle_stage'),
   assigned_to: { type: 'uuid' },
 };

@@ -50,8 +50,11 @@ export function compileFilter(node: FilterNode): PageCondition {
       }
     }
 
-    /** An enum of the row compared as its own type (values were checked against the enum's, so every cast holds). */
-    function enumComparison({ op, value }: Extract<FilterNode, { kind: 'condition' }>, column: string, type: string) {
+    /**
+     * A column of the row compared as its own type: an enum's values were checked against its values, so every cast
+     * holds; a `char` takes any text (`bpchar`, unbounded, never cuts a value short).
+     */
+    function nativeComparison({ op, value }: Extract<FilterNode, { kind: 'condition' }>, column: string, type: string) {
       const list = () => `${parameter(value, 'text[]')}::${type}[]`;
       switch (op) {
         case 'eq':
@@ -70,7 +73,7 @@ export function compileFilter(node: FilterNode): PageCondition {
     function comparison(condition: Extract<FilterNode, { kind: 'condition' }>): string {
       const { field, op, value } = condition;
       if (field.spec.type === 'multi_select') return setComparison(condition);
-      const native = field.native && field.spec.sqlType ? enumComparison(condition, field.native, field.spec.sqlType) : undefined;
+      const native = field.native && field.spec.sqlType ? nativeComparison(condition, field.native, field.spec.sqlType) : undefined;
       if (native) return native;
       const type = SQL_TYPES[field.spec.type];
       const column = field.sql;

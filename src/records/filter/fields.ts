@@ -17,8 +17,9 @@ export interface FieldSpec {
    */
   filled?: boolean;
   /**
-   * An enum's PostgreSQL type: its comparisons on the record's own row compare the column as that type, which the
-   * planner's statistics of the column estimate (as text they could not).
+   * The column's PostgreSQL type where it is no `text` (an enum, a `char(n)`): equality on the record's own row
+   * compares the column as that type, so its index serves it and the planner's statistics of the column estimate it
+   * (a column cast to text has neither).
    */
   sqlType?: string;
 }

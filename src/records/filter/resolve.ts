@@ -13,7 +13,7 @@ export interface ResolvedField {
    * (`custom_fields @> {key: value}`) the column's GIN index serves.
    */
   json?: { column: string; key: string };
-  /** An enum of the record's own row as its PostgreSQL type (see `FieldSpec.sqlType`). */
+  /** A column of the record's own row as its own PostgreSQL type (see `FieldSpec.sqlType`). */
   native?: string;
   /** A text of the record's own row that its `search_text` holds (lowercased): a `contains` can use its GIN index. */
   searched?: boolean;
