@@ -4,6 +4,7 @@
 import t from 'tap';
 import { bearer, buildTestApp, json } from '../helpers/app.js';
 import { createUser } from '../helpers/fixtures.js';
+import { whenSynced } from '../helpers/sync.js';
 import { created, crmWorkspaces } from '../tenancy/crm-workspaces.js';
 
 const { app } = await buildTestApp(t);
@@ -219,7 +220,10 @@ t.test('viewers cannot write; API keys write with MANAGE_CRM and change only the
 t.test('the notes list syncs with updated_since', async (t) => {
   const since = new Date(Date.now() - 1000).toISOString();
   const note = await created(a.call(memberA, 'POST', 'notes/', { body: 'Synced', targets: [{ type: 'company', id: acme.id }] }));
-  const res = await a.call(viewerA, 'GET', `notes/?updated_since=${encodeURIComponent(since)}&limit=200`);
+  const res = await whenSynced(
+    () => a.call(viewerA, 'GET', `notes/?updated_since=${encodeURIComponent(since)}&limit=200`),
+    (answer) => answer.statusCode !== 200 || json<Array<{ id: string }>>(answer).some((n) => n.id === note.id),
+  );
   t.equal(res.statusCode, 200, res.body);
   t.ok(
     json<Array<{ id: string }>>(res).some((n) => n.id === note.id),

@@ -2,6 +2,7 @@
 // capabilities, isolation), the incremental sync with its tombstones, and the CSV export.
 import t from 'tap';
 import { buildTestApp, json } from '../helpers/app.js';
+import { whenSynced } from '../helpers/sync.js';
 import { created, crmWorkspaces } from '../tenancy/crm-workspaces.js';
 
 const { app } = await buildTestApp(t);
@@ -74,8 +75,12 @@ t.test('updated_since syncs tasks (archives too); a deleted task leaves a tombst
   const since = new Date(Date.now() - 1000).toISOString();
   const task = await newTask('Synced');
   await a.call(memberA, 'POST', `tasks/${task.id}/archive/`);
-  const feed = json<Array<{ id: string; archived_at: string | null }>>(
-    await a.call(viewerA, 'GET', `tasks/?updated_since=${encodeURIComponent(since)}&limit=200`),
+  type Synced = Array<{ id: string; archived_at: string | null }>;
+  const feed = json<Synced>(
+    await whenSynced(
+      () => a.call(viewerA, 'GET', `tasks/?updated_since=${encodeURIComponent(since)}&limit=200`),
+      (answer) => answer.statusCode !== 200 || json<Synced>(answer).some((row) => row.id === task.id && row.archived_at !== null),
+    ),
   );
   t.match(
     feed.find((row) => row.id === task.id),
@@ -84,8 +89,12 @@ t.test('updated_since syncs tasks (archives too); a deleted task leaves a tombst
   );
   t.equal((await a.call(viewerA, 'GET', `tasks/?updated_since=${encodeURIComponent(since)}&sort=due_at`)).statusCode, 400);
   t.equal((await a.call(memberA, 'DELETE', `tasks/${task.id}/`)).statusCode, 204);
-  const deletions = json<Array<{ record_type: string; id: string }>>(
-    await a.call(viewerA, 'GET', `deletions/?since=${encodeURIComponent(since)}&record_type=task`),
+  type Deleted = Array<{ record_type: string; id: string }>;
+  const deletions = json<Deleted>(
+    await whenSynced(
+      () => a.call(viewerA, 'GET', `deletions/?since=${encodeURIComponent(since)}&record_type=task`),
+      (answer) => answer.statusCode !== 200 || json<Deleted>(answer).length > 0,
+    ),
   );
   t.same(
     deletions.map((row) => [row.record_type, row.id]),
