@@ -1,13 +1,12 @@
 // Changing and deleting rules: PATCH and DELETE with If-Match (412 on a stale version), a webhook's secret kept across
 // a change, a paused rule queueing nothing, runs kept (and a queued one skipped) after the delete, capabilities.
 import t from 'tap';
-import { runDueJobs } from '../../src/jobs/queue.js';
-import { automationTasks } from '../../src/modules/automations/run-queue.js';
+import { runDueRuns } from '../../src/modules/automations/run-queue.js';
 import { buildTestApp, json } from '../helpers/app.js';
 import { createUser, setupInstallation } from '../helpers/fixtures.js';
 
 // No background workers: the test decides when queued runs execute.
-const { app, databaseUrl } = await buildTestApp(t, {}, { backgroundWorkers: false });
+const { app } = await buildTestApp(t, {}, { backgroundWorkers: false });
 const { admin, organizationId } = await setupInstallation(app);
 const member = await createUser(app, { membership: { organizationId, role: 'member' } });
 const viewer = await createUser(app, { membership: { organizationId, role: 'viewer' } });
@@ -122,7 +121,7 @@ t.test('DELETE honours If-Match, keeps the runs with automation_id, and a queued
   t.equal((await call('GET', `${base}/${rule.id}/`)).statusCode, 404);
   t.equal((await call('DELETE', `${base}/${rule.id}/`)).statusCode, 404, 'deleted once');
 
-  await runDueJobs(databaseUrl, automationTasks(deps()));
+  await runDueRuns(app.pg, deps());
   const kept = (await runsOf()).find((r) => r.id === run?.id);
   t.match(kept, { automation_id: rule.id, status: 'skipped', error_message: 'The rule was deleted before the run executed.' });
   await call('POST', `${api}/companies/`, { name: 'After Co' });
