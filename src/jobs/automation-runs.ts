@@ -97,7 +97,12 @@ export async function recordRunOutcomes(sql: Sql, outcomes: RunOutcome[]): Promi
           run_at = CASE WHEN o.status = 'queued' THEN now() + make_interval(secs => exp(least(r.attempts, 10)::float8)) ELSE r.run_at END
       FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[]) AS o(id, attempts, status, error_message)
       WHERE r.id = o.id AND r.attempts = o.attempts AND r.status = 'running'`,
-    values: [outcomes.map((o) => o.id), outcomes.map((o) => o.attempts), outcomes.map((o) => o.status), outcomes.map((o) => o.errorMessage)],
+    values: [
+      outcomes.map((o) => o.id),
+      outcomes.map((o) => o.attempts),
+      outcomes.map((o) => o.status),
+      outcomes.map((o) => o.errorMessage),
+    ],
   });
 }
 

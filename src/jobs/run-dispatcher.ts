@@ -2,7 +2,15 @@
 // claims due runs from automation_runs in batches, executes them a bounded number at a time, and records their outcomes.
 import pg from 'pg';
 import { coalesce } from './coalesce.js';
-import { claimRuns, recordRunOutcomes, releaseRuns, renewRunLeases, RUNS_CHANNEL, type ClaimedRun, type RunOutcome } from './automation-runs.js';
+import {
+  claimRuns,
+  recordRunOutcomes,
+  releaseRuns,
+  renewRunLeases,
+  RUNS_CHANNEL,
+  type ClaimedRun,
+  type RunOutcome,
+} from './automation-runs.js';
 
 type Log = { warn(obj: object, msg: string): void };
 

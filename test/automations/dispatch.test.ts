@@ -6,7 +6,7 @@ import { dispatchEvent } from '../../src/modules/automations/dispatch.js';
 import { runDueRuns } from '../../src/modules/automations/run-queue.js';
 import { buildTestApp, json } from '../helpers/app.js';
 import { setupInstallation } from '../helpers/fixtures.js';
-import { backoffMs, makeRunDue } from '../helpers/jobs.js';
+import { backoffMs, makeRunDue, runDepsOf } from '../helpers/jobs.js';
 import { closedPortUrl, startWebhookTarget, type WebhookTarget } from './webhook-target.js';
 
 const { app } = await buildTestApp(t, { AUTOMATION_WEBHOOK_ALLOW_PRIVATE: 'true' });
@@ -210,16 +210,8 @@ t.test("several workers at once never execute a run twice; a dead worker's run i
     await tx.$executeRaw`UPDATE automation_runs SET run_at = now() + interval '1 minute' WHERE automation_id = ${rule.id}::uuid`;
   });
   await app.pg.query(`UPDATE automation_runs SET run_at = now() WHERE automation_id = $1`, [rule.id]);
-  const deps = {
-    db: app.db,
-    encryptionKey: app.config.emailEncryptionKey,
-    allowPrivateTargets: true,
-    automationEmailsPerHour: 100,
-    smtpAllowPrivate: true,
-    log: app.log,
-  };
   // Three more workers beside the app's own dispatcher, all claiming at once.
-  const ran = await Promise.all([1, 2, 3].map(() => runDueRuns(app.pg, deps)));
+  const ran = await Promise.all([1, 2, 3].map(() => runDueRuns(app.pg, runDepsOf(app))));
   t.comment(`runs executed by the extra workers: ${ran.join(', ')}`);
 
   const runs = await waitForRuns(orgId, (rs) => rs.length === 25 && rs.every((r) => r.status === 'success'), rule.id);

@@ -1,6 +1,8 @@
 // The background work as tests see it: a row's job (graphile-worker's public `jobs` view), an automation run's due time
 // (its own `run_at`), and moving a retry's due time to now.
+import type { App } from '../../src/app.js';
 import { jobKey, type JobKind } from '../../src/jobs/queue.js';
+import type { AutomationTaskDeps } from '../../src/modules/automations/run-queue.js';
 
 /** Anything that runs a parameterized query: a pg.Pool, pg.Client or the app's `app.pg`. */
 export interface Sql {
@@ -82,3 +84,13 @@ export async function makeRunDue(sql: Sql, runId: string, timeoutMs = 10_000): P
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** What an automation run's execution needs of a test app, as src/workers.ts gives it (private targets allowed: local receivers). */
+export const runDepsOf = (app: App, allowPrivateTargets = true): AutomationTaskDeps => ({
+  db: app.db,
+  encryptionKey: app.config.emailEncryptionKey,
+  allowPrivateTargets,
+  automationEmailsPerHour: 100,
+  smtpAllowPrivate: true,
+  log: app.log,
+});
