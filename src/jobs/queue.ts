@@ -125,7 +125,7 @@ export interface JobRunnerOptions {
    * For a runner whose jobs are rare beside the others' (emails, imports): every queued job of any runner wakes every
    * runner (graphile-worker's one NOTIFY channel), and a look for jobs costs more the longer the queue of others' jobs
    * it passes over. After a look that found none, this runner waits about this long, or for QUIET_WAKE_UPS wake-ups,
-   * before looking again: a burst of automation runs no longer makes it look once per run.
+   * before looking again: a burst of another runner's jobs does not make it look once per job.
    */
   quietMs?: number;
 }
