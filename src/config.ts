@@ -193,8 +193,9 @@ const variables = {
   outboxPollIntervalMs: integer('OUTBOX_POLL_INTERVAL_MS', 2000),
   /**
    * Jobs each server process runs at once, per queue: emails (each may wait on an SMTP server for up to 10 s a
-   * phase) and automation runs (a webhook may take its 5 s). Each queue's runner holds a pool of this many plus 2
-   * connections (its LISTEN and job fetches), so they count against max_connections like DATABASE_POOL_SIZE.
+   * phase) and automation runs (a webhook may take its 5 s). The email runner holds a pool of this many plus 2
+   * connections (its LISTEN and job fetches), the run dispatcher 3 whatever its concurrency; they count against
+   * max_connections like DATABASE_POOL_SIZE.
    */
   workerConcurrency: {
     email: integer('EMAIL_WORKER_CONCURRENCY', 3, WorkerConcurrency),

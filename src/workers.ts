@@ -1,22 +1,25 @@
-// The composition root of the background work: which tasks each in-process job runner takes, built once from the config.
+// The composition root of the background work: the tasks of each in-process job runner and the automation run
+// dispatcher, built once from the config.
 import type { FastifyInstance } from 'fastify';
 import { sessionDatabaseUrl } from './config.js';
 import { keepJobRunner } from './jobs/queue.js';
 import { WorkerLiveness } from './jobs/liveness.js';
 import { passwordResetTasks } from './modules/account/password-service.js';
 import { outboxTasks } from './email/outbox.js';
-import { automationTasks } from './modules/automations/run-queue.js';
+import { createRunDispatcher } from './jobs/run-dispatcher.js';
+import { executeRun } from './modules/automations/run-queue.js';
 import { importTasks } from './modules/imports/import-job.js';
 import { EVENT_CRON_ITEMS, eventTasks } from './modules/events/retention.js';
 import { threadConnection } from './modules/imports/import-thread.js';
 
-/** How long the email and import runners ignore the automation runs' wake-ups after finding nothing (see `quietMs`). */
+/** How long the email and import runners ignore each other's wake-ups after finding nothing (see `quietMs`). */
 const QUIET_MS = 100;
 
 /**
- * Keeps three runners going while the app is up: emails (password-reset requests become emails, outbox rows are sent)
- * automation runs, apart so that slow webhooks never hold mail back, and CSV imports. The app's close drains them. The jobs of
- * workers whose process died are released after JOB_RECOVERY_SECONDS (see jobs/liveness.ts).
+ * Keeps the background work going while the app is up: two job runners, emails (password-reset requests become emails,
+ * outbox rows are sent) and CSV imports, and the automation run dispatcher, apart so that slow webhooks never hold mail
+ * back. The app's close drains them. The jobs of workers whose process died are released after JOB_RECOVERY_SECONDS (see
+ * jobs/liveness.ts); a run's lease lasts as long (jobs/automation-runs.ts).
  */
 export function startJobWorkers(app: FastifyInstance): void {
   const { config, db, log } = app;
@@ -30,31 +33,34 @@ export function startJobWorkers(app: FastifyInstance): void {
     liveness,
     concurrency: config.workerConcurrency.email,
     quietMs: QUIET_MS,
+    // The change feed's hourly cleanup, a short statement beside the mail.
+    cronItems: EVENT_CRON_ITEMS,
     taskList: {
+      ...eventTasks({ db }),
       ...passwordResetTasks({ db, appUrl: config.appUrl }),
       ...outboxTasks({ db, encryptionKey: config.emailEncryptionKey, allowPrivateHosts: config.smtpAllowPrivate, log }),
     },
   });
-  keepJobRunner(app, {
-    label: 'automation',
-    liveness,
+  // Automation runs are claimed from automation_runs itself, as the owner (across workspaces), by one dispatcher per
+  // process; each run then executes on its own organization only (run-queue.ts).
+  const runDeps = {
+    db,
+    encryptionKey: config.emailEncryptionKey,
+    allowPrivateTargets: config.webhookAllowPrivate,
+    automationEmailsPerHour: config.automationEmailsPerHour,
+    smtpAllowPrivate: config.smtpAllowPrivate,
+    log,
+  };
+  const runs = createRunDispatcher({
+    connectionString: sessionDatabaseUrl(config) ?? '',
     concurrency: config.workerConcurrency.automation,
-    // A burst of events is fetched a batch at a time (and its runs start and end in one statement each, run-queue.ts).
-    batchSize: 2 * config.workerConcurrency.automation,
-    // The change feed's hourly cleanup beside the runs that the same events feed.
-    cronItems: EVENT_CRON_ITEMS,
-    taskList: {
-      ...eventTasks({ db }),
-      ...automationTasks({
-        db,
-        encryptionKey: config.emailEncryptionKey,
-        allowPrivateTargets: config.webhookAllowPrivate,
-        automationEmailsPerHour: config.automationEmailsPerHour,
-        smtpAllowPrivate: config.smtpAllowPrivate,
-        log,
-      }),
-    },
+    leaseSeconds: config.jobRecoverySeconds,
+    pollIntervalMs: config.outboxPollIntervalMs,
+    log,
+    execute: (run) => executeRun(runDeps, run),
   });
+  app.addHook('onReady', async () => runs.start());
+  app.addHook('preClose', async () => runs.close());
   // Imports on a runner of their own, one at a time per process: a long file never holds emails or automations back.
   keepJobRunner(app, {
     label: 'import',

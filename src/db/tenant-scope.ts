@@ -257,8 +257,11 @@ export type TenantDb = ReturnType<typeof scopeToOrganization>;
 /** The client inside `TenantDb.$transaction(async (tx) => ...)`: scoped the same way. */
 export type TenantTx = Parameters<Parameters<TenantDb['$transaction']>[0]>[0];
 
-/** A transaction of either client: installation-wide code (provisioning) and tenant services share a few steps. */
-export type AnyTx = Prisma.TransactionClient | TenantTx;
+/**
+ * A transaction of either client: installation-wide code (provisioning) and tenant services share a few steps. Named
+ * by one member both have: comparing the clients' whole types exceeds the compiler's limits.
+ */
+export type AnyTx = Pick<Prisma.TransactionClient, '$executeRaw'>;
 
 /**
  * Types only: Prisma's extended client types do not unify with the plain ones, so a step written for both calls

@@ -1,12 +1,12 @@
 // Creates and updates of CRM records together with their automation event, in one statement on the shared pool:
-// the row and the queued runs of the organization's active rules, with their jobs, commit together (one statement is one
+// the row, its event and the queued runs of the organization's active rules commit together (one statement is one
 // transaction) in one round trip, without Prisma's per-query compilation. Bound to one organization like the page
 // reader: `organization_id = $1` in every part of the statement, tables and columns from the services' `pageTable`
 // definitions, request values only as parameters.
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { CrmEventName } from '../lib/crm-events.js';
-import { RUN_JOBS_SQL } from '../jobs/queue.js';
+import { WAKE_RUNS_SQL } from '../jobs/automation-runs.js';
 import { CUSTOM_FIELDS, pageTypes, type PageTable } from './page-table.js';
 
 /** Column values of a write: undefined leaves a column alone (its default on insert), null clears it. */
@@ -15,8 +15,8 @@ export type ColumnValues = Record<string, unknown>;
 /**
  * The statement's tail: records the event in the log (crm_events, whatever the rules) and queues one run of it per
  * active rule of `$1` (its name the last-but-one parameter, the time the last one), whose payload is the event JSON
- * with the written record (`record`, in API shape) as data, and each run's job. A SELECT in WITH runs only when read,
- * hence the job count the final row is filtered on; the INSERTs run whether read or not.
+ * with the written record (`record`, in API shape) as data, and wakes the run dispatchers when it queued any. A SELECT
+ * in WITH runs only when read, hence the wake-up the final row is filtered on; the INSERTs run whether read or not.
  */
 function queueRuns(event: string, occurredAt: string): string {
   return (
@@ -27,8 +27,8 @@ function queueRuns(event: string, occurredAt: string): string {
     `SELECT crm_new_id(), a.organization_id, a.id, event.id, a.trigger, event.payload ` +
     `FROM automations a CROSS JOIN event WHERE a.organization_id = $1 AND a.trigger = event.type AND a.is_active ` +
     'RETURNING id), ' +
-    `jobs AS (SELECT ${RUN_JOBS_SQL} AS queued) ` +
-    'SELECT record.* FROM record, jobs WHERE jobs.queued >= 0'
+    `wake AS (SELECT ${WAKE_RUNS_SQL} AS queued) ` +
+    'SELECT record.* FROM record, wake WHERE wake.queued >= 0'
   );
 }
 

@@ -4,10 +4,12 @@ import { Logger, runMigrations } from 'graphile-worker';
 import pg from 'pg';
 import { addJobSql, JOB_SCHEMA, JOBS, type JobKind } from './queue.js';
 
+/** The task under which versions before the run dispatcher queued each automation run (`automation_run:<id>`). */
+const LEGACY_RUN_TASK = 'automation_run';
+
 /** Rows that are waiting for a job, per kind: what `installJobQueue` gives a job when it has none. */
 const WAITING: Array<{ kind: JobKind; table: string; where: string }> = [
   { kind: JOBS.email, table: 'email_outbox', where: `status = 'pending'` },
-  { kind: JOBS.automationRun, table: 'automation_runs', where: `status IN ('queued', 'running')` },
   { kind: JOBS.passwordReset, table: 'password_reset_requests', where: 'true' },
 ];
 
@@ -39,6 +41,11 @@ export async function installJobQueue(connectionString: string, log: (msg: strin
       queued += rows[0]?.n ?? 0;
     }
     if (queued > 0) log(`job queue: queued ${queued} waiting row(s)`);
+    // Automation runs are claimed from automation_runs itself now: the jobs an older version queued for them go.
+    const { rows: removed } = await client.query<{ n: number }>(
+      `SELECT count(${JOB_SCHEMA}.remove_job(key))::int AS n FROM ${JOB_SCHEMA}.jobs WHERE task_identifier = '${LEGACY_RUN_TASK}'`,
+    );
+    if ((removed[0]?.n ?? 0) > 0) log(`job queue: removed ${removed[0]?.n} job(s) of automation runs, now claimed from their table`);
     return queued;
   } finally {
     await client.end().catch(() => {});

@@ -12,8 +12,7 @@ import type { Prisma } from '../generated/prisma/client.js';
 export const JOB_SCHEMA = 'graphile_worker';
 
 /**
- * A kind of job. Its payload is always `{ "id": <row id> }`: the row (an outbox email, an automation run, a reset
- * request) holds everything else, so no message body, link, token or credential is ever copied into the queue.
+ * A kind of job. Its payload is always `{ "id": <row id> }`: the row (an outbox email, a reset request, an import) holds everything else, so no message body, link, token or credential is ever copied into the queue.
  * `attempts` is how often the work is tried; the job gets one attempt more, which only ever runs when the process
  * died during the last real one and records that (see `isInterruptedAttempt`).
  */
@@ -25,8 +24,6 @@ export interface JobKind {
 export const JOBS = {
   /** An email_outbox row: the first attempt and up to nine retries, about 3.5 hours with graphile-worker's backoff. */
   email: { task: 'email_outbox', attempts: 10 },
-  /** An automation_runs row: the first attempt and up to two retries of transient failures. */
-  automationRun: { task: 'automation_run', attempts: 3 },
   /** A password_reset_requests row: the lookup, the link and its email, in one transaction. */
   passwordReset: { task: 'password_reset_request', attempts: 6 },
   /** An imports row: its batches, resumed after the last committed one on each of up to three attempts. */
@@ -49,9 +46,6 @@ export function addJobSql(kind: JobKind, idSql: string, keepExisting = false): s
     `${kind.attempts + 1}${keepExisting ? ", 'unsafe_dedupe'" : ''})`
   );
 }
-
-/** SQL queueing the job of each run in the CTE `runs` (its ids): appended to the statement that inserts them. */
-export const RUN_JOBS_SQL = `(SELECT count(${addJobSql(JOBS.automationRun, 'runs.id')}) FROM runs)`;
 
 /**
  * Queues the job of one row on the caller's client: inside a transaction, the job exists exactly when the row does
@@ -131,7 +125,7 @@ export interface JobRunnerOptions {
    * For a runner whose jobs are rare beside the others' (emails, imports): every queued job of any runner wakes every
    * runner (graphile-worker's one NOTIFY channel), and a look for jobs costs more the longer the queue of others' jobs
    * it passes over. After a look that found none, this runner waits about this long, or for QUIET_WAKE_UPS wake-ups,
-   * before looking again: a burst of automation runs no longer makes it look once per run.
+   * before looking again: a burst of another runner's jobs does not make it look once per job.
    */
   quietMs?: number;
 }

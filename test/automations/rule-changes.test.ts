@@ -1,13 +1,13 @@
 // Changing and deleting rules: PATCH and DELETE with If-Match (412 on a stale version), a webhook's secret kept across
 // a change, a paused rule queueing nothing, runs kept (and a queued one skipped) after the delete, capabilities.
 import t from 'tap';
-import { runDueJobs } from '../../src/jobs/queue.js';
-import { automationTasks } from '../../src/modules/automations/run-queue.js';
+import { runDueRuns } from '../../src/modules/automations/run-queue.js';
 import { buildTestApp, json } from '../helpers/app.js';
 import { createUser, setupInstallation } from '../helpers/fixtures.js';
+import { runDepsOf } from '../helpers/jobs.js';
 
 // No background workers: the test decides when queued runs execute.
-const { app, databaseUrl } = await buildTestApp(t, {}, { backgroundWorkers: false });
+const { app } = await buildTestApp(t, {}, { backgroundWorkers: false });
 const { admin, organizationId } = await setupInstallation(app);
 const member = await createUser(app, { membership: { organizationId, role: 'member' } });
 const viewer = await createUser(app, { membership: { organizationId, role: 'viewer' } });
@@ -33,14 +33,6 @@ const emailRule = {
 };
 const createRule = async (rule: object) => json(await call('POST', `${base}/`, rule));
 const runsOf = async () => json(await call('GET', `${base}/runs/`)) as { id: string; automation_id: string; status: string }[];
-const deps = () => ({
-  db: app.db,
-  encryptionKey: app.config.emailEncryptionKey,
-  allowPrivateTargets: false,
-  automationEmailsPerHour: 100,
-  smtpAllowPrivate: true,
-  log: app.log,
-});
 
 t.test('PATCH changes the given fields, answers the new ETag and honours If-Match', async (t) => {
   const rule = await createRule(hookRule);
@@ -122,7 +114,7 @@ t.test('DELETE honours If-Match, keeps the runs with automation_id, and a queued
   t.equal((await call('GET', `${base}/${rule.id}/`)).statusCode, 404);
   t.equal((await call('DELETE', `${base}/${rule.id}/`)).statusCode, 404, 'deleted once');
 
-  await runDueJobs(databaseUrl, automationTasks(deps()));
+  await runDueRuns(app.pg, runDepsOf(app, false));
   const kept = (await runsOf()).find((r) => r.id === run?.id);
   t.match(kept, { automation_id: rule.id, status: 'skipped', error_message: 'The rule was deleted before the run executed.' });
   await call('POST', `${api}/companies/`, { name: 'After Co' });

@@ -7,8 +7,8 @@ import { apiClient, killGroup, startServer, stop, until, type Started } from '..
 import { startWebhookTarget } from '../automations/webhook-target.js';
 import { ADMIN } from '../helpers/fixtures.js';
 import { TEST_EMAIL_KEY, TEST_SETUP_TOKEN } from '../helpers/app.js';
-import { JOBS, jobKey } from '../../src/jobs/queue.js';
-import { makeDue } from '../helpers/jobs.js';
+import { JOBS } from '../../src/jobs/queue.js';
+import { makeDue, makeRunDue } from '../helpers/jobs.js';
 
 const database = await createTestDatabase();
 t.teardown(() => database.drop());
@@ -25,7 +25,8 @@ const env = {
   EMAIL_SMTP_ALLOW_PRIVATE: 'true',
   AUTOMATION_WEBHOOK_ALLOW_PRIVATE: 'true',
   OUTBOX_POLL_INTERVAL_MS: '100',
-  // The jobs of a worker whose process died are released this long after they were locked (default 60).
+  // The jobs of a worker whose process died are released this long after they were locked, and its automation runs'
+  // leases last as long (default 60).
   JOB_RECOVERY_SECONDS: '3',
 };
 
@@ -82,16 +83,16 @@ t.test(
 
     killGroup(server);
     await until('the process to be gone', async () => server.child.exitCode !== null || server.child.signalCode !== null);
-    const runsAfterKill = await sql.query(`SELECT status FROM automation_runs`);
-    t.same(runsAfterKill.rows, [{ status: 'running' }], 'the run was running when the process died');
+    const runsAfterKill = await sql.query(`SELECT status, run_at > now() AS leased FROM automation_runs`);
+    t.same(runsAfterKill.rows, [{ status: 'running', leased: true }], 'the run was running when the process died, under its lease');
     const outboxAfterKill = await sql.query(`SELECT status, attempts FROM email_outbox`);
     t.same(outboxAfterKill.rows, [{ status: 'pending', attempts: 1 }], 'the email was being sent, not recorded as sent');
     const deadWorkers = await lockingWorkers();
     const locked = await sql.query(`SELECT key FROM graphile_worker.jobs WHERE locked_by IS NOT NULL ORDER BY key`);
     t.same(
       locked.rows.map((row) => row.key.split(':')[0]),
-      [JOBS.automationRun.task, JOBS.email.task],
-      'both jobs stay locked by the dead process',
+      [JOBS.email.task],
+      "the email's job stays locked by the dead process (the run has no job: its lease runs out instead)",
     );
 
     mailbox.stall = false;
@@ -189,14 +190,14 @@ t.test('a webhook target that never answers is cut at its timeout; the run ends 
     });
     t.ok(Date.now() - started < 15_000, `attempt ${attempt} ended within the timeout (and the poll)`);
     t.match(run!.error_message, /timed out after 5 s/);
-    if (run!.status === 'queued') await makeDue(sql, JOBS.automationRun, runId);
+    if (run!.status === 'queued') await makeRunDue(sql, runId);
   }
   t.equal(run!.status, 'failed', 'failed after three attempts, never stuck in running');
   t.equal(target.requests.length - before, 3);
   t.equal(
-    (await sql.query('SELECT 1 FROM graphile_worker.jobs WHERE key = $1', [jobKey(JOBS.automationRun, runId)])).rowCount,
+    (await sql.query(`SELECT 1 FROM automation_runs WHERE id = $1 AND status IN ('queued', 'running')`, [runId])).rowCount,
     0,
-    'no job left',
+    'nothing left for a worker to claim',
   );
   t.equal(await stop(server), 0, 'clean exit');
 });

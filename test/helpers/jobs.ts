@@ -1,5 +1,8 @@
-// The job queue as tests see it: a row's job (graphile-worker's public `jobs` view), and moving a retry's due time.
+// The background work as tests see it: a row's job (graphile-worker's public `jobs` view), an automation run's due time
+// (its own `run_at`), and moving a retry's due time to now.
+import type { App } from '../../src/app.js';
 import { jobKey, type JobKind } from '../../src/jobs/queue.js';
+import type { AutomationTaskDeps } from '../../src/modules/automations/run-queue.js';
 
 /** Anything that runs a parameterized query: a pg.Pool, pg.Client or the app's `app.pg`. */
 export interface Sql {
@@ -63,3 +66,31 @@ export async function removeJob(sql: Sql, kind: JobKind, rowId: string): Promise
 
 /** graphile-worker's delay before retry n (its exponential backoff: exp(min(n, 10)) seconds), in milliseconds. */
 export const backoffMs = (attempt: number) => Math.exp(Math.min(attempt, 10)) * 1000;
+
+/**
+ * What the passing of time does to an automation run's retry: once its failed attempt is recorded (the run `queued`
+ * again), it becomes due now. A run already ended is left alone.
+ */
+export async function makeRunDue(sql: Sql, runId: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await sql.query<{ status: string }>(
+      `WITH due AS (UPDATE automation_runs SET run_at = now() WHERE id = $1 AND status = 'queued' RETURNING status)
+       SELECT status::text FROM due UNION ALL SELECT status::text FROM automation_runs WHERE id = $1 AND status NOT IN ('queued', 'running')`,
+      [runId],
+    );
+    if (rows.length > 0) return;
+    if (Date.now() > deadline) throw new Error(`the run ${runId} stayed running`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** What an automation run's execution needs of a test app, as src/workers.ts gives it (private targets allowed: local receivers). */
+export const runDepsOf = (app: App, allowPrivateTargets = true): AutomationTaskDeps => ({
+  db: app.db,
+  encryptionKey: app.config.emailEncryptionKey,
+  allowPrivateTargets,
+  automationEmailsPerHour: 100,
+  smtpAllowPrivate: true,
+  log: app.log,
+});

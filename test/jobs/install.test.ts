@@ -77,3 +77,28 @@ t.test('rows written before the job queue get a job at install; rows done, or wi
     t.equal(jobs.length, 2, 'no second job');
   });
 });
+
+t.test('an upgrade removes the jobs an older version queued per automation run: runs are claimed from their table', async (t) => {
+  const db = await createTestDatabase();
+  t.teardown(db.drop);
+  await withClient(db.url, async (client) => {
+    for (const id of ['00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002']) {
+      await client.query(
+        `SELECT graphile_worker.add_job('automation_run', json_build_object('id', $1::text), job_key := 'automation_run:' || $1)`,
+        [id],
+      );
+    }
+    await client.query(`SELECT graphile_worker.add_job('email_outbox', '{"id": "x"}'::json, job_key := 'email_outbox:x')`);
+  });
+  const log: string[] = [];
+  await installJobQueue(db.url, (msg) => log.push(msg));
+  t.match(log, [/removed 2 job\(s\) of automation runs/]);
+  await withClient(db.url, async (client) => {
+    const { rows } = await client.query<{ task_identifier: string }>('SELECT task_identifier FROM graphile_worker.jobs');
+    t.same(
+      rows.map((row) => row.task_identifier),
+      ['email_outbox'],
+      'the other jobs stay',
+    );
+  });
+});

@@ -1,7 +1,7 @@
 // Dispatches a CRM event to the organization's active automation rules by queueing their runs in the caller's transaction.
 import { Prisma } from '../../generated/prisma/client.js';
 import type { AutomationTrigger } from '../../generated/prisma/enums.js';
-import { RUN_JOBS_SQL } from '../../jobs/queue.js';
+import { WAKE_RUNS_SQL } from '../../jobs/automation-runs.js';
 
 import type { CrmEventName } from '../../lib/crm-events.js';
 
@@ -24,9 +24,9 @@ export const triggerOf = (name: CrmEventName): AutomationTrigger => name.replace
 
 /**
  * Call inside the transaction of the CRM write: records the event in the log (crm_events, whether or not a rule
- * matches it) and queues one run of it per active rule of the organization for this trigger, with its job, so the
- * event and its runs exist exactly when the change commits. Never executes an action itself (the job queue's worker
- * does), so a failing action can neither fail nor slow the write. One statement, served by the (organization_id,
+ * matches it) and queues one run of it per active rule of the organization for this trigger, so the event and its
+ * runs exist exactly when the change commits (and the run dispatchers are woken then). Never executes an action itself
+ * (a dispatcher does), so a failing action can neither fail nor slow the write. One statement, served by the (organization_id,
  * trigger, is_active) index, whatever the number of rules.
  */
 export async function dispatchEvent(
@@ -55,5 +55,5 @@ export async function dispatchEvent(
         AND a.is_active
       RETURNING id
     )
-    SELECT ${Prisma.raw(RUN_JOBS_SQL)}`;
+    SELECT ${Prisma.raw(WAKE_RUNS_SQL)}`;
 }

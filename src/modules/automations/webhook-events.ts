@@ -2,7 +2,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { CrmEventName } from '../../lib/crm-events.js';
 import { named, Ref, Timestamp, Uuid } from '../../lib/http-schemas.js';
-import { JOBS } from '../../jobs/queue.js';
+import { RUN_ATTEMPTS } from '../../jobs/automation-runs.js';
 import { CompanySchema } from '../companies/schemas.js';
 import { ContactSchema } from '../contacts/schemas.js';
 import { DealSchema, DealStageSchema } from '../deals/schemas.js';
@@ -106,7 +106,7 @@ const RESPONSES = {
   default: {
     description:
       `A timeout (${WEBHOOK_TIMEOUT_MS / 1000} s), a refused connection, 408, 429 or 5xx is retried with backoff ` +
-      `(${JOBS.automationRun.attempts} attempts in all); a redirect (not followed) or another 4xx fails the run at once.`,
+      `(${RUN_ATTEMPTS} attempts in all); a redirect (not followed) or another 4xx fails the run at once.`,
   },
 };
 

@@ -73,7 +73,10 @@ export function createInstallationService(deps: { db: Db; pool: pg.Pool; serving
         db.$queryRaw<Array<{ version: string; size: bigint }>>`
           SELECT current_setting('server_version') AS version, pg_database_size(current_database()) AS size`,
         db.$queryRaw<Array<{ queued: bigint; failed: bigint }>>`
-          SELECT count(*) FILTER (WHERE attempts < max_attempts) AS queued, count(*) FILTER (WHERE attempts >= max_attempts) AS failed
+          SELECT count(*) FILTER (WHERE attempts < max_attempts)
+                   -- Automation runs wait in their own table (claimed from it), as background work all the same.
+                   + (SELECT count(*) FROM automation_runs WHERE status IN ('queued', 'running')) AS queued,
+                 count(*) FILTER (WHERE attempts >= max_attempts) AS failed
           FROM graphile_worker.jobs`,
         db.user.count(),
         db.organization.count(),
