@@ -103,9 +103,9 @@ export const contactRecord: RecordType<ContactRow, ContactDto, ContactListQuery>
   query: {
     fields: {
       ...RECORD_FIELDS,
-      ...textFields('email', 'phone_number', 'department', 'job_title', 'notes'),
       first_name: { type: 'text', filled: true },
       last_name: { type: 'text', filled: true },
+      ...textFields('email', 'phone_number', 'department', 'job_title', 'notes'),
       company_id: { type: 'uuid' },
       assigned_to: { type: 'uuid' },
     },
