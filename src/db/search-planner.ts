@@ -73,7 +73,7 @@ export async function searchPage<Row extends pg.QueryResultRow, Filter extends s
   if (candidates > searchTuning.indexCandidates && (await ordered(far))) return found;
   // Built now: from where the ordered parts stopped, for what the page still needs (one built before them handed out
   // their matches a second time).
-  return [...found, ...(await indexed<Row>(indexedPart().page))];
+  return [...found, ...(await readWithIndexedPlan<Row>(pool, indexedPart().page))];
 
   /** The planner's count of the candidates (`estimate`), kept for the next search of the term in this workspace. */
   async function count(estimate: pg.QueryConfig): Promise<number> {
@@ -81,10 +81,6 @@ export async function searchPage<Row extends pg.QueryResultRow, Filter extends s
     const candidates = plan?.['QUERY PLAN'][0]?.Plan['Plan Rows'] ?? Number.POSITIVE_INFINITY;
     estimates.keep(termKey, candidates);
     return candidates;
-  }
-
-  function indexed<Result extends pg.QueryResultRow>(query: pg.QueryConfig): Promise<Result[]> {
-    return readWithIndexedPlan<Result>(pool, query);
   }
 }
 

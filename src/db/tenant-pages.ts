@@ -9,13 +9,13 @@ import { pageTypes, type PageTable } from './page-table.js';
 import { csvCopy, type ExportFilter } from './csv-export.js';
 import { customFieldDefinitionsStatement } from './tenant-writes.js';
 import { readWithIndexedPlan, searchPage } from './search-planner.js';
+import { changesQuery, SYNC_HORIZON, type ChangeFilter, type DeletionRow, type SyncPosition } from './sync-changes.js';
 
 /**
  * The most candidates a query page takes from the GIN index: more, and the term is common enough that reading in the
  * page's order meets a page of matches within a few thousand rows (candidates past this are not read).
  */
 const QUERY_CANDIDATES = 3000;
-import { changesQuery, SYNC_HORIZON, type ChangeFilter, type DeletionRow, type SyncPosition } from './sync-changes.js';
 
 /** The page reader a tenant-scoped service receives: it can only read rows of `organizationId`. */
 export function scopePages(pool: pg.Pool, organizationId: string) {

@@ -40,7 +40,10 @@ export interface CheckedQuery {
 
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
-/** The order keys of one sort field: empty first-or-last flag (always last), then the value in its direction. */
+/**
+ * The order keys of one sort field: the value in its direction, after a flag that puts empty values last unless the
+ * field is `filled` (never empty: the key is then its index's own expression).
+ */
 export function sortKeys(field: ResolvedField, descending: boolean): OrderKey[] {
   const { sql, spec } = field;
   if (spec.filled) {
