@@ -11,6 +11,26 @@ export const ORGANIZATION_SETTING = 'app.organization_id';
  */
 const SET_ORGANIZATION = `SELECT WHERE set_config('${ORGANIZATION_SETTING}', $1, true) IS NULL`;
 
+/** A statement's planner settings (`enable_indexscan: 'off'`), sent in its preface: they hold for that statement alone. */
+export type PlanSettings = Readonly<Record<string, string>>;
+/** Where a statement (a QueryConfig) carries its PlanSettings. */
+const PLAN_SETTINGS = Symbol('plan settings');
+
+/**
+ * `query` planned under `settings`, local to its own implicit transaction: the settings go in the workspace preface,
+ * so a statement that needs its own plan takes one round trip, not a transaction of four (BEGIN, SET, it, COMMIT).
+ */
+export function withPlanSettings(query: pg.QueryConfig, settings: PlanSettings): pg.QueryConfig {
+  return Object.assign({ ...query }, { [PLAN_SETTINGS]: settings });
+}
+
+/** The preface setting the workspace and `settings`: concat evaluates every set_config and is never NULL (no row). */
+function prefaceOf(settings: PlanSettings | undefined): string {
+  if (settings === undefined) return SET_ORGANIZATION;
+  const more = Object.entries(settings).map(([name, value]) => `set_config(${pg.escapeLiteral(name)}, ${pg.escapeLiteral(value)}, true)`);
+  return `SELECT WHERE concat(set_config('${ORGANIZATION_SETTING}', $1, true), ${more.join(', ')}) IS NULL`;
+}
+
 /** The statement that sets the workspace for the rest of a transaction, for a caller that cannot send it as a preface. */
 export const setOrganizationStatement = (organizationId: string) =>
   `SELECT set_config('${ORGANIZATION_SETTING}', ${pg.escapeLiteral(organizationId)}, true)`;
@@ -21,6 +41,15 @@ export const setOrganizationStatement = (organizationId: string) =>
  * UNNAMED_STATEMENTS (db/client.ts) and parses it each time, as every statement it sends.
  */
 const PREFACE_NAME = 'crm_set_organization';
+/** The names of prefaces with plan settings, one per distinct text (a few, all written in code). */
+const prefaceNames = new Map<string, string>([[SET_ORGANIZATION, PREFACE_NAME]]);
+const prefaceName = (text: string): string => {
+  const known = prefaceNames.get(text);
+  if (known !== undefined) return known;
+  const name = `${PREFACE_NAME}_${prefaceNames.size}`;
+  prefaceNames.set(text, name);
+  return name;
+};
 /** Marks a connection (node-postgres' protocol connection) whose statements must all be unnamed. */
 export const UNNAMED_STATEMENTS = Symbol('unnamed statements only');
 
@@ -57,19 +86,23 @@ class OrganizationQuery extends pg.Query {
   private prefaceDone = false;
   callback?: (error: Error | null, result: unknown) => void;
 
+  private readonly preface: string;
+
   constructor(
     private readonly organizationId: string,
     config: pg.QueryConfig,
   ) {
     super(config);
+    this.preface = prefaceOf((config as { [PLAN_SETTINGS]?: PlanSettings })[PLAN_SETTINGS]);
     (this as unknown as QueryInternals).queryMode = 'extended';
   }
 
   prepare(connection: ProtocolConnection): void {
-    const name = connection[UNNAMED_STATEMENTS] ? '' : PREFACE_NAME;
-    if (name === '' || connection.parsedStatements[name] !== SET_ORGANIZATION) {
-      connection.parse({ text: SET_ORGANIZATION, name, types: [] });
-      if (name !== '') connection.parsedStatements[name] = SET_ORGANIZATION;
+    const text = this.preface;
+    const name = connection[UNNAMED_STATEMENTS] ? '' : prefaceName(text);
+    if (name === '' || connection.parsedStatements[name] !== text) {
+      connection.parse({ text, name, types: [] });
+      if (name !== '') connection.parsedStatements[name] = text;
     }
     connection.bind({ portal: '', statement: name, values: [this.organizationId] });
     connection.execute({ portal: '', rows: 0 });
@@ -125,8 +158,12 @@ function prefaced(organizationId: string | undefined, args: unknown[], block: Bl
     }
     return args;
   }
+  const planned = (query as { [PLAN_SETTINGS]?: PlanSettings })[PLAN_SETTINGS] !== undefined;
+  // Plan settings ride on the preface of a statement that is its own transaction; in a block they would outlive it.
+  if (planned && (organizationId === undefined || block?.inBlock))
+    throw new Error('plan settings need a workspace statement outside a transaction block');
   if (organizationId === undefined) return args;
-  if (block?.inBlock) {
+  if (block?.inBlock && !planned) {
     if (block.setFor === organizationId) return args;
     block.setFor = organizationId;
   }

@@ -3,6 +3,7 @@
 import { availableParallelism } from 'node:os';
 import type pg from 'pg';
 import { Slots } from '../lib/slots.js';
+import { withPlanSettings } from './organization-setting.js';
 import { positionIn, type PageFilter } from './page-query.js';
 import type { PageTable } from './page-table.js';
 import { INDEXED_PLAN, indexedQuery, scanQuery, TRIGRAM_TERM } from './search-queries.js';
@@ -84,22 +85,9 @@ export async function searchPage<Row extends pg.QueryResultRow, Filter extends s
   }
 }
 
-/** Runs `query` in its own read-only transaction with the plan INDEXED_PLAN sets (the GIN index's candidates). */
-export function readWithIndexedPlan<Result extends pg.QueryResultRow>(pool: pg.Pool, query: pg.QueryConfig): Promise<Result[]> {
-  return searchScans.run(async () => {
-    const client = await pool.connect();
-    try {
-      await client.query(INDEXED_PLAN);
-      const result = await client.query<Result>(query);
-      await client.query('COMMIT');
-      return result.rows;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
-  });
+/** Runs `query` with the plan INDEXED_PLAN sets (the GIN index's candidates), in one round trip (`withPlanSettings`). */
+export async function readWithIndexedPlan<Result extends pg.QueryResultRow>(pool: pg.Pool, query: pg.QueryConfig): Promise<Result[]> {
+  return (await searchScans.run(() => pool.query<Result>(withPlanSettings(query, INDEXED_PLAN)))).rows;
 }
 
 function withoutMarker<Row>(row: Row & ScanRow): Row {

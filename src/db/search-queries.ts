@@ -4,6 +4,7 @@ import type pg from 'pg';
 import type { ListPosition } from '../lib/pagination.js';
 import { conditionsOf, orderBy, pageFrom, shapeName, sortOf, type PageFilter } from './page-query.js';
 import { pageTypes, type PageTable } from './page-table.js';
+import type { PlanSettings } from './organization-setting.js';
 
 /**
  * The test of a search: the row's folded text holds the term folded by the same `lower()`, every character literal.
@@ -103,12 +104,16 @@ export const candidatesOf = (search: string, term: string) =>
   TRIGRAM_TERM.test(search) ? substringPattern(term) : `crm_gram_pairs(search_text) @@ crm_gram_pairs_query(lower(${term}))`;
 
 /**
- * The plan of the indexed part, set for its transaction only: the candidates from the GIN index (a bitmap), never an
+ * The plan of the indexed part, set for its statement only: the candidates from the GIN index (a bitmap), never an
  * index scan in list order filtering every row (PostgreSQL's estimate for a `LIKE '%…%'` cannot tell a term that
  * matches nothing from one that matches every hundredth row), no parallel workers (starting them costs more than
  * such a query), and memory enough that the bitmap stays exact: a lossy one rechecks every row of its pages, which
  * for crm_gram_pairs means computing it again.
  */
-export const INDEXED_PLAN =
-  'BEGIN READ ONLY; SET LOCAL enable_indexscan = off; SET LOCAL enable_indexonlyscan = off; SET LOCAL enable_seqscan = off; ' +
-  "SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL work_mem = '64MB'";
+export const INDEXED_PLAN: PlanSettings = {
+  enable_indexscan: 'off',
+  enable_indexonlyscan: 'off',
+  enable_seqscan: 'off',
+  max_parallel_workers_per_gather: '0',
+  work_mem: '64MB',
+};

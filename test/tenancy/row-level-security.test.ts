@@ -7,7 +7,7 @@ import { crmWorkspaces, created } from './crm-workspaces.js';
 import { bypassesRowSecurity, servingRoleUrl } from '../../src/db/serving-role.js';
 import { bindTenant } from '../../src/db/tenant.js';
 import { scopeToOrganization } from '../../src/db/tenant-scope.js';
-import { organizationPool } from '../../src/db/organization-setting.js';
+import { organizationPool, withPlanSettings } from '../../src/db/organization-setting.js';
 
 const { app, databaseUrl } = await buildTestApp(t);
 const { a, b, memberA, memberB } = await crmWorkspaces(app);
@@ -170,6 +170,27 @@ t.test('a transaction block gets the workspace with its first statement, and aga
     await client.query('COMMIT');
     t.same(ids(await client.query('SELECT id FROM companies')), [companyA.id], 'outside a block, every statement carries it');
     t.equal(await setting(client), a.id);
+  } finally {
+    client.release();
+  }
+});
+
+t.test("a statement's plan settings hold for it alone, in its workspace, and never inside a block", async (t) => {
+  const client = await organizationPool(app.serving.pool, a.id).connect();
+  try {
+    const read = "SELECT current_setting('enable_indexscan') AS scan, current_setting('work_mem') AS mem, id FROM companies";
+    const planned = await client.query(withPlanSettings({ text: read }, { enable_indexscan: 'off', work_mem: '64MB' }));
+    t.same(
+      planned.rows.map((row: { scan: string; mem: string; id: string }) => [row.scan, row.mem, row.id]),
+      [['off', '64MB', companyA.id]],
+      'the settings and the workspace hold for the statement',
+    );
+    const after = await client.query("SELECT current_setting('enable_indexscan') AS scan, current_setting('work_mem') AS mem");
+    t.not(after.rows[0]?.scan, 'off', 'the next statement on the same connection plans as usual');
+    t.not(after.rows[0]?.mem, '64MB');
+    await client.query('BEGIN');
+    t.throws(() => client.query(withPlanSettings({ text: 'SELECT 1' }, { enable_indexscan: 'off' })), /outside a transaction block/);
+    await client.query('ROLLBACK');
   } finally {
     client.release();
   }
