@@ -66,6 +66,16 @@ export function scopePages(pool: pg.Pool, organizationId: string) {
       const { rows } = await pool.query<Record<string, unknown>>(queryPageStatement(organizationId, spec, request));
       return keyedRows<Row>(rows, keyCount);
     },
+    /**
+     * The saved view `id` of this workspace if `viewer` (a user id; null for an API key) sees it: a workspace view, or
+     * its own personal one. The read a list through a view makes each page, without the ORM's cost per statement.
+     */
+    async savedView(id: string, viewer: string | null): Promise<Record<string, unknown> | undefined> {
+      const text =
+        'SELECT id, object, filter, search, sort, columns, visibility FROM saved_views WHERE organization_id = $1 AND id = $2 ' +
+        "AND (visibility = 'workspace' OR (visibility = 'personal' AND created_by = $3))";
+      return (await pool.query<Record<string, unknown>>({ name: 'crm-saved-view', text, values: [organizationId, id, viewer] })).rows[0];
+    },
     /** The custom field definitions of one record type (`object`), archived ones too, in their order. */
     async customFieldDefinitions(object: string): Promise<Record<string, unknown>[]> {
       return (await pool.query<Record<string, unknown>>(customFieldDefinitionsStatement(organizationId, object))).rows;

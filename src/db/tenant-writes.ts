@@ -97,6 +97,9 @@ export const customFieldDefinitionsStatement = (organizationId: string, object: 
   values: [organizationId, object],
 });
 
+/** What an insert writes besides the record: its timeline entry, its number. */
+type InsertOptions = { activity?: ActivityEntry; numbering?: Numbering };
+
 /** The writer a tenant-scoped service receives: it can only create and change rows of `organizationId`. */
 export function scopeWrites(pool: Queryable, organizationId: string) {
   /** The columns of `values` the table's API writes (never `id`), with their parameters after `$1`. */
@@ -160,6 +163,53 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
   const createdEntries = (parameters: unknown[], activity: ActivityEntry) =>
     activityInsert(parameters, activity, 'record', { kind: `'created'`, fields: "'{}'", subject: 'NULL::uuid', condition: 'true' });
 
+  /** The insert of `insert` and `insertUnlessRequired`: the row it wrote in API shape, none when the guard refused. */
+  async function insertRecord<Row extends pg.QueryResultRow>(
+    spec: PageTable<Row, string>,
+    values: ColumnValues,
+    event: CrmEventName | null,
+    options: InsertOptions,
+    unlessRequired?: string,
+  ): Promise<Row | undefined> {
+    const parameters: unknown[] = [organizationId];
+    const set = assignments(spec, values, parameters);
+    const { activity, numbering } = options;
+    const columns = [
+      'id',
+      'organization_id',
+      ...set.map((s) => s.column),
+      ...(numbering ? [numbering.column] : []),
+      'created_at',
+      'updated_at',
+    ];
+    // A sequence's number: never handed out twice, and no lock held until commit (see the function's migration).
+    const code = numbering
+      ? [
+          `(SELECT $${parameters.push(numbering.prefix)} || lpad(n::text, greatest(5, length(n::text)), '0') FROM ${numbering.next}($1::uuid) AS n)`,
+        ]
+      : [];
+    const row = [
+      'crm_new_id()',
+      '$1',
+      ...set.map((s) => (s.merge ? `jsonb_strip_nulls(${s.parameter})` : s.parameter)),
+      ...code,
+      'now()',
+      'now()',
+    ];
+    // The guard saves a create the definitions read: the select list (and its number) runs only when it holds.
+    const source =
+      unlessRequired === undefined
+        ? `VALUES (${row.join(', ')})`
+        : `SELECT ${row.join(', ')} WHERE NOT EXISTS (SELECT FROM custom_field_definitions WHERE organization_id = $1 ` +
+          `AND object = $${parameters.push(unlessRequired)} AND required AND archived_at IS NULL)`;
+    const entry = activity ? createdEntries(parameters, activity) : '';
+    const text =
+      `WITH record AS (INSERT INTO ${spec.table} (${columns.join(', ')}) ${source} RETURNING ${spec.selectList})` +
+      entry +
+      eventParameters(parameters, event);
+    return (await pool.query<Row>(statement(text, parameters))).rows[0];
+  }
+
   return {
     /** The definitions a write's custom field values are checked against, on the write's own connection. */
     async customFieldDefinitions(object: string): Promise<Record<string, unknown>[]> {
@@ -173,56 +223,30 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
       const text = `SELECT ${spec.readList} FROM ${spec.table} WHERE organization_id = $1 AND id = $2`;
       return (await pool.query<Row>({ ...statement(text, [organizationId, id]), types: pageTypes })).rows[0];
     },
-    /**
-     * Inserts the record and queues its event; answers it in API shape. With `unlessRequired` (a record type whose
-     * body named no custom field), only while that type has no required active custom field, decided in the statement
-     * itself: undefined when it has one (the caller then checks the body against the definitions and answers why).
-     */
+    /** Inserts the record and queues its event; answers it in API shape. */
     async insert<Row extends pg.QueryResultRow>(
       spec: PageTable<Row, string>,
       values: ColumnValues,
       event: CrmEventName | null,
-      options: { activity?: ActivityEntry; numbering?: Numbering; unlessRequired?: string } = {},
-    ): Promise<Row | undefined> {
-      const parameters: unknown[] = [organizationId];
-      const set = assignments(spec, values, parameters);
-      const { activity, numbering, unlessRequired } = options;
-      const columns = [
-        'id',
-        'organization_id',
-        ...set.map((s) => s.column),
-        ...(numbering ? [numbering.column] : []),
-        'created_at',
-        'updated_at',
-      ];
-      // A sequence's number: never handed out twice, and no lock held until commit (see the function's migration).
-      const code = numbering
-        ? [
-            `(SELECT $${parameters.push(numbering.prefix)} || lpad(n::text, greatest(5, length(n::text)), '0') FROM ${numbering.next}($1::uuid) AS n)`,
-          ]
-        : [];
-      const row = [
-        'crm_new_id()',
-        '$1',
-        ...set.map((s) => (s.merge ? `jsonb_strip_nulls(${s.parameter})` : s.parameter)),
-        ...code,
-        'now()',
-        'now()',
-      ];
-      // The guard saves a create the definitions read: the select list (and its number) runs only when it holds.
-      const source =
-        unlessRequired === undefined
-          ? `VALUES (${row.join(', ')})`
-          : `SELECT ${row.join(', ')} WHERE NOT EXISTS (SELECT FROM custom_field_definitions WHERE organization_id = $1 ` +
-            `AND object = $${parameters.push(unlessRequired)} AND required AND archived_at IS NULL)`;
-      const entry = activity ? createdEntries(parameters, activity) : '';
-      const text =
-        `WITH record AS (INSERT INTO ${spec.table} (${columns.join(', ')}) ${source} RETURNING ${spec.selectList})` +
-        entry +
-        eventParameters(parameters, event);
-      const [inserted] = (await pool.query<Row>(statement(text, parameters))).rows;
-      if (!inserted && unlessRequired === undefined) throw new Error(`INSERT INTO ${spec.table} returned no row`);
+      options: InsertOptions = {},
+    ): Promise<Row> {
+      const inserted = await insertRecord(spec, values, event, options);
+      if (!inserted) throw new Error(`INSERT INTO ${spec.table} returned no row`);
       return inserted;
+    },
+    /**
+     * `insert`, only while record type `object` has no required active custom field (for a body that names no custom
+     * field), decided in the statement itself: undefined when it has one (the caller then checks the body against the
+     * definitions and answers why).
+     */
+    insertUnlessRequired<Row extends pg.QueryResultRow>(
+      spec: PageTable<Row, string>,
+      values: ColumnValues,
+      event: CrmEventName | null,
+      object: string,
+      options: InsertOptions = {},
+    ): Promise<Row | undefined> {
+      return insertRecord(spec, values, event, options, object);
     },
     /** Changes the record's given columns and queues its event; undefined when the organization has no such record. */
     async update<Row extends pg.QueryResultRow>(

@@ -65,18 +65,22 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
     throw duplicate ?? error;
   }
 
-  /**
-   * The record-specific checks, `assigned_to` (when set) a member of the workspace, and the custom field values
-   * (on a create every required one; a PATCH's merge into the record's map happens in its statement), unless
-   * `checkCustomFields` is false (a create's insert then guards the required ones itself).
-   */
-  async function prepared(scope: CrmScope, body: object, create: boolean, checkCustomFields = true): Promise<ColumnValues> {
+  /** The record-specific checks, and `assigned_to` (when set) a member of the workspace. */
+  async function prepared(scope: CrmScope, body: object): Promise<ColumnValues> {
     const values = type.prepare ? type.prepare(body as ColumnValues) : (body as ColumnValues);
     const assignee = values.assigned_to;
     if (typeof assignee === 'string' && !(await scope.db.membership.findFirst({ select: { id: true }, where: { userId: assignee } }))) {
       throw validationFailed({ assigned_to: ['Not a member of this workspace.'] });
     }
-    if (!type.customFields || !checkCustomFields) return values;
+    return values;
+  }
+
+  /**
+   * `values` with their custom fields checked against the type's definitions (400 for what they refuse): on a create
+   * every required one; a PATCH's merge into the record's map happens in its statement.
+   */
+  async function withCustomFields(scope: CrmScope, values: ColumnValues, create: boolean): Promise<ColumnValues> {
+    if (!type.customFields) return values;
     return { ...values, custom_fields: await customFieldsOf(scope, type.customFields).check(values.custom_fields, create) };
   }
 
@@ -137,18 +141,15 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
      * type has a required field (checked in the insert, so no definitions read); only then is it checked, for the 400.
      */
     async create(scope, body) {
-      const insert = (values: ColumnValues, unlessRequired?: string) =>
-        scope.writes
-          .insert(table, values, eventOf(type, 'created'), { activity: entryOf(scope), numbering: type.numbering, unlessRequired })
-          .catch(mapWriteError);
-      const given = body as ColumnValues;
-      if (type.customFields && given.custom_fields === undefined) {
-        const written = await insert(await prepared(scope, body as object, true, false), type.customFields);
+      const options = { activity: entryOf(scope), numbering: type.numbering };
+      const created = eventOf(type, 'created');
+      const values = await prepared(scope, body as object);
+      if (type.customFields && (body as ColumnValues).custom_fields === undefined) {
+        const written = await scope.writes.insertUnlessRequired(table, values, created, type.customFields, options).catch(mapWriteError);
         if (written) return written;
       }
-      const record = await insert(await prepared(scope, body as object, true));
-      if (!record) throw new Error(`${table.table}: unguarded insert wrote no row`);
-      return record;
+      const checked = await withCustomFields(scope, values, true);
+      return scope.writes.insert(table, checked, created, options).catch(mapWriteError);
     },
     /**
      * An empty body changes nothing and dispatches no event. With `expected` (the versions an If-Match names, or `*`),
@@ -161,7 +162,7 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
         if (!versionMatches(versions, String(current.updated_at))) throw changedSince();
         return current;
       }
-      const values = await prepared(scope, body, false);
+      const values = await withCustomFields(scope, await prepared(scope, body), false);
       const record = isUuid(id)
         ? await scope.writes.update(table, id, values, eventOf(type, 'updated'), versions, entryOf(scope)).catch(mapWriteError)
         : undefined;

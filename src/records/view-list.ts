@@ -5,18 +5,21 @@ import type { Tenant } from '../db/tenant.js';
 import type { ListOrder } from '../lib/pagination.js';
 import { ProblemError, validationFailed } from '../lib/problem.js';
 import type { RecordFilter } from './definition.js';
-import { SQL_TYPES } from './filter/fields.js';
+import { compileFilter } from './filter/compile.js';
 import type { FieldResolver } from './filter/resolve.js';
 import type { QueryPage } from './query-service.js';
-import { findVisibleView, viewFields, viewNotFound, viewQuery, type ViewableRecord } from './views.js';
+import { readVisibleView, viewFields, viewNotFound, viewQuery, type ViewableRecord } from './views.js';
 
-/** The list's equality filters (`lifecycle_stage=…`, `company_id=…`) as conditions over the same fields a query reads. */
+/**
+ * The list's equality filters (`lifecycle_stage=…`, `company_id=…`) as the query's own `eq` conditions over the same
+ * fields, compiled as a query's are (an enum compared as its type, which its index and statistics serve).
+ */
 function equalities(equals: RecordFilter['equals'], resolve: FieldResolver): PageCondition[] {
   return Object.entries(equals ?? {}).flatMap(([column, value]) => {
     if (value === undefined) return [];
     const field = resolve(column);
     if (!field) throw new Error(`the list filter ${column} is no query field`);
-    return [(parameter: (value: unknown, type: string) => string) => `${field.sql} = ${parameter(value, SQL_TYPES[field.spec.type])}`];
+    return [compileFilter({ kind: 'condition', field, op: 'eq', value })];
   });
 }
 
@@ -43,7 +46,7 @@ export async function viewListPage<Dto>(
   request: ViewListRequest,
 ): Promise<QueryPage<Dto>> {
   // The fields and the view are independent reads: one round trip's wait, not two.
-  const [viewed, view] = await Promise.all([viewFields(type, tenant.pages), findVisibleView(tenant.db, viewId, viewer)]);
+  const [viewed, view] = await Promise.all([viewFields(type, tenant.pages), readVisibleView(tenant.pages, viewId, viewer)]);
   const { object, engine, fields } = viewed;
   if (!view || view.object !== object) throw viewNotFound();
   const { filter, order } = request;

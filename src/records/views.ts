@@ -39,6 +39,28 @@ export async function findVisibleView(db: TenantDb, id: string, viewer: string |
   return db.savedView.findFirst({ where: { id: id.toLowerCase(), ...visibleTo(viewer) } });
 }
 
+/** A stored view as a list through it reads it: its record type and parts (JSON as it was sent). */
+export interface StoredView extends ViewParts {
+  object: string;
+  filter: unknown;
+  search: string | null;
+  sort: unknown;
+}
+
+/** `findVisibleView` for a list through the view: the same visibility, in one raw statement of the page reader. */
+export async function readVisibleView(pages: TenantPages, id: string, viewer: string | null): Promise<StoredView | null> {
+  if (!isUuid(id)) return null;
+  const row = await pages.savedView(id.toLowerCase(), viewer);
+  if (!row) return null;
+  return {
+    object: String(row.object),
+    filter: row.filter,
+    search: (row.search as string | null) ?? null,
+    sort: row.sort,
+    columns: row.columns,
+  };
+}
+
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** One field name a view names, where, and as what (a sort may name an alias, a column a field of the record). */
@@ -74,16 +96,29 @@ function namedFields(parts: ViewParts): NamedField[] {
   return names;
 }
 
+/** Per record type, built once: its query engine (the standard fields' resolver) and its record's field names. */
+const viewEngines = new WeakMap<ViewableRecord, ReturnType<typeof buildViewEngine>>();
+function buildViewEngine(type: ViewableRecord) {
+  if (!type.query) throw new Error(`${type.names.many} have no query: no views`);
+  const { query } = type;
+  const engine = recordQuery<Record<string, unknown>>(type.table, query, type.customFields);
+  return { query, engine, recordFields: new Set(Object.keys(type.schemas.record.properties)) };
+}
+function viewEngineOf(type: ViewableRecord) {
+  const known = viewEngines.get(type);
+  if (known) return known;
+  const built = buildViewEngine(type);
+  viewEngines.set(type, built);
+  return built;
+}
+
 /**
  * The fields a record type's views may name in the workspace of `pages` (its custom fields read now), and the query
  * machinery they go through.
  */
 export async function viewFields(type: ViewableRecord, pages: TenantPages) {
-  if (!type.query) throw new Error(`${type.names.many} have no query: no views`);
-  const { query } = type;
-  const engine = recordQuery<Record<string, unknown>>(type.table, query, type.customFields);
+  const { query, engine, recordFields } = viewEngineOf(type);
   const fields = await engine.fieldsFor(pages);
-  const recordFields = new Set(Object.keys(type.schemas.record.properties));
   const resolves = ({ name, as }: NamedField): boolean =>
     fields.resolve(name) !== undefined ||
     (as === 'sort' && query.sortAliases?.[name] !== undefined) ||
@@ -138,7 +173,7 @@ export interface ViewRequest {
  * the view, whether or not the request replaces that part. Then the parts are checked as a query's.
  */
 export async function viewQuery(
-  view: SavedView,
+  view: StoredView,
   request: ViewRequest,
   viewed: Awaited<ReturnType<typeof viewFields>>,
 ): Promise<CheckedQuery> {
