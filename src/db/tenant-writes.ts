@@ -163,51 +163,55 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
   const createdEntries = (parameters: unknown[], activity: ActivityEntry) =>
     activityInsert(parameters, activity, 'record', { kind: `'created'`, fields: "'{}'", subject: 'NULL::uuid', condition: 'true' });
 
-  /** The insert of `insert` and `insertUnlessRequired`: the row it wrote in API shape, none when the guard refused. */
-  async function insertRecord<Row extends pg.QueryResultRow>(
+  /**
+   * The insert of `insert`, `insertUnlessRequired` and `insertAll`: the rows it wrote in API shape, in the order of
+   * `rows` (RETURNING answers a VALUES list's rows in its order), none when the guard refused.
+   */
+  async function insertRecords<Row extends pg.QueryResultRow>(
     spec: PageTable<Row, string>,
-    values: ColumnValues,
+    rows: readonly ColumnValues[],
     event: CrmEventName | null,
     options: InsertOptions,
     unlessRequired?: string,
-  ): Promise<Row | undefined> {
+  ): Promise<Row[]> {
     const parameters: unknown[] = [organizationId];
-    const set = assignments(spec, values, parameters);
     const { activity, numbering } = options;
-    const columns = [
-      'id',
-      'organization_id',
-      ...set.map((s) => s.column),
-      ...(numbering ? [numbering.column] : []),
-      'created_at',
-      'updated_at',
-    ];
+    const sets = rows.map((values) => assignments(spec, values, parameters));
+    // Every column some row sets, in the table's order; a row that does not set one takes its default.
+    const given = spec.columns.filter((column) => sets.some((set) => set.some((s) => s.column === column)));
+    const columns = ['id', 'organization_id', ...given, ...(numbering ? [numbering.column] : []), 'created_at', 'updated_at'];
     // A sequence's number: never handed out twice, and no lock held until commit (see the function's migration).
+    const prefix = numbering ? `$${parameters.push(numbering.prefix)}` : '';
     const code = numbering
-      ? [
-          `(SELECT $${parameters.push(numbering.prefix)} || lpad(n::text, greatest(5, length(n::text)), '0') FROM ${numbering.next}($1::uuid) AS n)`,
-        ]
+      ? [`(SELECT ${prefix} || lpad(n::text, greatest(5, length(n::text)), '0') FROM ${numbering.next}($1::uuid) AS n)`]
       : [];
-    const row = [
+    const valuesOf = (set: ReturnType<typeof assignments>) => [
       'crm_new_id()',
       '$1',
-      ...set.map((s) => (s.merge ? `jsonb_strip_nulls(${s.parameter})` : s.parameter)),
+      ...given.map((column) => {
+        const value = set.find((s) => s.column === column);
+        if (!value) return 'DEFAULT';
+        return value.merge ? `jsonb_strip_nulls(${value.parameter})` : value.parameter;
+      }),
       ...code,
       'now()',
       'now()',
     ];
     // The guard saves a create the definitions read: the select list (and its number) runs only when it holds.
+    const [first] = sets;
     const source =
-      unlessRequired === undefined
-        ? `VALUES (${row.join(', ')})`
-        : `SELECT ${row.join(', ')} WHERE NOT EXISTS (SELECT FROM custom_field_definitions WHERE organization_id = $1 ` +
+      unlessRequired === undefined || first === undefined || sets.length > 1
+        ? `VALUES ${sets.map((set) => `(${valuesOf(set).join(', ')})`).join(', ')}`
+        : `SELECT ${valuesOf(first).join(', ')} WHERE NOT EXISTS (SELECT FROM custom_field_definitions WHERE organization_id = $1 ` +
           `AND object = $${parameters.push(unlessRequired)} AND required AND archived_at IS NULL)`;
     const entry = activity ? createdEntries(parameters, activity) : '';
     const text =
       `WITH record AS (INSERT INTO ${spec.table} (${columns.join(', ')}) ${source} RETURNING ${spec.selectList})` +
       entry +
       eventParameters(parameters, event);
-    return (await pool.query<Row>(statement(text, parameters))).rows[0];
+    // One shape per count of rows and columns: many rows' statements are not kept prepared.
+    const sent = rows.length === 1 ? statement(text, parameters) : { text, values: parameters };
+    return (await pool.query<Row>(sent)).rows;
   }
 
   return {
@@ -230,7 +234,7 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
       event: CrmEventName | null,
       options: InsertOptions = {},
     ): Promise<Row> {
-      const inserted = await insertRecord(spec, values, event, options);
+      const [inserted] = await insertRecords(spec, [values], event, options);
       if (!inserted) throw new Error(`INSERT INTO ${spec.table} returned no row`);
       return inserted;
     },
@@ -239,14 +243,28 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
      * field), decided in the statement itself: undefined when it has one (the caller then checks the body against the
      * definitions and answers why).
      */
-    insertUnlessRequired<Row extends pg.QueryResultRow>(
+    async insertUnlessRequired<Row extends pg.QueryResultRow>(
       spec: PageTable<Row, string>,
       values: ColumnValues,
       event: CrmEventName | null,
       object: string,
       options: InsertOptions = {},
     ): Promise<Row | undefined> {
-      return insertRecord(spec, values, event, options, object);
+      return (await insertRecords(spec, [values], event, options, object))[0];
+    },
+    /**
+     * Inserts every record of `rows` in one statement, each with its event and timeline entry as `insert` writes them;
+     * answers them in API shape, in the order of `rows`. One fails, none is written (the statement fails).
+     */
+    async insertAll<Row extends pg.QueryResultRow>(
+      spec: PageTable<Row, string>,
+      rows: readonly ColumnValues[],
+      event: CrmEventName | null,
+      options: InsertOptions = {},
+    ): Promise<Row[]> {
+      const inserted = rows.length === 0 ? [] : await insertRecords(spec, rows, event, options);
+      if (inserted.length !== rows.length) throw new Error(`INSERT INTO ${spec.table} returned ${inserted.length} of ${rows.length} rows`);
+      return inserted;
     },
     /** Changes the record's given columns and queues its event; undefined when the organization has no such record. */
     async update<Row extends pg.QueryResultRow>(

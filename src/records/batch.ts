@@ -1,11 +1,12 @@
-// A record type's batch: each operation through the kernel's single write (the service's create, update, archive,
-// restore or remove, with their own checks, timeline entries and events), its outcome the status and problem the single
-// request would have answered; all in one transaction. `atomic`: the first failure undoes them all.
+// A record type's batch: each operation through the kernel's writes (the service's create, update, archive, restore or
+// remove, with their own checks, timeline entries and events; consecutive creates in one statement), its outcome the
+// status and problem the single request would have answered; all in one transaction. `atomic`: the first failure
+// undoes them all.
 import { versionsIn } from '../lib/etag.js';
 import { ProblemError, validationFailed } from '../lib/problem.js';
 import type { BatchOp } from './batch-schemas.js';
 import type { CrmScope, RecordService } from './record-service.js';
-import { inOneTransaction } from './batch-transaction.js';
+import { inOneTransaction, type Step } from './batch-transaction.js';
 
 /** One operation of a batch request. */
 export interface BatchOperation {
@@ -88,7 +89,15 @@ export async function runBatch<Dto>(
 ): Promise<BatchOutcome<Dto>[]> {
   return inOneTransaction(scope, async (inner, step) => {
     const outcomes: BatchOutcome<Dto>[] = [];
-    for (const [index, operation] of operations.entries()) {
+    let index = 0;
+    while (index < operations.length) {
+      const creates = createsFrom(operations, index);
+      const together = creates.length > 1 && service.createAll ? await createdTogether(service, inner, checks, creates, step) : undefined;
+      if (together) {
+        for (const outcome of together) outcomes.push({ index: index++, ...outcome });
+        continue;
+      }
+      const operation = operations[index] as BatchOperation;
       try {
         outcomes.push({
           index,
@@ -99,7 +108,40 @@ export async function runBatch<Dto>(
         if (atomic) throw atomicFailure(error, index);
         outcomes.push({ index, status: error.status, error });
       }
+      index += 1;
     }
     return outcomes;
   });
+}
+
+/** The creates (without an `id`) that follow one another from `index` on. */
+function createsFrom(operations: readonly BatchOperation[], index: number): BatchOperation[] {
+  const creates: BatchOperation[] = [];
+  for (const operation of operations.slice(index)) {
+    if (operation.op !== 'create' || operation.id !== undefined) break;
+    creates.push(operation);
+  }
+  return creates;
+}
+
+/**
+ * Consecutive creates in one statement (`createAll`), after a savepoint: their outcomes when every one succeeds. When
+ * one would fail (a 400, a duplicate), nothing of them is kept and undefined is answered: they then run one by one,
+ * each answering what its single request would, in order.
+ */
+async function createdTogether<Dto>(
+  service: RecordService<Dto, unknown, unknown>,
+  scope: CrmScope,
+  checks: BodyChecks,
+  creates: readonly BatchOperation[],
+  step: Step,
+): Promise<Array<{ status: number; record: Dto }> | undefined> {
+  try {
+    const bodies = creates.map((operation) => checks.create(operation.data ?? {}));
+    const records = await step(() => (service.createAll as NonNullable<typeof service.createAll>)(scope, bodies));
+    return records.map((record) => ({ status: 201, record }));
+  } catch (error) {
+    if (error instanceof ProblemError) return undefined;
+    throw error;
+  }
 }

@@ -42,10 +42,24 @@ export interface RecordService<Dto, Create = never, Update = never> {
   /** One record as its list shows it (one statement on the writer's connection: a batch reads its own writes). */
   get(reader: RecordReader, id: string): Promise<Dto>;
   create(scope: CrmScope, body: Create): Promise<Dto>;
+  /**
+   * The records of `bodies` created as `create` creates each (its checks, timeline entry and event), in one statement:
+   * all, in order, or none (the first problem is thrown, nothing written). Absent for a type whose create is its own
+   * (`withOwnCreate`): a batch then creates one by one.
+   */
+  createAll?(scope: CrmScope, bodies: readonly Create[]): Promise<Dto[]>;
   update(scope: CrmScope, id: string, body: Update, expected?: Expected): Promise<Dto>;
   remove(scope: CrmScope, id: string, expected?: Expected): Promise<void>;
   archive(scope: CrmScope, id: string, expected?: Expected): Promise<Dto>;
   restore(scope: CrmScope, id: string, expected?: Expected): Promise<Dto>;
+}
+
+/** The kernel's service of a type that writes its records its own way: without the kernel's `createAll`. */
+export function withOwnCreate<Dto, Create, Update>(
+  kernel: RecordService<Dto, Create, Update>,
+): Omit<RecordService<Dto, Create, Update>, 'createAll'> {
+  const { createAll: _kernels, ...rest } = kernel;
+  return rest;
 }
 
 /** PostgreSQL's foreign_key_violation: a reference outside the organization (composite keys). */
@@ -65,11 +79,15 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
     throw duplicate ?? error;
   }
 
-  /** The record-specific checks, and `assigned_to` (when set) a member of the workspace. */
-  async function prepared(scope: CrmScope, body: object): Promise<ColumnValues> {
+  /** Whether `userId` is a member of the scope's workspace. */
+  const isMember = async (scope: CrmScope, userId: string) =>
+    (await scope.db.membership.findFirst({ select: { id: true }, where: { userId } })) !== null;
+
+  /** The record-specific checks, and `assigned_to` (when set) a member of the workspace (`member` answers whether). */
+  async function prepared(scope: CrmScope, body: object, member = (userId: string) => isMember(scope, userId)): Promise<ColumnValues> {
     const values = type.prepare ? type.prepare(body as ColumnValues) : (body as ColumnValues);
     const assignee = values.assigned_to;
-    if (typeof assignee === 'string' && !(await scope.db.membership.findFirst({ select: { id: true }, where: { userId: assignee } }))) {
+    if (typeof assignee === 'string' && !(await member(assignee))) {
       throw validationFailed({ assigned_to: ['Not a member of this workspace.'] });
     }
     return values;
@@ -150,6 +168,26 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
       }
       const checked = await withCustomFields(scope, values, true);
       return scope.writes.insert(table, checked, created, options).catch(mapWriteError);
+    },
+    async createAll(scope, bodies) {
+      // The definitions, and each assignee's membership, are read once for all the bodies.
+      const definitions = new Map<string, Promise<Record<string, unknown>[]>>();
+      const readDefinitions = (object: string) => {
+        const known = definitions.get(object) ?? scope.writes.customFieldDefinitions(object);
+        definitions.set(object, known);
+        return known;
+      };
+      const once: CrmScope = { ...scope, writes: { ...scope.writes, customFieldDefinitions: readDefinitions } };
+      const members = new Map<string, Promise<boolean>>();
+      const member = (userId: string) => {
+        const known = members.get(userId) ?? isMember(scope, userId);
+        members.set(userId, known);
+        return known;
+      };
+      const rows: ColumnValues[] = [];
+      for (const body of bodies) rows.push(await withCustomFields(once, await prepared(scope, body as object, member), true));
+      const options = { activity: entryOf(scope), numbering: type.numbering };
+      return scope.writes.insertAll(table, rows, eventOf(type, 'created'), options).catch(mapWriteError);
     },
     /**
      * An empty body changes nothing and dispatches no event. With `expected` (the versions an If-Match names, or `*`),

@@ -128,6 +128,67 @@ t.test('an operation the database refuses (a duplicate) fails alone: the operati
   t.equal(await activities(), activitiesBefore + 2, 'a timeline entry for each written record, none for the refused one');
 });
 
+t.test('consecutive creates are written together: in order, each with its number, timeline entry and automation run', async (t) => {
+  const runsBefore = await runs();
+  const activitiesBefore = await activities();
+  const names = Array.from({ length: 40 }, (_, i) => `Together ${String(i).padStart(2, '0')}`);
+  const out = results(
+    await batch('companies/', {
+      operations: names.map((name, i) => ({ op: 'create', data: { name, ...(i % 2 ? { country: 'de', assigned_to: memberA.id } : {}) } })),
+    }),
+  );
+  t.same(
+    out.map((r) => [r.index, r.status, r.record?.name]),
+    names.map((name, i) => [i, 201, name]),
+    'each answer is its own operation, in order',
+  );
+  t.same(
+    out.map((r) => [r.record?.country ?? null, r.record?.lifecycle_stage]),
+    names.map((_, i) => [i % 2 ? 'DE' : null, 'lead']),
+    'a column one operation sets and another does not takes its default there',
+  );
+  const codes = out.map((r) => Number(String(r.record?.customer_code).slice(4)));
+  t.same(
+    codes,
+    codes.map((_, i) => (codes[0] as number) + i),
+    'customer numbers follow the operations',
+  );
+  t.equal(await activities(), activitiesBefore + 40, 'a created entry on each timeline');
+  t.equal(await runs(), runsBefore + 40, 'a company.created run for each');
+  const stored = await app.db.company.findMany({ where: { organizationId: a.id, name: { in: names } }, select: { id: true } });
+  t.same(stored.map((c) => c.id).sort(), out.map((r) => r.record?.id).sort());
+});
+
+t.test('consecutive creates one of which fails (an assignee who is no member) are answered one by one', async (t) => {
+  const outsider = await createUser(app);
+  const activitiesBefore = await activities();
+  const out = results(
+    await batch('companies/', {
+      operations: [
+        { op: 'create', data: { name: 'Grouped first' } },
+        { op: 'create', data: { name: 'Grouped outsider', assigned_to: outsider.id } },
+        { op: 'create', data: { name: 'Grouped last' } },
+      ],
+    }),
+  );
+  t.same(
+    out.map((r) => r.status),
+    [201, 400, 201],
+  );
+  t.ok(out[1]?.error?.errors?.assigned_to, "the single request's field error");
+  t.equal(await activities(), activitiesBefore + 2, 'the two written, once each: nothing of the attempt together is kept');
+  const atomic = await batch('companies/', {
+    atomic: true,
+    operations: [
+      { op: 'create', data: { name: 'Atomic grouped first' } },
+      { op: 'create', data: { name: 'Atomic grouped outsider', assigned_to: outsider.id } },
+    ],
+  });
+  t.equal(atomic.statusCode, 400);
+  t.ok(json(atomic).errors['operations.1.assigned_to'], 'the failing operation is named');
+  t.equal(await app.db.company.count({ where: { organizationId: a.id, name: { startsWith: 'Atomic grouped' } } }), 0);
+});
+
 t.test('1–100 operations; an unknown op of the type is a 400 of the whole request', async (t) => {
   t.equal((await batch('companies/', { operations: [] })).statusCode, 400);
   const many = Array.from({ length: 101 }, (_, i) => ({ op: 'create', data: { name: `C${i}` } }));
