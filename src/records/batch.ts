@@ -5,7 +5,7 @@
 import { versionsIn } from '../lib/etag.js';
 import { ProblemError, validationFailed } from '../lib/problem.js';
 import type { BatchOp } from './batch-schemas.js';
-import type { CrmScope, RecordService } from './record-service.js';
+import { createAllOf, type CreateAll, type CrmScope, type RecordService } from './record-service.js';
 import { inOneTransaction, type Step } from './batch-transaction.js';
 
 /** One operation of a batch request. */
@@ -92,7 +92,8 @@ export async function runBatch<Dto>(
     let index = 0;
     while (index < operations.length) {
       const creates = createsFrom(operations, index);
-      const together = creates.length > 1 && service.createAll ? await createdTogether(service, inner, checks, creates, step) : undefined;
+      const createAll = createAllOf(service);
+      const together = creates.length > 1 && createAll ? await createdTogether(createAll, inner, checks, creates, step) : undefined;
       if (together) {
         for (const outcome of together) outcomes.push({ index: index++, ...outcome });
         continue;
@@ -125,12 +126,12 @@ function createsFrom(operations: readonly BatchOperation[], index: number): Batc
 }
 
 /**
- * Consecutive creates in one statement (`createAll`), after a savepoint: their outcomes when every one succeeds. When
+ * Consecutive creates in one statement (the kernel's `createAll`), after a savepoint: their outcomes when every one succeeds. When
  * one would fail (a 400, a duplicate), nothing of them is kept and undefined is answered: they then run one by one,
  * each answering what its single request would, in order.
  */
 async function createdTogether<Dto>(
-  service: RecordService<Dto, unknown, unknown>,
+  createAll: CreateAll<Dto>,
   scope: CrmScope,
   checks: BodyChecks,
   creates: readonly BatchOperation[],
@@ -138,7 +139,7 @@ async function createdTogether<Dto>(
 ): Promise<Array<{ status: number; record: Dto }> | undefined> {
   try {
     const bodies = creates.map((operation) => checks.create(operation.data ?? {}));
-    const records = await step(() => (service.createAll as NonNullable<typeof service.createAll>)(scope, bodies));
+    const records = await step(() => createAll(scope, bodies));
     return records.map((record) => ({ status: 201, record }));
   } catch (error) {
     if (error instanceof ProblemError) return undefined;

@@ -42,24 +42,25 @@ export interface RecordService<Dto, Create = never, Update = never> {
   /** One record as its list shows it (one statement on the writer's connection: a batch reads its own writes). */
   get(reader: RecordReader, id: string): Promise<Dto>;
   create(scope: CrmScope, body: Create): Promise<Dto>;
-  /**
-   * The records of `bodies` created as `create` creates each (its checks, timeline entry and event), in one statement:
-   * all, in order, or none (the first problem is thrown, nothing written). Absent for a type whose create is its own
-   * (`withOwnCreate`): a batch then creates one by one.
-   */
-  createAll?(scope: CrmScope, bodies: readonly Create[]): Promise<Dto[]>;
   update(scope: CrmScope, id: string, body: Update, expected?: Expected): Promise<Dto>;
   remove(scope: CrmScope, id: string, expected?: Expected): Promise<void>;
   archive(scope: CrmScope, id: string, expected?: Expected): Promise<Dto>;
   restore(scope: CrmScope, id: string, expected?: Expected): Promise<Dto>;
 }
 
-/** The kernel's service of a type that writes its records its own way: without the kernel's `createAll`. */
-export function withOwnCreate<Dto, Create, Update>(
-  kernel: RecordService<Dto, Create, Update>,
-): Omit<RecordService<Dto, Create, Update>, 'createAll'> {
-  const { createAll: _kernels, ...rest } = kernel;
-  return rest;
+/** Creates the records of `bodies` in one statement: all, in their order, or none (the first problem is thrown). */
+export type CreateAll<Dto> = (scope: CrmScope, bodies: readonly unknown[]) => Promise<Dto[]>;
+
+/** The kernel's `create` of each record type, with its one-statement version. */
+const createsTogether = new WeakMap<object, CreateAll<unknown>>();
+
+/**
+ * How `service` creates many records in one statement, as its `create` creates each (its checks, timeline entry and
+ * event): only when its `create` is the kernel's. A type with a create of its own (deals, tasks, notes: attachments,
+ * their own checks) has none, whatever else it takes from the kernel, so a batch then creates one by one.
+ */
+export function createAllOf<Dto>(service: Pick<RecordService<Dto, unknown, unknown>, 'create'>): CreateAll<Dto> | undefined {
+  return createsTogether.get(service.create) as CreateAll<Dto> | undefined;
 }
 
 /** PostgreSQL's foreign_key_violation: a reference outside the organization (composite keys). */
@@ -142,6 +143,44 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
     return record;
   }
 
+  /**
+   * The record and its `created` event's runs commit together. A body without `custom_fields` is written unless the
+   * type has a required field (checked in the insert, so no definitions read); only then is it checked, for the 400.
+   */
+  async function create(scope: CrmScope, body: Create): Promise<Dto> {
+    const options = { activity: entryOf(scope), numbering: type.numbering };
+    const created = eventOf(type, 'created');
+    const values = await prepared(scope, body as object);
+    if (type.customFields && (body as ColumnValues).custom_fields === undefined) {
+      const written = await scope.writes.insertUnlessRequired(table, values, created, type.customFields, options).catch(mapWriteError);
+      if (written) return written;
+    }
+    const checked = await withCustomFields(scope, values, true);
+    return scope.writes.insert(table, checked, created, options).catch(mapWriteError);
+  }
+  /** `create` of every body in one statement (`createAllOf`). */
+  const createAll: CreateAll<Dto> = async (scope, bodies) => {
+    // The definitions, and each assignee's membership, are read once for all the bodies.
+    const definitions = new Map<string, Promise<Record<string, unknown>[]>>();
+    const readDefinitions = (object: string) => {
+      const known = definitions.get(object) ?? scope.writes.customFieldDefinitions(object);
+      definitions.set(object, known);
+      return known;
+    };
+    const once: CrmScope = { ...scope, writes: { ...scope.writes, customFieldDefinitions: readDefinitions } };
+    const members = new Map<string, Promise<boolean>>();
+    const member = (userId: string) => {
+      const known = members.get(userId) ?? isMember(scope, userId);
+      members.set(userId, known);
+      return known;
+    };
+    const rows: ColumnValues[] = [];
+    for (const body of bodies) rows.push(await withCustomFields(once, await prepared(scope, body as object, member), true));
+    const options = { activity: entryOf(scope), numbering: type.numbering };
+    return scope.writes.insertAll(table, rows, eventOf(type, 'created'), options).catch(mapWriteError);
+  };
+  createsTogether.set(create, createAll as CreateAll<unknown>);
+
   return {
     /** `page.limit + 1` records in the page's order (already in API shape) when more follow, else the rest. */
     list: (pages, filter, page) => pages.read(table, { ...filter, ...page }),
@@ -154,41 +193,7 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
       return pages.csv(table, [...fields, ...columns], { ...filter, order });
     },
     get,
-    /**
-     * The record and its `created` event's runs commit together. A body without `custom_fields` is written unless the
-     * type has a required field (checked in the insert, so no definitions read); only then is it checked, for the 400.
-     */
-    async create(scope, body) {
-      const options = { activity: entryOf(scope), numbering: type.numbering };
-      const created = eventOf(type, 'created');
-      const values = await prepared(scope, body as object);
-      if (type.customFields && (body as ColumnValues).custom_fields === undefined) {
-        const written = await scope.writes.insertUnlessRequired(table, values, created, type.customFields, options).catch(mapWriteError);
-        if (written) return written;
-      }
-      const checked = await withCustomFields(scope, values, true);
-      return scope.writes.insert(table, checked, created, options).catch(mapWriteError);
-    },
-    async createAll(scope, bodies) {
-      // The definitions, and each assignee's membership, are read once for all the bodies.
-      const definitions = new Map<string, Promise<Record<string, unknown>[]>>();
-      const readDefinitions = (object: string) => {
-        const known = definitions.get(object) ?? scope.writes.customFieldDefinitions(object);
-        definitions.set(object, known);
-        return known;
-      };
-      const once: CrmScope = { ...scope, writes: { ...scope.writes, customFieldDefinitions: readDefinitions } };
-      const members = new Map<string, Promise<boolean>>();
-      const member = (userId: string) => {
-        const known = members.get(userId) ?? isMember(scope, userId);
-        members.set(userId, known);
-        return known;
-      };
-      const rows: ColumnValues[] = [];
-      for (const body of bodies) rows.push(await withCustomFields(once, await prepared(scope, body as object, member), true));
-      const options = { activity: entryOf(scope), numbering: type.numbering };
-      return scope.writes.insertAll(table, rows, eventOf(type, 'created'), options).catch(mapWriteError);
-    },
+    create,
     /**
      * An empty body changes nothing and dispatches no event. With `expected` (the versions an If-Match names, or `*`),
      * the change applies only to a record still at one of them: 412 otherwise, decided in the same statement.

@@ -10,7 +10,7 @@ import { isUuid } from '../../lib/http-schemas.js';
 import { notFound, validationFailed } from '../../lib/problem.js';
 import { dispatchEvent } from '../automations/dispatch.js';
 import { moved, recordAttachments, UNATTACHED } from '../../records/attachments.js';
-import { recordService, withOwnCreate, type CrmScope } from '../../records/record-service.js';
+import { recordService, type CrmScope } from '../../records/record-service.js';
 import { checkReferences, writeReferencing as write } from '../../records/references.js';
 import { customFieldsOf, mergeCustomValues, withCustomFields } from '../../records/custom-fields/values.js';
 import { lockStages, renumberStage } from './board.js';
@@ -239,7 +239,7 @@ async function pipeline(db: TenantDb, organizationId: string): Promise<DealPipel
 
 /** Deals: the record kernel's reads, lists, syncs and exports (record.ts), with the deal's own writes and board. */
 export const dealService = {
-  ...withOwnCreate(recordService<DealRow, DealDto>(dealRecord)),
+  ...recordService<DealRow, DealDto>(dealRecord),
   create,
   update,
   remove,

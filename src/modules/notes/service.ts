@@ -8,7 +8,7 @@ import { changedSince, nextVersion, versionMatches, type ExpectedVersions } from
 import { isUuid } from '../../lib/http-schemas.js';
 import { forbidden, validationFailed } from '../../lib/problem.js';
 import { dispatchEvent } from '../automations/dispatch.js';
-import { recordService, withOwnCreate, type CrmScope } from '../../records/record-service.js';
+import { recordService, type CrmScope } from '../../records/record-service.js';
 import { noteInclude, noteNotFound, noteRecord, toNoteDto, type NoteRow } from './record.js';
 import type { NoteCreate, NoteDto, NoteTargetType, NoteUpdate } from './schemas.js';
 
@@ -151,5 +151,5 @@ async function notesOf(db: TenantDb, target: Target): Promise<NoteDto[]> {
 }
 
 /** Notes: the kernel's behaviour (record.ts: lists, reads, sync), the note's own writes, a record's notes. */
-export const noteService = { ...withOwnCreate(recordService<NoteRow, NoteDto>(noteRecord)), create, update, remove, notesOf };
+export const noteService = { ...recordService<NoteRow, NoteDto>(noteRecord), create, update, remove, notesOf };
 export type NoteService = typeof noteService;

@@ -9,7 +9,7 @@ import { changedSince, nextVersion, versionMatches, type ExpectedVersions } from
 import { isUuid } from '../../lib/http-schemas.js';
 import { dispatchEvent } from '../automations/dispatch.js';
 import { moved, recordAttachments, UNATTACHED } from '../../records/attachments.js';
-import { recordService, withOwnCreate, type CrmScope } from '../../records/record-service.js';
+import { recordService, type CrmScope } from '../../records/record-service.js';
 import { checkReferences, writeReferencing } from '../../records/references.js';
 import { customFieldsOf, mergeCustomValues, withCustomFields } from '../../records/custom-fields/values.js';
 import { taskRecord, toTaskDto, type TaskRow } from './record.js';
@@ -114,4 +114,4 @@ async function update(scope: CrmScope, id: string, body: TaskUpdate, expected?: 
 }
 
 /** Tasks: the kernel's behaviour (record.ts: lists, reads, sync, export, delete, archive, restore), the task's own writes. */
-export const taskService = { ...withOwnCreate(recordService<TaskRow, TaskDto>(taskRecord)), create, update };
+export const taskService = { ...recordService<TaskRow, TaskDto>(taskRecord), create, update };
