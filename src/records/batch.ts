@@ -89,15 +89,18 @@ export async function runBatch<Dto>(
 ): Promise<BatchOutcome<Dto>[]> {
   return inOneTransaction(scope, async (inner, step) => {
     const outcomes: BatchOutcome<Dto>[] = [];
+    const createAll = createAllOf(service);
     let index = 0;
+    // Past a run of creates that failed together, its creates go one by one (not tried together again, shorter).
+    let oneByOneUntil = 0;
     while (index < operations.length) {
-      const creates = createsFrom(operations, index);
-      const createAll = createAllOf(service);
+      const creates = index >= oneByOneUntil ? createsFrom(operations, index) : [];
       const together = creates.length > 1 && createAll ? await createdTogether(createAll, inner, checks, creates, step) : undefined;
       if (together) {
         for (const outcome of together) outcomes.push({ index: index++, ...outcome });
         continue;
       }
+      if (creates.length > 1) oneByOneUntil = index + creates.length;
       const operation = operations[index] as BatchOperation;
       try {
         outcomes.push({
