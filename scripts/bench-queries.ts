@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { startEmbeddedPostgres, type RunningPostgres } from '../src/db/embedded-postgres.js';
 import { projectRoot } from '../src/lib/project-root.js';
+import { syncCustomFieldIndex } from '../src/modules/custom-fields/index-job.js';
 import {
   FULL_PAGE,
   IDLE_SETTLE_MS,
@@ -116,13 +117,14 @@ async function shape(client: pg.Client, organizationId: string): Promise<string[
     [organizationId, owners],
   );
   const owner = spread('owner', ownerShares(owners), `'${owners.at(-1)}'::uuid`);
-  log('spreading owners, stages, countries, industries and change times over the companies');
+  const custom = await customFields(client, organizationId);
+  log('spreading owners, stages, countries, industries, change times and custom values over the companies');
   // The search text does not change (none of its fields does): its trigger is not worth a million calls.
   await client.query('ALTER TABLE companies DISABLE TRIGGER USER');
   await client.query(
     `UPDATE companies SET assigned_to = ${owner}, lifecycle_stage = ${spread('stage', STAGES, "'inactive'::lifecycle_stage")},
        country = ${spread('country', COUNTRIES, 'NULL')}, industry = ${spread('industry', INDUSTRIES, 'NULL')},
-       updated_at = created_at + make_interval(secs => ${draw('updated')} * 30000)
+       updated_at = created_at + make_interval(secs => ${draw('updated')} * 30000), custom_fields = ${custom}
      WHERE organization_id = $1`,
     [organizationId],
   );
@@ -137,6 +139,46 @@ async function shape(client: pg.Client, organizationId: string): Promise<string[
   return owners;
 }
 
+/**
+ * Issue 47's ten company custom fields of mixed types, each set on every company of the big workspace: `plan` (a
+ * select of ten options, 10 % each), `seats` (a number 0–99,999, uniform: a range of 1,000 holds 1 %), `renewal_on`
+ * (a date over 1,000 days from 2025-01-01: ten days hold 1 %) and seven more. Returns the SQL of the `custom_fields`
+ * map, the definitions inserted.
+ */
+async function customFields(client: pg.Client, organizationId: string): Promise<string> {
+  const fields: Array<[key: string, type: string, options: string[], value: string]> = [
+    ['plan', 'select', PLANS, `'p' || (${draw('plan')} / 100)`],
+    ['seats', 'number', [], `(('x' || substr(md5(id::text || 'seats'), 1, 7))::bit(28)::int % 100000)`],
+    ['renewal_on', 'date', [], `to_char(date '2025-01-01' + ${draw('renewal')}, 'YYYY-MM-DD')`],
+    ['arr', 'decimal', [], `(${draw('arr')} * 1250.5)::text`],
+    ['active', 'boolean', [], `${draw('active')} < 700`],
+    ['serial', 'text', [], `'SN-' || substr(md5(id::text), 1, 10)`],
+    ['signed_at', 'datetime', [], `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`],
+    [
+      'region',
+      'select',
+      ['emea', 'amer', 'apac', 'latam', 'other'],
+      `(ARRAY['emea','amer','apac','latam','other'])[${draw('region')} / 200 + 1]`,
+    ],
+    ['portal', 'url', [], `'https://portal.example/' || substr(md5(id::text || 'portal'), 1, 8)`],
+    [
+      'tags',
+      'multi_select',
+      ['vip', 'partner', 'churn-risk'],
+      `CASE WHEN ${draw('tags')} < 100 THEN '["vip"]'::jsonb ELSE '[]'::jsonb END`,
+    ],
+  ];
+  for (const [position, [key, type, options]] of fields.entries()) {
+    await client.query(
+      `INSERT INTO custom_field_definitions (id, organization_id, object, key, label, type, options, position, updated_at)
+       VALUES (gen_random_uuid(), $1, 'company', $2, $2, $3, $4::jsonb, $5, now())`,
+      [organizationId, key, type, JSON.stringify(options.map((value) => ({ value, label: value }))), position],
+    );
+  }
+  return `jsonb_build_object(${fields.map(([key, , , value]) => `'${key}', ${value}`).join(', ')})`;
+}
+const PLANS = Array.from({ length: 10 }, (_, n) => `p${n}`);
+
 /** The big workspace and its owners (in the order `shape` made them) of a kept cluster. */
 async function seededBefore(url: string): Promise<{ organizationId: string; seconds: number; owners: string[] }> {
   const client = new pg.Client({ connectionString: url });
@@ -149,6 +191,45 @@ async function seededBefore(url: string): Promise<{ organizationId: string; seco
     return { organizationId: orgs[0]!.id, seconds: 0, owners: users.map((user) => user.id) };
   } finally {
     await client.end();
+  }
+}
+
+/** A cluster kept from before issue 47's cells gets their custom fields and values (once: the update rewrites the table). */
+async function addCustomValues(url: string, organizationId: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query('SELECT 1 FROM custom_field_definitions WHERE organization_id = $1 LIMIT 1', [organizationId]);
+    if (rows.length > 0) return;
+    log('adding ten custom values to every company of the big workspace (a kept cluster from before them)');
+    await client.query(`SET maintenance_work_mem = '512MB'`);
+    await client.query('ALTER TABLE companies DISABLE TRIGGER USER');
+    await client.query(`UPDATE companies SET custom_fields = ${await customFields(client, organizationId)} WHERE organization_id = $1`, [
+      organizationId,
+    ]);
+    await client.query('ALTER TABLE companies ENABLE TRIGGER USER');
+    await client.query('VACUUM FULL companies');
+    await client.query('VACUUM (ANALYZE) companies');
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * The indexes of the big workspace's ordered custom fields, as their job builds them when a field is created through
+ * the API (the bench inserts its definitions directly); then the statistics. Idempotent: a valid index is kept.
+ */
+async function buildCustomFieldIndexes(url: string, organizationId: string): Promise<void> {
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  try {
+    const { rows } = await pool.query<{ id: string }>('SELECT id FROM custom_field_definitions WHERE organization_id = $1', [
+      organizationId,
+    ]);
+    log('building the custom fields indexes (the job of each ordered field)');
+    for (const { id } of rows) await syncCustomFieldIndex({ pool }, id);
+    await pool.query('ANALYZE companies');
+  } finally {
+    await pool.end();
   }
 }
 
@@ -206,13 +287,15 @@ async function main(): Promise<void> {
     });
     let owners: string[] = [];
     const seeded = reused
-      ? await seededBefore(url).then((before) => {
+      ? await seededBefore(url).then(async (before) => {
           owners = before.owners;
+          await addCustomValues(url, before.organizationId);
           return before;
         })
       : await seed(url, true, async (client, organizationId) => {
           owners = await shape(client, organizationId);
         });
+    await buildCustomFieldIndexes(url, seeded.organizationId);
     log(`seeded and spread in ${((Date.now() - performance.timeOrigin) / 1000).toFixed(0)} s`);
 
     server = await startService(url, path.join(workDir, 'data'), randomBytes(32).toString('hex'), 1);
@@ -268,6 +351,29 @@ async function main(): Promise<void> {
       },
       { name: 'name contains 0.05 % term', ...query('companies', nameContains) },
       { name: 'the same through a saved view', path: `${org}/companies/?limit=${FULL_PAGE}&view=${view.id}` },
+      { name: 'custom select eq (10 %)', ...query('companies', { filter: eq('custom.plan', 'p3') }) },
+      {
+        name: 'custom number range (1 %)',
+        ...query('companies', {
+          filter: and({ field: 'custom.seats', op: 'gte', value: 40000 }, { field: 'custom.seats', op: 'lt', value: 41000 }),
+        }),
+      },
+      {
+        name: 'custom number range (0.1 %)',
+        ...query('companies', {
+          filter: and({ field: 'custom.seats', op: 'gte', value: 70000 }, { field: 'custom.seats', op: 'lt', value: 70100 }),
+        }),
+      },
+      {
+        name: 'custom date range (1 %)',
+        ...query('companies', {
+          filter: and(
+            { field: 'custom.renewal_on', op: 'gte', value: '2025-06-01' },
+            { field: 'custom.renewal_on', op: 'lt', value: '2025-06-11' },
+          ),
+        }),
+      },
+      { name: 'sort by custom number', ...query('companies', { sort: [{ field: 'custom.seats' }] }) },
       { name: 'company list (reference)', path: `${org}/companies/?limit=${FULL_PAGE}` },
     ];
     const only = process.env.BENCH_ONLY?.split(',').filter(Boolean);
@@ -305,11 +411,16 @@ async function main(): Promise<void> {
        FROM pg_indexes WHERE tablename IN ('companies', 'contacts') ORDER BY tablename, indexname`,
     );
     await sizes.end();
+    const { rows: custom } = await sizes.query<{ bytes: string }>(
+      `SELECT round(avg(pg_column_size(custom_fields)))::text AS bytes FROM companies WHERE organization_id = $1`,
+      [seeded.organizationId],
+    );
     const output = [
       `Query cells on a workspace of 1,050,000 companies and 1,000,000 contacts (nine more of 100,000), spread over ${OWNERS} ` +
         'owners (five at 10 % each, the rest 2.5 %), stages lead 45 / prospect 25 / customer 18 / inactive 12 %, 34 countries ' +
         `(US 28 %, …, twenty at 0.5 %, 4 % none), 12 industries (15 % none). Idle: the slowest of ${IDLE_FLOWS} full first pages ` +
-        `after ${IDLE_WARMUPS} warm-ups (cold: the first); loaded: ${SEARCH_CLIENTS} clients, ${SECONDS} s:`,
+        `after ${IDLE_WARMUPS} warm-ups (cold: the first); loaded: ${SEARCH_CLIENTS} clients, ${SECONDS} s. Each company of the big ` +
+        `workspace holds 10 custom values (custom_fields: ${custom[0]?.bytes} bytes a row on average):`,
       ...table(['cell', 'records', 'cold ms', 'idle ms', 'p50 ms', 'p99 ms', 'req/s', 'CPU µs/page (server / PG)', 'errors'], lines),
       '',
       'Indexes of companies and contacts (all workspaces: 1.95M companies, 1.09M contacts):',

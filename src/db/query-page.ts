@@ -24,7 +24,7 @@ export interface QueryPageRequest {
   conditions: readonly PageCondition[];
   archived: ArchivedFilter;
   search?: string;
-  /** A term every match's search_text holds: the page may be read from the GIN index's candidates. */
+  /** What every match holds that an index finds: the page may be read from that index's candidates. */
   indexed?: IndexedTerm;
   /** The order, `id` excluded: the statement adds it last, in the direction of the last key. */
   keys: readonly OrderKey[];
@@ -52,13 +52,12 @@ export const withId = (table: string, keys: readonly OrderKey[]): OrderKey[] => 
 ];
 
 /**
- * A term the GIN index of `search_text` finds (the query's `search`, or a `contains` on a field search_text holds):
- * the page can then be read from the index's candidates instead of in its order (see `candidatePageStatement`).
+ * What every match holds that an index finds, so that the page can be read from the index's candidates instead of in
+ * its order (see `candidatePageStatement`): a term of the GIN index of `search_text` (the query's `search`, or a
+ * `contains` on a field search_text holds; which index condition serves it depends on its characters, see
+ * `candidatesOf`), or a range of a custom field that has an index of its own (its `condition`).
  */
-export interface IndexedTerm {
-  /** The term as sent: which index condition serves it depends on its characters (see `candidatesOf`). */
-  text: string;
-}
+export type IndexedTerm = { text: string } | { condition: PageCondition };
 
 /** The conditions, order and order-key columns of a query page, its values pushed through `parameter`. */
 function pageParts(spec: PageTable<unknown, string>, request: QueryPageRequest, parameter: (value: unknown, type: string) => string) {
@@ -104,8 +103,8 @@ export function queryPageStatement(organizationId: string, spec: PageTable<unkno
 }
 
 /**
- * The same page read from the workspace's rows whose search_text holds `term` (a superset of the matches, from the
- * GIN index), at most `cap + 1` of them, named as the table so that the page's SQL reads them unchanged. Each row
+ * The same page read from the workspace's rows an index finds for `term` (a superset of the matches: a term's from the
+ * GIN index of search_text, a range's from its custom field's b-tree), at most `cap + 1` of them, named as the table so that the page's SQL reads them unchanged. Each row
  * carries `query_candidates`, their count: past `cap` the candidates were cut short and the page must be read in its
  * order instead (a common term, whose matches an ordered read meets soon). No page row: one row with the count alone.
  */
@@ -118,13 +117,19 @@ export function candidatePageStatement(
 ): pg.QueryConfig {
   const values: unknown[] = [organizationId];
   const parameter = (value: unknown, type: string) => `$${values.push(value)}::${type}`;
-  const candidates = candidatesOf(term.text, parameter(term.text, 'text'));
+  // A term's candidates come from a GIN bitmap, a range's from its b-tree (whose key holds expressions, so its scan
+  // visits each row: reading ids first and rows after would visit them twice).
+  const candidates = 'text' in term ? candidatesOf(term.text, parameter(term.text, 'text')) : term.condition(parameter);
   const { where, order, keyColumns, limit } = pageParts(spec, request, parameter);
   const text =
     `WITH candidate AS MATERIALIZED (SELECT * FROM ${spec.table} WHERE organization_id = $1 AND ${candidates} ` +
     `LIMIT ${parameter(cap + 1, 'int')}), ` +
-    `page AS (SELECT ${spec.readList}, ${keyColumns}, true AS query_hit FROM candidate AS ${spec.table} ` +
-    `WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${limit}) ` +
+    // The page's rows are picked among the candidates first and shaped after (the API's columns, the custom fields'
+    // map), so that only they are shaped, not every candidate. Past the cap the page is read in order instead: no
+    // candidate is filtered or sorted for nothing.
+    `page AS (SELECT ${spec.readList}, ${keyColumns}, true AS query_hit FROM (SELECT * FROM candidate AS ${spec.table} ` +
+    `WHERE (SELECT count(*) FROM candidate) <= ${cap} AND ${where.join(' AND ')} ORDER BY ${order} LIMIT ${limit}) AS ${spec.table} ` +
+    `ORDER BY ${order}) ` +
     'SELECT (SELECT count(*) FROM candidate)::int AS query_candidates, page.* FROM (SELECT) AS one LEFT JOIN page ON true';
   return { text, values, types: pageTypes };
 }

@@ -54,10 +54,14 @@ export function scopePages(pool: pg.Pool, organizationId: string) {
     async query<Row>(spec: PageTable<unknown, string>, request: QueryPageRequest): Promise<KeyedRow<Row>[]> {
       const keyCount = withId(spec.table, request.keys).length;
       if (request.indexed) {
-        // A rare term: its few candidates from the GIN index hold the whole page, whatever the order (an ordered read
-        // would pass every row before the first match). A common one: read in order, which meets its matches soon.
+        // A rare term or range: its few candidates from the index hold the whole page, whatever the order (an ordered
+        // read would pass every row before the first match). A common one: read in order, which meets its matches soon.
+        // A term's candidates come from a GIN bitmap (INDEXED_PLAN); a range's from its b-tree, which the planner picks.
         const statement = candidatePageStatement(organizationId, spec, request, request.indexed, QUERY_CANDIDATES);
-        const rows = await readWithIndexedPlan<Record<string, unknown>>(pool, statement);
+        const rows =
+          'text' in request.indexed
+            ? await readWithIndexedPlan<Record<string, unknown>>(pool, statement)
+            : (await pool.query<Record<string, unknown>>(statement)).rows;
         if (Number(rows[0]?.query_candidates) <= QUERY_CANDIDATES) {
           const hits = rows.filter((row) => row.query_hit === true).map(({ query_candidates: _n, query_hit: _hit, ...row }) => row);
           return keyedRows<Row>(hits, keyCount);

@@ -28,6 +28,8 @@ export const JOBS = {
   passwordReset: { task: 'password_reset_request', attempts: 6 },
   /** An imports row: its batches, resumed after the last committed one on each of up to three attempts. */
   import: { task: 'csv_import', attempts: 3 },
+  /** A custom_field_definitions row: its range-and-sort index built or dropped to match (idempotent, so retried freely). */
+  customFieldIndex: { task: 'custom_field_index', attempts: 5 },
 } as const satisfies Record<string, JobKind>;
 
 /** The job's key: at most one job per row, and the handle by which the console and tests find it. */

@@ -45,7 +45,9 @@ const isObject = (value: unknown): value is Record<string, unknown> => value !==
  * field is `filled` (never empty: the key is then its index's own expression).
  */
 export function sortKeys(field: ResolvedField, descending: boolean): OrderKey[] {
-  const { sql, spec } = field;
+  const { spec } = field;
+  // A field with an index of its own sorts by the index's expression, which that index then reads in order.
+  const sql = field.indexSql ?? field.sql;
   if (spec.filled) {
     const collation = spec.type === 'text' ? NATURAL_COLLATION : undefined;
     return [{ sql: collation ? `(${sql} COLLATE "${collation}")` : sql, type: SQL_TYPES[spec.type], descending, collation, filled: true }];
@@ -61,9 +63,12 @@ export function sortKeys(field: ResolvedField, descending: boolean): OrderKey[] 
   return [flag, { sql, type: SQL_TYPES[spec.type], descending }];
 }
 
+const RANGES: ReadonlySet<string> = new Set(['lt', 'lte', 'gt', 'gte']);
+
 /**
- * A term every match of the query holds in its search_text: the `search`, or the value of a `contains` on a field
- * search_text is made of that the whole filter requires (the filter itself, or a child of its top `and`).
+ * What every match of the query holds that an index finds, from what the whole filter requires (the filter itself, or
+ * the children of its top `and`): a term in its search_text (the `search`, or a `contains` on a field search_text is
+ * made of), else the ranges of the first custom field with an index of its own.
  */
 function indexedTerm(checked: CheckedQuery): IndexedTerm | undefined {
   if (checked.search) return { text: checked.search };
@@ -74,7 +79,16 @@ function indexedTerm(checked: CheckedQuery): IndexedTerm | undefined {
       return { text: node.value };
     }
   }
-  return undefined;
+  const ranges = required.filter((node) => node.kind === 'condition' && node.field.indexSql !== undefined && RANGES.has(node.op));
+  const first = ranges[0];
+  if (first?.kind !== 'condition') return undefined;
+  // The candidates' condition compares the index's expression, which the index serves under the workspace policy.
+  const children = ranges.flatMap((node) =>
+    node.kind === 'condition' && node.field.name === first.field.name
+      ? [{ ...node, field: { ...node.field, sql: node.field.indexSql as string } }]
+      : [],
+  );
+  return { condition: compileFilter({ kind: 'and', children }) };
 }
 
 /** Checks a query body: every problem at its path (`filter.and.1.op`, `sort.0.field`), all of them at once. */

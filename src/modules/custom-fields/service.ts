@@ -1,13 +1,16 @@
 // The custom field definitions of a workspace: create, change (key and type never), archive and restore (values are
 // kept in the records' maps throughout), with the limits of the contract. Definitions are rows of their own table, so
-// no change here takes a lock on a records table.
+// no change here takes a lock that stops writes to a records table (an index job builds CONCURRENTLY).
 import { Prisma, type CustomFieldDefinition } from '../../generated/prisma/client.js';
 import type { TenantDb, TenantTx } from '../../db/tenant-scope.js';
 import { lockCustomFields } from '../../db/organization-lock.js';
+import { enqueueJob, JOBS } from '../../jobs/queue.js';
 import { isUuid } from '../../lib/http-schemas.js';
 import { conflict, notFound, validationFailed, type FieldErrors } from '../../lib/problem.js';
 import {
+  CUSTOM_OBJECT_TABLES,
   MAX_ACTIVE_FIELDS,
+  ORDERED_TYPES,
   SELECT_TYPES,
   type CustomFieldOption,
   type CustomFieldType,
@@ -16,9 +19,6 @@ import {
 import type { CustomFieldCreate, CustomFieldDto, CustomFieldListQuery, CustomFieldUpdate } from './schemas.js';
 
 const fieldNotFound = () => notFound('Custom field not found.', 'custom_field_not_found');
-
-/** The tables of the record types, for the option-in-use count (fixed names, never from a request). */
-const TABLES: Record<CustomObject, string> = { company: 'companies', contact: 'contacts', deal: 'deals', task: 'tasks' };
 
 /** Prisma's unique violation: the (organization, object, key) index. */
 const UNIQUE_VIOLATION = 'P2002';
@@ -48,6 +48,14 @@ function checkOptions(type: CustomFieldType, options: CustomFieldOption[] | unde
   else if (new Set(options.map((option) => option.value)).size !== options.length) errors.options = ['Option values must be unique.'];
 }
 
+/**
+ * Queues the job that builds or drops the field's range-and-sort index (index-job.ts), in the transaction that changes
+ * the field: the job exists exactly when the change does. Only ordered types have one.
+ */
+async function queueIndexSync(tx: TenantTx, field: Pick<CustomFieldDefinition, 'id' | 'type'>): Promise<void> {
+  if (ORDERED_TYPES.has(field.type as CustomFieldType)) await enqueueJob(tx, JOBS.customFieldIndex, field.id);
+}
+
 async function find(db: TenantDb, id: string): Promise<CustomFieldDefinition> {
   const row = isUuid(id) ? await db.customFieldDefinition.findFirst({ where: { id } }) : null;
   if (!row) throw fieldNotFound();
@@ -67,7 +75,7 @@ async function checkRoom(db: TenantTx, object: string): Promise<void> {
 
 /** How many records (archived ones too) hold one of `values` in the select field `field`. */
 async function holding(db: TenantDb, field: CustomFieldDefinition, values: string[]): Promise<number> {
-  const table = Prisma.raw(TABLES[field.object as CustomObject]);
+  const table = Prisma.raw(CUSTOM_OBJECT_TABLES[field.object as CustomObject]);
   const held =
     field.type === 'multi_select'
       ? Prisma.sql`jsonb_exists_any(custom_fields -> ${field.key}, ${values}::text[])`
@@ -103,7 +111,7 @@ export const customFieldService = {
         await lockCustomFields(tx, organizationId, body.object);
         await checkRoom(tx, body.object);
         const last = await tx.customFieldDefinition.aggregate({ where: { object: body.object }, _max: { position: true } });
-        return tx.customFieldDefinition.create({
+        const field = await tx.customFieldDefinition.create({
           data: {
             organizationId,
             object: body.object,
@@ -116,6 +124,8 @@ export const customFieldService = {
             description: body.description ?? null,
           },
         });
+        await queueIndexSync(tx, field);
+        return field;
       });
       return toDto(row);
     } catch (error) {
@@ -162,10 +172,14 @@ export const customFieldService = {
     return toDto(row);
   },
 
-  /** Archives the field: it leaves records' answers, queries and documents; its values stay stored. */
+  /** Archives the field: it leaves records' answers, queries and documents; its values stay stored, its index goes. */
   async archive(db: TenantDb, id: string): Promise<void> {
     const current = await find(db, id);
-    if (current.archivedAt === null) await db.customFieldDefinition.update({ where: { id: current.id }, data: { archivedAt: new Date() } });
+    if (current.archivedAt !== null) return;
+    await db.$transaction(async (tx) => {
+      await tx.customFieldDefinition.update({ where: { id: current.id }, data: { archivedAt: new Date() } });
+      await queueIndexSync(tx, current);
+    });
   },
 
   /** Brings an archived field back with the values records kept; 400 when its record type is full. */
@@ -175,7 +189,9 @@ export const customFieldService = {
     return db.$transaction(async (tx) => {
       await lockCustomFields(tx, current.organizationId, current.object);
       await checkRoom(tx, current.object);
-      return toDto(await tx.customFieldDefinition.update({ where: { id: current.id }, data: { archivedAt: null } }));
+      const restored = await tx.customFieldDefinition.update({ where: { id: current.id }, data: { archivedAt: null } });
+      await queueIndexSync(tx, restored);
+      return toDto(restored);
     });
   },
 };

@@ -23,6 +23,13 @@ export const CUSTOM_FIELD_TYPES = [
 ] as const;
 export type CustomFieldType = (typeof CUSTOM_FIELD_TYPES)[number];
 
+/**
+ * The types a range (`lt`, `gte`, …) or a sort compares by order: each such field gets an index of its own
+ * (src/modules/custom-fields/index-job.ts). Equality of the others is a containment test the records table's GIN
+ * index serves.
+ */
+export const ORDERED_TYPES: ReadonlySet<CustomFieldType> = new Set(['number', 'decimal', 'date', 'datetime']);
+
 /** The types whose definition carries `options`. */
 export const SELECT_TYPES: ReadonlySet<CustomFieldType> = new Set(['select', 'multi_select']);
 
@@ -49,8 +56,16 @@ export interface CustomField {
   archived: boolean;
 }
 
+/** The records table of each record type (fixed names, never from a request). */
+export const CUSTOM_OBJECT_TABLES: Record<CustomObject, string> = {
+  company: 'companies',
+  contact: 'contacts',
+  deal: 'deals',
+  task: 'tasks',
+};
+
 /** A definition row as Prisma or the page reader return it. */
-interface DefinitionRow {
+export interface DefinitionRow {
   id: string;
   key: string;
   label: string;

@@ -33,6 +33,19 @@ const CASTS: Partial<Record<FieldSpec['type'], string>> = {
   uuid: 'uuid',
 };
 
+/**
+ * The value of an ordered field as the expression its index holds (src/modules/custom-fields/index-job.ts): a
+ * function of the map and the key (migration `custom_field_indexes`), IMMUTABLE for the index and LEAKPROOF so that
+ * the index serves it under the workspace policy. A plpgsql call per row, so conditions read through the index only
+ * use it (a range's candidates, a sort's order); filters compare the plain cast above, which costs a fraction.
+ */
+const INDEXED: Partial<Record<FieldSpec['type'], string>> = {
+  number: 'crm_custom_number',
+  decimal: 'crm_custom_number',
+  date: 'crm_custom_date',
+  datetime: 'crm_custom_timestamptz',
+};
+
 export const customFieldSpec = (field: CustomField): FieldSpec => {
   const type = SPEC_TYPES[field.type];
   return type === 'enum' || type === 'multi_select' ? { type, values: field.options.map((option) => option.value) } : { type };
@@ -44,6 +57,12 @@ export function customFieldSql(alias: string, field: CustomField): string {
   if (spec.type === 'multi_select') return `(${alias}.custom_fields -> '${field.key}')`;
   const cast = CASTS[spec.type];
   return cast ? `((${alias}.custom_fields ->> '${field.key}')::${cast})` : `(${alias}.custom_fields ->> '${field.key}')`;
+}
+
+/** The value of `field` as its index holds it (ordered types only). */
+export function customFieldIndexSql(alias: string, field: CustomField): string | undefined {
+  const indexed = INDEXED[customFieldSpec(field).type];
+  return indexed ? `${indexed}(${alias}.custom_fields, '${field.key}')` : undefined;
 }
 
 const activeField = (fields: readonly CustomField[], key: string) => fields.find((field) => field.key === key && !field.archived);
@@ -65,6 +84,7 @@ export function withCustomFieldResolver(base: FieldResolver, table: string, cust
         spec: customFieldSpec(field),
         sql: customFieldSql(table, field),
         json: { column: `${table}.custom_fields`, key: field.key },
+        indexSql: customFieldIndexSql(table, field),
       };
     }
     if (name.startsWith(COMPANY_CUSTOM_PREFIX) && custom.company) {

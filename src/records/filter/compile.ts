@@ -98,6 +98,9 @@ export function compileFilter(node: FilterNode): PageCondition {
         case 'gt':
         case 'gte': {
           const symbol = { lt: '<', lte: '<=', gt: '>', gte: '>=' }[op];
+          // Read through a custom field's own index (a range's candidates): the same truth as an index condition,
+          // which `coalesce(…)` cannot be. Elsewhere `coalesce`, which evaluates the value once per row, not twice.
+          if (field.indexSql !== undefined && column === field.indexSql) return `(${column} ${symbol} ${one()} AND ${column} IS NOT NULL)`;
           return `coalesce(${column} ${symbol} ${one()}, false)`;
         }
         case 'contains':

@@ -17,6 +17,11 @@ export interface ResolvedField {
   native?: string;
   /** A text of the record's own row that its `search_text` holds (lowercased): a `contains` can use its GIN index. */
   searched?: boolean;
+  /**
+   * A custom field of the record's own row with an index of its own (ORDERED_TYPES): the value as that index holds
+   * it, for the sort's order and a range's candidates (see custom-fields/query.ts).
+   */
+  indexSql?: string;
 }
 
 /** What a record type declares for its queries: its field catalog, its company link, its sort aliases, its search. */

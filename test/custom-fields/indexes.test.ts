@@ -1,0 +1,189 @@
+// The index of an ordered custom field: built by its job for number, decimal, date and datetime fields only, partial
+// on its workspace, read by the query language's ranges and ascending sorts, dropped at archive and built again at
+// restore, rebuilt when a crash left it invalid, and built without stopping record writes.
+import pg from 'pg';
+import t from 'tap';
+import { servingRoleUrl } from '../../src/db/serving-role.js';
+import { runDueJobs } from '../../src/jobs/queue.js';
+import { customFieldIndexName, customFieldIndexTasks, syncCustomFieldIndex } from '../../src/modules/custom-fields/index-job.js';
+import { buildTestApp, json } from '../helpers/app.js';
+import { createUser } from '../helpers/fixtures.js';
+import { created, crmWorkspaces } from '../tenancy/crm-workspaces.js';
+
+const { app, databaseUrl } = await buildTestApp(t, {}, { backgroundWorkers: false });
+const { a, b, memberA, memberB } = await crmWorkspaces(app);
+const adminA = await createUser(app, { membership: { organizationId: a.id, role: 'admin' } });
+const adminB = await createUser(app, { membership: { organizationId: b.id, role: 'admin' } });
+
+const serving = new pg.Client({ connectionString: servingRoleUrl(databaseUrl) });
+await serving.connect();
+t.teardown(() => serving.end());
+
+const runJobs = () => runDueJobs(databaseUrl, customFieldIndexTasks({ pool: app.pg }));
+const define = (ws: typeof a, admin: typeof adminA, key: string, type: string) =>
+  created<{ id: string }>(ws.call(admin, 'POST', 'custom-fields/', { object: 'company', key, label: key, type }));
+
+/** The custom-field indexes of the database: name → validity and definition. */
+async function indexes(): Promise<Map<string, { valid: boolean; definition: string }>> {
+  const { rows } = await app.pg.query<{ name: string; valid: boolean; definition: string }>(
+    `SELECT c.relname AS name, i.indisvalid AS valid, pg_get_indexdef(i.indexrelid) AS definition
+     FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname ~ '^custom_field_[0-9a-f]{32}$'`,
+  );
+  return new Map(rows.map((row) => [row.name, { valid: row.valid, definition: row.definition }]));
+}
+
+const seats = await define(a, adminA, 'seats', 'number');
+const mrr = await define(a, adminA, 'mrr', 'decimal');
+const renewal = await define(a, adminA, 'renewal', 'date');
+const signed = await define(a, adminA, 'signed', 'datetime');
+const code = await define(a, adminA, 'code', 'text');
+// The same key in another workspace, as text: its values do not cast, and a's index must not try them.
+const seatsB = await define(b, adminB, 'seats', 'text');
+await created(b.call(memberB, 'POST', 'companies/', { name: 'Other', custom_fields: { seats: 'not a number' } }));
+
+t.test('the job builds one valid index per ordered field, partial on its workspace, and none for the other types', async (t) => {
+  t.ok((await runJobs()) >= 4, 'a job per ordered field');
+  const built = await indexes();
+  for (const field of [seats, mrr, renewal, signed]) {
+    const index = built.get(customFieldIndexName(field.id));
+    t.ok(index?.valid, `${customFieldIndexName(field.id)} valid`);
+    t.match(index?.definition, `WHERE (organization_id = '${a.id}'::uuid)`);
+  }
+  t.match(built.get(customFieldIndexName(seats.id))?.definition, /crm_custom_number\(custom_fields, 'seats'::text\)/);
+  t.match(built.get(customFieldIndexName(renewal.id))?.definition, /crm_custom_date\(custom_fields, 'renewal'::text\)/);
+  t.match(built.get(customFieldIndexName(signed.id))?.definition, /crm_custom_timestamptz\(custom_fields, 'signed'::text\)/);
+  t.notOk(built.has(customFieldIndexName(code.id)), 'no index for text');
+  t.notOk(built.has(customFieldIndexName(seatsB.id)), "none for b's text field of the same key");
+  t.equal(built.size, 4);
+});
+
+t.test('ranges and ascending sorts read the index, with the same answers', async (t) => {
+  // Enough rows that an index is worth reading; loaded as the owner, in the form the API stores.
+  await app.pg.query(
+    `INSERT INTO companies (id, organization_id, name, custom_fields, updated_at)
+     SELECT gen_random_uuid(), $1, 'Bulk ' || n,
+            jsonb_build_object('seats', n, 'mrr', (n * 2.5)::text, 'renewal', to_char(date '2026-01-01' + n % 1000, 'YYYY-MM-DD'),
+                               'signed', to_char(timestamptz '2026-01-01' + make_interval(mins => n), 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
+            now()
+     FROM generate_series(1, 5000) AS n`,
+    [a.id],
+  );
+  await app.pg.query('ANALYZE companies');
+  // The statements the page reader sends, as the serving pool receives them, to be explained with their values.
+  const sent: pg.QueryConfig[] = [];
+  const pool = app.serving.pool as unknown as { query: (...args: unknown[]) => unknown };
+  const query = pool.query.bind(pool);
+  pool.query = (config: unknown, ...rest: unknown[]) => {
+    const statement = config as pg.QueryConfig;
+    if (typeof statement?.text === 'string' && statement.text.includes('ORDER BY'))
+      sent.push({ text: statement.text, values: statement.values });
+    return query(config, ...rest);
+  };
+  t.teardown(() => {
+    pool.query = query;
+  });
+  /** The page's answer, and the plan of the statement that read it. */
+  const page = async (body: object) => {
+    sent.length = 0;
+    const res = await a.call(memberA, 'POST', 'companies/query/', body);
+    t.equal(res.statusCode, 200, res.body);
+    const statement = sent.at(-1);
+    // Explained as it ran: by the serving role, under the workspace's policy (an index condition must be leakproof).
+    await serving.query('BEGIN');
+    await serving.query(`SELECT set_config('app.organization_id', $1, true)`, [a.id]);
+    const { rows } = await serving.query(`EXPLAIN (COSTS OFF) ${statement?.text}`, statement?.values);
+    await serving.query('ROLLBACK');
+    const plan = rows.map((row: { 'QUERY PLAN': string }) => row['QUERY PLAN']).join('\n');
+    return { results: json(res).results as Array<{ custom_fields: Record<string, unknown> }>, plan };
+  };
+  const between = (key: string, from: unknown, to: unknown) => ({
+    and: [
+      { field: `custom.${key}`, op: 'gte', value: from },
+      { field: `custom.${key}`, op: 'lte', value: to },
+    ],
+  });
+  const range = await page({ filter: between('seats', 1000, 1009), limit: 50 });
+  t.same(
+    range.results.map((row) => row.custom_fields.seats).sort((x, y) => Number(x) - Number(y)),
+    [1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009],
+  );
+  t.match(range.plan, `using ${customFieldIndexName(seats.id)}`, 'the number range reads its index');
+  // A range past the 3,000 candidates a page takes from the index is read in the page's order: the same answer.
+  const common = await page({ filter: between('seats', 1, 4000), limit: 50 });
+  const { rows: reference } = await app.pg.query<{ seats: number }>(
+    `SELECT (custom_fields ->> 'seats')::int AS seats FROM companies
+     WHERE organization_id = $1 AND (custom_fields ->> 'seats')::numeric BETWEEN 1 AND 4000 ORDER BY created_at DESC, id DESC LIMIT 50`,
+    [a.id],
+  );
+  t.same(
+    common.results.map((row) => row.custom_fields.seats),
+    reference.map((row) => row.seats),
+  );
+  t.notMatch(common.plan, /query_candidates|candidate/, 'read in order, not from the candidates');
+  // Equality is containment, which the map's GIN index serves under the policy too.
+  const one = await page({ filter: { field: 'custom.seats', op: 'eq', value: 1234 } });
+  t.same(
+    one.results.map((row) => row.custom_fields.seats),
+    [1234],
+  );
+  t.match(one.plan, 'companies_custom_fields_idx', 'equality reads the GIN index');
+  const sorted = await page({ sort: [{ field: 'custom.seats' }], limit: 3 });
+  t.same(
+    sorted.results.map((row) => row.custom_fields.seats),
+    [1, 2, 3],
+  );
+  t.match(sorted.plan, `Index Scan using ${customFieldIndexName(seats.id)}`, 'the sort reads its index');
+  t.notMatch(sorted.plan, /Sort/, 'read in the index order');
+  const dates = await page({ filter: between('renewal', '2026-01-02', '2026-01-03'), limit: 50 });
+  t.equal(dates.results.length, 10, 'n % 1000 in 1..2: five rows each');
+  t.match(dates.plan, `using ${customFieldIndexName(renewal.id)}`, 'the date range reads its index');
+  const instants = await page({ filter: between('signed', '2026-01-01T01:00:00Z', '2026-01-01T01:04:00+00:00'), limit: 50 });
+  t.equal(instants.results.length, 5);
+  t.match(instants.plan, `using ${customFieldIndexName(signed.id)}`, 'the datetime range reads its index');
+});
+
+t.test('archive drops the index, restore builds it again; an invalid one is rebuilt', async (t) => {
+  t.equal((await a.call(adminA, 'DELETE', `custom-fields/${mrr.id}/`)).statusCode, 204);
+  await runJobs();
+  t.notOk((await indexes()).has(customFieldIndexName(mrr.id)), 'gone with the archive');
+  t.equal((await a.call(adminA, 'POST', `custom-fields/${mrr.id}/restore/`)).statusCode, 200);
+  await runJobs();
+  t.ok((await indexes()).get(customFieldIndexName(mrr.id))?.valid, 'back with the restore');
+
+  // What a crash in the middle of CREATE INDEX CONCURRENTLY leaves behind.
+  await app.pg.query(`UPDATE pg_index SET indisvalid = false WHERE indexrelid = $1::regclass`, [customFieldIndexName(mrr.id)]);
+  await syncCustomFieldIndex({ pool: app.pg }, mrr.id);
+  t.ok((await indexes()).get(customFieldIndexName(mrr.id))?.valid, 'dropped and built again');
+});
+
+t.test('record writes go on while an index is being built', async (t) => {
+  const score = await define(a, adminA, 'score', 'number');
+  // A write transaction open on companies: CREATE INDEX CONCURRENTLY waits for it to end before it builds.
+  const writer = new pg.Client({ connectionString: databaseUrl });
+  await writer.connect();
+  t.teardown(() => writer.end());
+  await writer.query('BEGIN');
+  await writer.query(`INSERT INTO companies (id, organization_id, name, updated_at) VALUES (gen_random_uuid(), $1, 'Open', now())`, [a.id]);
+  const building = runJobs();
+  const waiting = async () => {
+    const { rows } = await app.pg.query(
+      `SELECT 1 FROM pg_stat_activity WHERE query LIKE 'CREATE INDEX CONCURRENTLY%' AND wait_event_type = 'Lock'`,
+    );
+    return rows.length > 0;
+  };
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline && !(await waiting())) await new Promise((resolve) => setTimeout(resolve, 50));
+  t.ok(await waiting(), 'the build waits for the open write');
+  // Meanwhile creates, updates and deletes of the same table go through.
+  const company = await created(a.call(memberA, 'POST', 'companies/', { name: 'During', custom_fields: { score: 7 } }));
+  t.equal((await a.call(memberA, 'PATCH', `companies/${company.id}/`, { custom_fields: { score: 8 } })).statusCode, 200);
+  t.ok(await waiting(), 'still building');
+  await writer.query('COMMIT');
+  await building;
+  t.ok((await indexes()).get(customFieldIndexName(score.id))?.valid);
+  const found = await a.call(memberA, 'POST', 'companies/query/', { filter: { field: 'custom.score', op: 'eq', value: 8 } });
+  t.same(
+    json(found).results.map((row: { name: string }) => row.name),
+    ['During'],
+  );
+});
