@@ -410,11 +410,11 @@ async function main(): Promise<void> {
       `SELECT tablename AS table, indexname AS name, round(pg_relation_size(format('%I', indexname)::regclass) / 1048576.0, 1)::text AS mb
        FROM pg_indexes WHERE tablename IN ('companies', 'contacts') ORDER BY tablename, indexname`,
     );
-    await sizes.end();
     const { rows: custom } = await sizes.query<{ bytes: string }>(
       `SELECT round(avg(pg_column_size(custom_fields)))::text AS bytes FROM companies WHERE organization_id = $1`,
       [seeded.organizationId],
     );
+    await sizes.end();
     const output = [
       `Query cells on a workspace of 1,050,000 companies and 1,000,000 contacts (nine more of 100,000), spread over ${OWNERS} ` +
         'owners (five at 10 % each, the rest 2.5 %), stages lead 45 / prospect 25 / customer 18 / inactive 12 %, 34 countries ' +

@@ -59,13 +59,18 @@ export const withId = (table: string, keys: readonly OrderKey[]): OrderKey[] => 
  */
 export type IndexedTerm = { text: string } | { condition: PageCondition };
 
-/** The conditions, order and order-key columns of a query page, its values pushed through `parameter`. */
+/**
+ * The conditions, order and order-key columns of a query page, its values pushed through `parameter`. `where` is all
+ * of the conditions: `base` (the workspace, the archive state, the rows after the cursor), then `filters` (the
+ * query's filter and search).
+ */
 function pageParts(spec: PageTable<unknown, string>, request: QueryPageRequest, parameter: (value: unknown, type: string) => string) {
-  const where = ['organization_id = $1'];
+  const base = ['organization_id = $1'];
   const archived = ARCHIVED[request.archived];
-  if (archived) where.push(archived);
-  for (const condition of request.conditions) where.push(`(${condition(parameter)})`);
-  if (request.search) where.push(matches(parameter(request.search, 'text')));
+  if (archived) base.push(archived);
+  const filters: string[] = [];
+  for (const condition of request.conditions) filters.push(`(${condition(parameter)})`);
+  if (request.search) filters.push(matches(parameter(request.search, 'text')));
   const keys = withId(spec.table, request.keys);
   const { after } = request;
   if (after) {
@@ -80,7 +85,7 @@ function pageParts(spec: PageTable<unknown, string>, request: QueryPageRequest, 
       const equal = keys.slice(0, i).map((previous, j) => (sent[j] === null ? `${previous.sql} IS NULL` : `${previous.sql} = ${sent[j]}`));
       return [...equal, `${key.sql} ${key.descending ? '<' : '>'} ${sent[i]}`].join(' AND ');
     });
-    where.push(
+    base.push(
       `(${
         alternatives
           .filter((alternative) => alternative !== undefined)
@@ -91,7 +96,7 @@ function pageParts(spec: PageTable<unknown, string>, request: QueryPageRequest, 
   }
   const order = keys.map((key) => `${key.sql} ${key.descending ? 'DESC' : 'ASC'}${key.filled ? '' : ' NULLS LAST'}`).join(', ');
   const keyColumns = keys.map((key, i) => `to_json(${key.sql}) #>> '{}' AS query_key_${i}`).join(', ');
-  return { where, order, keyColumns, limit: parameter(request.limit + 1, 'int') };
+  return { base, filters, where: [...base, ...filters], order, keyColumns, limit: parameter(request.limit + 1, 'int') };
 }
 
 export function queryPageStatement(organizationId: string, spec: PageTable<unknown, string>, request: QueryPageRequest): pg.QueryConfig {
@@ -99,6 +104,26 @@ export function queryPageStatement(organizationId: string, spec: PageTable<unkno
   const parameter = (value: unknown, type: string) => `$${values.push(value)}::${type}`;
   const { where, order, keyColumns, limit } = pageParts(spec, request, parameter);
   const text = `SELECT ${spec.readList}, ${keyColumns} FROM ${spec.table} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${limit}`;
+  return { text, values, types: pageTypes };
+}
+
+/**
+ * The same page read from the first `bound` rows of the workspace in the page's order only: complete when it holds
+ * `limit + 1` rows (the first matches in order lie among the rows walked), inconclusive otherwise. What a range that
+ * is common reads, at the cost of the rows walked before a page of matches, instead of counting its candidates.
+ */
+export function boundedPageStatement(
+  organizationId: string,
+  spec: PageTable<unknown, string>,
+  request: QueryPageRequest,
+  bound: number,
+): pg.QueryConfig {
+  const values: unknown[] = [organizationId];
+  const parameter = (value: unknown, type: string) => `$${values.push(value)}::${type}`;
+  const { base, filters, order, keyColumns, limit } = pageParts(spec, request, parameter);
+  const text =
+    `SELECT ${spec.readList}, ${keyColumns} FROM (SELECT * FROM ${spec.table} WHERE ${base.join(' AND ')} ORDER BY ${order} ` +
+    `LIMIT ${parameter(bound, 'int')}) AS ${spec.table} WHERE ${filters.join(' AND ') || 'true'} ORDER BY ${order} LIMIT ${limit}`;
   return { text, values, types: pageTypes };
 }
 

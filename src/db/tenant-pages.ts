@@ -4,7 +4,15 @@
 import type { Readable } from 'node:stream';
 import type pg from 'pg';
 import { listQuery, type PageFilter } from './page-query.js';
-import { candidatePageStatement, keyedRows, queryPageStatement, withId, type KeyedRow, type QueryPageRequest } from './query-page.js';
+import {
+  boundedPageStatement,
+  candidatePageStatement,
+  keyedRows,
+  queryPageStatement,
+  withId,
+  type KeyedRow,
+  type QueryPageRequest,
+} from './query-page.js';
 import { pageTypes, type PageTable } from './page-table.js';
 import { csvCopy, type ExportFilter } from './csv-export.js';
 import { customFieldDefinitionsStatement } from './tenant-writes.js';
@@ -16,6 +24,13 @@ import { changesQuery, SYNC_HORIZON, type ChangeFilter, type DeletionRow, type S
  * page's order meets a page of matches within a few thousand rows (candidates past this are not read).
  */
 const QUERY_CANDIDATES = 3000;
+
+/**
+ * How many rows in the page's order a query with an indexed range walks before it asks the range's index: a range
+ * holding 1 % of a workspace fills a page within about 5,000 (at well under a microsecond each), and past this its
+ * matches are few enough for their candidates.
+ */
+const RANGE_WALK = 8000;
 
 /** The page reader a tenant-scoped service receives: it can only read rows of `organizationId`. */
 export function scopePages(pool: pg.Pool, organizationId: string) {
@@ -53,6 +68,12 @@ export function scopePages(pool: pg.Pool, organizationId: string) {
     /** A query page (POST …/query/): `limit + 1` rows when more follow, each with its order keys for the cursor. */
     async query<Row>(spec: PageTable<unknown, string>, request: QueryPageRequest): Promise<KeyedRow<Row>[]> {
       const keyCount = withId(spec.table, request.keys).length;
+      if (request.indexed && 'condition' in request.indexed) {
+        // A range: its matches are read in order first, as far as a page of a common range reaches (its candidates
+        // would all be read to count them: the range's index holds expressions, so its scan visits every row).
+        const { rows } = await pool.query<Record<string, unknown>>(boundedPageStatement(organizationId, spec, request, RANGE_WALK));
+        if (rows.length > request.limit) return keyedRows<Row>(rows, keyCount);
+      }
       if (request.indexed) {
         // A rare term or range: its few candidates from the index hold the whole page, whatever the order (an ordered
         // read would pass every row before the first match). A common one: read in order, which meets its matches soon.

@@ -119,7 +119,8 @@ t.test('ranges and ascending sorts read the index, with the same answers', async
     common.results.map((row) => row.custom_fields.seats),
     reference.map((row) => row.seats),
   );
-  t.notMatch(common.plan, /query_candidates|candidate/, 'read in order, not from the candidates');
+  t.notMatch(common.plan, /candidate/, 'read in order, not from the candidates');
+  t.match(common.plan, /Subquery Scan/, 'a walk of the first rows in order was enough');
   // Equality is containment, which the map's GIN index serves under the policy too.
   const one = await page({ filter: { field: 'custom.seats', op: 'eq', value: 1234 } });
   t.same(
