@@ -15,7 +15,7 @@ import {
 } from './query-page.js';
 import { pageTypes, type PageTable } from './page-table.js';
 import { csvCopy, type ExportFilter } from './csv-export.js';
-import { customFieldDefinitionsStatement } from './tenant-writes.js';
+import { customFieldDefinitionsStatement } from './custom-field-definitions.js';
 import { readWithIndexedPlan, searchPage } from './search-planner.js';
 import { changesQuery, SYNC_HORIZON, type ChangeFilter, type DeletionRow, type SyncPosition } from './sync-changes.js';
 

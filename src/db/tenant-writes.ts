@@ -8,6 +8,7 @@ import type pg from 'pg';
 import type { CrmEventName } from '../lib/crm-events.js';
 import { WAKE_RUNS_SQL } from '../jobs/automation-runs.js';
 import { CUSTOM_FIELDS, pageTypes, type PageTable } from './page-table.js';
+import { customFieldDefinitionsStatement, definitionsStampSql } from './custom-field-definitions.js';
 
 /** Column values of a write: undefined leaves a column alone (its default on insert), null clears it. */
 export type ColumnValues = Record<string, unknown>;
@@ -85,20 +86,14 @@ function statement(text: string, values: unknown[]): pg.QueryConfig {
   return { name, text, values };
 }
 
-/**
- * The custom field definitions of one record type (`object`) of a workspace, archived ones too, in their order: read
- * before each record write that checks values, so prepared (a connection plans it once).
- */
-export const customFieldDefinitionsStatement = (organizationId: string, object: string): pg.QueryConfig => ({
-  name: 'crm-custom-field-definitions',
-  text:
-    'SELECT id, key, label, type, required, options, description, archived_at FROM custom_field_definitions ' +
-    'WHERE organization_id = $1 AND object = $2 ORDER BY position, created_at',
-  values: [organizationId, object],
-});
-
 /** What an insert writes besides the record: its timeline entry, its number. */
 type InsertOptions = { activity?: ActivityEntry; numbering?: Numbering };
+
+/**
+ * A guarded insert's condition on record type `object`'s custom field definitions: none required and active, or
+ * still at the stamp the values were checked against (db/custom-field-definitions.ts). Decided in the insert.
+ */
+export type InsertGuard = { object: string } & ({ noneRequired: true } | { stamp: string });
 
 /** The writer a tenant-scoped service receives: it can only create and change rows of `organizationId`. */
 export function scopeWrites(pool: Queryable, organizationId: string) {
@@ -164,7 +159,7 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
     activityInsert(parameters, activity, 'record', { kind: `'created'`, fields: "'{}'", subject: 'NULL::uuid', condition: 'true' });
 
   /**
-   * The insert of `insert`, `insertUnlessRequired` and `insertAll`: the rows it wrote in API shape, in the order of
+   * The insert of `insert`, `insertGuarded` and `insertAll`: the rows it wrote in API shape, in the order of
    * `rows` (RETURNING answers a VALUES list's rows in its order), none when the guard refused.
    */
   async function insertRecords<Row extends pg.QueryResultRow>(
@@ -172,7 +167,7 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
     rows: readonly ColumnValues[],
     event: CrmEventName | null,
     options: InsertOptions,
-    unlessRequired?: string,
+    guarded?: InsertGuard,
   ): Promise<Row[]> {
     const parameters: unknown[] = [organizationId];
     const { activity, numbering } = options;
@@ -197,13 +192,19 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
       'now()',
       'now()',
     ];
-    // The guard saves a create the definitions read: the select list (and its number) runs only when it holds.
+    // A guard saves a create a definitions read: the select list (and its number) runs only when it holds.
     const [first] = sets;
+    const object = guarded && `$${parameters.push(guarded.object)}`;
+    const guard =
+      guarded === undefined
+        ? undefined
+        : 'stamp' in guarded
+          ? `${definitionsStampSql(object as string)} = $${parameters.push(guarded.stamp)}`
+          : `NOT EXISTS (SELECT FROM custom_field_definitions WHERE organization_id = $1 AND object = ${object} AND required AND archived_at IS NULL)`;
     const source =
-      unlessRequired === undefined || first === undefined || sets.length > 1
+      guard === undefined || first === undefined || sets.length > 1
         ? `VALUES ${sets.map((set) => `(${valuesOf(set).join(', ')})`).join(', ')}`
-        : `SELECT ${valuesOf(first).join(', ')} WHERE NOT EXISTS (SELECT FROM custom_field_definitions WHERE organization_id = $1 ` +
-          `AND object = $${parameters.push(unlessRequired)} AND required AND archived_at IS NULL)`;
+        : `SELECT ${valuesOf(first).join(', ')} WHERE ${guard}`;
     const entry = activity ? createdEntries(parameters, activity) : '';
     const text =
       `WITH record AS (INSERT INTO ${spec.table} (${columns.join(', ')}) ${source} RETURNING ${spec.selectList})` +
@@ -239,18 +240,17 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
       return inserted;
     },
     /**
-     * `insert`, only while record type `object` has no required active custom field (for a body that names no custom
-     * field), decided in the statement itself: undefined when it has one (the caller then checks the body against the
-     * definitions and answers why).
+     * `insert`, only while `guard` holds, decided in the statement itself: undefined when it does not (the caller then
+     * reads the definitions and checks the body against them).
      */
-    async insertUnlessRequired<Row extends pg.QueryResultRow>(
+    async insertGuarded<Row extends pg.QueryResultRow>(
       spec: PageTable<Row, string>,
       values: ColumnValues,
       event: CrmEventName | null,
-      object: string,
+      guard: InsertGuard,
       options: InsertOptions = {},
     ): Promise<Row | undefined> {
-      return (await insertRecords(spec, [values], event, options, object))[0];
+      return (await insertRecords(spec, [values], event, options, guard))[0];
     },
     /**
      * Inserts every record of `rows` in one statement, each with its event and timeline entry as `insert` writes them;

@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
 import type { TenantDb } from '../db/tenant-scope.js';
 import type { MembershipRole } from '../generated/prisma/enums.js';
 import type { TenantPages } from '../db/tenant-pages.js';
-import type { ActivityActor, ColumnValues, TenantWrites } from '../db/tenant-writes.js';
+import type { ActivityActor, ColumnValues, InsertGuard, TenantWrites } from '../db/tenant-writes.js';
 import { isUuid } from '../lib/http-schemas.js';
 import type { ListOrder, ListPageRequest } from '../lib/pagination.js';
 import { changedSince, versionMatches } from '../lib/etag.js';
@@ -14,7 +14,8 @@ import { validationFailed, type ProblemError } from '../lib/problem.js';
 import { eventOf, type RecordFilter, type RecordType } from './definition.js';
 import { CUSTOM_COLUMN } from '../db/csv-export.js';
 import { readCustomFields } from './custom-fields/definitions.js';
-import { customFieldsOf } from './custom-fields/values.js';
+import { checkedCustomValues, customFieldsOf } from './custom-fields/values.js';
+import { keptDefinitions, readDefinitions } from './custom-fields/kept-definitions.js';
 import { recordQuery, type QueryPage } from './query-service.js';
 
 /** The organization a record service works in, its tenant-scoped client and its tenant-bound writer, and who acts. */
@@ -144,19 +145,32 @@ export function recordService<Row, Dto extends Record<string, unknown>, Create =
   }
 
   /**
-   * The record and its `created` event's runs commit together. A body without `custom_fields` is written unless the
-   * type has a required field (checked in the insert, so no definitions read); only then is it checked, for the 400.
+   * The record and its `created` event's runs commit together, in one statement when it can: a body without
+   * `custom_fields` is written unless the type has a required field, and one with them is checked against the
+   * definitions this process kept and written while they are still so (both decided in the insert). Otherwise the
+   * definitions are read and the body checked against them (the 400 names each problem).
    */
   async function create(scope: CrmScope, body: Create): Promise<Dto> {
     const options = { activity: entryOf(scope), numbering: type.numbering };
     const created = eventOf(type, 'created');
     const values = await prepared(scope, body as object);
-    if (type.customFields && (body as ColumnValues).custom_fields === undefined) {
-      const written = await scope.writes.insertUnlessRequired(table, values, created, type.customFields, options).catch(mapWriteError);
+    const object = type.customFields;
+    if (!object) return scope.writes.insert(table, values, created, options).catch(mapWriteError);
+    const insertIf = (checked: ColumnValues, guard: InsertGuard) =>
+      scope.writes.insertGuarded(table, checked, created, guard, options).catch(mapWriteError);
+    if (values.custom_fields === undefined) {
+      const written = await insertIf(values, { object, noneRequired: true });
+      if (written) return written;
+    } else {
+      const kept = keptDefinitions(scope.organizationId, object);
+      const checked =
+        kept && (await checkedCustomValues(scope.db, object, values.custom_fields, true, async () => kept.fields).catch(() => undefined));
+      const written = kept && checked && (await insertIf({ ...values, custom_fields: checked }, { object, stamp: kept.stamp }));
       if (written) return written;
     }
-    const checked = await withCustomFields(scope, values, true);
-    return scope.writes.insert(table, checked, created, options).catch(mapWriteError);
+    const { fields } = await readDefinitions(scope.writes, scope.organizationId, object);
+    const checked = await checkedCustomValues(scope.db, object, values.custom_fields, true, async () => fields);
+    return scope.writes.insert(table, { ...values, custom_fields: checked }, created, options).catch(mapWriteError);
   }
   /** `create` of every body in one statement (`createAllOf`). */
   const createAll: CreateAll<Dto> = async (scope, bodies) => {

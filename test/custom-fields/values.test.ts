@@ -250,3 +250,28 @@ t.test("tenancy: B's records never show A's fields; A's fields never take B's va
   t.equal(res.statusCode, 400);
   t.ok(json(res).errors['custom_fields.seats']);
 });
+
+t.test('a create is checked against the definitions as they are, whatever this process kept of them', async (t) => {
+  // The process keeps a workspace's definitions from its first create with values (records/custom-fields/kept-definitions.ts).
+  const kept = await define('company', 'kept_code', 'text');
+  await created(a.call(memberA, 'POST', 'companies/', { name: 'Keeps', custom_fields: { kept_code: 'one' } }));
+  // Another process archives the field (the row changes under this one's feet).
+  await app.db.customFieldDefinition.update({ where: { id: kept.id }, data: { archivedAt: new Date() } });
+  const before = await app.db.company.count({ where: { organizationId: a.id } });
+  const refused = await a.call(memberA, 'POST', 'companies/', { name: 'Stale', custom_fields: { kept_code: 'two' } });
+  t.equal(refused.statusCode, 400, 'the archived field is refused');
+  t.match(json(refused).errors['custom_fields.kept_code'], [/archived/]);
+  t.equal(await app.db.company.count({ where: { organizationId: a.id } }), before, 'nothing written');
+  // And a field created elsewhere is known at once.
+  await app.db.customFieldDefinition.create({
+    data: { organizationId: a.id, object: 'company', key: 'elsewhere', label: 'Elsewhere', type: 'number' },
+  });
+  const ok = await created(a.call(memberA, 'POST', 'companies/', { name: 'Fresh', custom_fields: { elsewhere: 3 } }));
+  t.equal(ok.custom_fields.elsewhere, 3);
+  // A field made required elsewhere is enforced on the next create, kept definitions or not.
+  await app.db.customFieldDefinition.updateMany({ where: { organizationId: a.id, key: 'elsewhere' }, data: { required: true } });
+  const missing = await a.call(memberA, 'POST', 'companies/', { name: 'Missing', custom_fields: { note_text: 'x' } });
+  t.equal(missing.statusCode, 400);
+  t.match(json(missing).errors['custom_fields.elsewhere'], [/required/]);
+  await app.db.customFieldDefinition.updateMany({ where: { organizationId: a.id, key: 'elsewhere' }, data: { required: false } });
+});
