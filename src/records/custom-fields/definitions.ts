@@ -24,11 +24,18 @@ export const CUSTOM_FIELD_TYPES = [
 export type CustomFieldType = (typeof CUSTOM_FIELD_TYPES)[number];
 
 /**
- * The types a range (`lt`, `gte`, …) or a sort compares by order: each such field gets an index of its own
+ * The types a range (`lt`, `gte`, …) or a sort compares by order, each with the SQL function that reads its value
+ * from the map (migration `custom_field_indexes`): each such field gets an index of its own on that function
  * (src/modules/custom-fields/index-job.ts). Equality of the others is a containment test the records table's GIN
  * index serves.
  */
-export const ORDERED_TYPES: ReadonlySet<CustomFieldType> = new Set(['number', 'decimal', 'date', 'datetime']);
+export const INDEXED_VALUE_FUNCTIONS: Readonly<Partial<Record<CustomFieldType, string>>> = {
+  number: 'crm_custom_number',
+  decimal: 'crm_custom_number',
+  date: 'crm_custom_date',
+  datetime: 'crm_custom_timestamptz',
+};
+export const ORDERED_TYPES: ReadonlySet<CustomFieldType> = new Set(Object.keys(INDEXED_VALUE_FUNCTIONS) as CustomFieldType[]);
 
 /** The types whose definition carries `options`. */
 export const SELECT_TYPES: ReadonlySet<CustomFieldType> = new Set(['select', 'multi_select']);

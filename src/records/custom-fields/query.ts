@@ -2,7 +2,7 @@
 // record's `custom_fields` jsonb, with the operators of the field's type; archived fields resolve to nothing.
 import type { FieldSpec } from '../filter/fields.js';
 import type { FieldResolver } from '../filter/resolve.js';
-import type { CustomField, CustomFieldType } from './definitions.js';
+import { INDEXED_VALUE_FUNCTIONS, type CustomField, type CustomFieldType } from './definitions.js';
 
 export const CUSTOM_PREFIX = 'custom.';
 const COMPANY_CUSTOM_PREFIX = `company.${CUSTOM_PREFIX}`;
@@ -33,19 +33,6 @@ const CASTS: Partial<Record<FieldSpec['type'], string>> = {
   uuid: 'uuid',
 };
 
-/**
- * The value of an ordered field as the expression its index holds (src/modules/custom-fields/index-job.ts): a
- * function of the map and the key (migration `custom_field_indexes`), IMMUTABLE for the index and LEAKPROOF so that
- * the index serves it under the workspace policy. A plpgsql call per row, so conditions read through the index only
- * use it (a range's candidates, a sort's order); filters compare the plain cast above, which costs a fraction.
- */
-const INDEXED: Partial<Record<FieldSpec['type'], string>> = {
-  number: 'crm_custom_number',
-  decimal: 'crm_custom_number',
-  date: 'crm_custom_date',
-  datetime: 'crm_custom_timestamptz',
-};
-
 export const customFieldSpec = (field: CustomField): FieldSpec => {
   const type = SPEC_TYPES[field.type];
   return type === 'enum' || type === 'multi_select' ? { type, values: field.options.map((option) => option.value) } : { type };
@@ -59,9 +46,14 @@ export function customFieldSql(alias: string, field: CustomField): string {
   return cast ? `((${alias}.custom_fields ->> '${field.key}')::${cast})` : `(${alias}.custom_fields ->> '${field.key}')`;
 }
 
-/** The value of `field` as its index holds it (ordered types only). */
+/**
+ * The value of `field` as its index holds it (ordered types only; src/modules/custom-fields/index-job.ts): IMMUTABLE
+ * for the index and LEAKPROOF so that the index serves it under the workspace policy. A plpgsql call per row, so only
+ * conditions read through the index use it (a range's candidates, a sort's order); filters compare the plain cast
+ * above, which costs a fraction.
+ */
 export function customFieldIndexSql(alias: string, field: CustomField): string | undefined {
-  const indexed = INDEXED[customFieldSpec(field).type];
+  const indexed = INDEXED_VALUE_FUNCTIONS[field.type];
   return indexed ? `${indexed}(${alias}.custom_fields, '${field.key}')` : undefined;
 }
 
