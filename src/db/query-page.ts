@@ -129,9 +129,10 @@ export function boundedPageStatement(
 
 /**
  * The same page read from the workspace's rows an index finds for `term` (a superset of the matches: a term's from the
- * GIN index of search_text, a range's from its custom field's b-tree), at most `cap + 1` of them, named as the table so that the page's SQL reads them unchanged. Each row
- * carries `query_candidates`, their count: past `cap` the candidates were cut short and the page must be read in its
- * order instead (a common term, whose matches an ordered read meets soon). No page row: one row with the count alone.
+ * GIN index of search_text, a range's from its custom field's b-tree), at most `cap + 1` of them, named as the table
+ * so that the page's SQL reads them unchanged. Each row carries `query_candidates`, their count: past `cap` the
+ * candidates were cut short and the page must be read in its order instead (a common term, whose matches an ordered
+ * read meets soon). No page row: one row with the count alone.
  */
 export function candidatePageStatement(
   organizationId: string,
