@@ -1,6 +1,6 @@
 // The index of an ordered custom field: built by its job for number, decimal, date and datetime fields only, partial
 // on its workspace, read by the query language's ranges and ascending sorts, dropped at archive and built again at
-// restore, rebuilt when a crash left it invalid, and built without stopping record writes.
+// restore, rebuilt when a crash left it invalid, built without stopping record writes, and dropped with its workspace.
 import pg from 'pg';
 import t from 'tap';
 import { servingRoleUrl } from '../../src/db/serving-role.js';
@@ -8,7 +8,7 @@ import { runDueJobs } from '../../src/jobs/queue.js';
 import { customFieldIndexName, customFieldIndexTasks, syncCustomFieldIndex } from '../../src/modules/custom-fields/index-job.js';
 import { buildTestApp, json } from '../helpers/app.js';
 import { createUser } from '../helpers/fixtures.js';
-import { created, crmWorkspaces } from '../tenancy/crm-workspaces.js';
+import { created, crmWorkspaces, workspace } from '../tenancy/crm-workspaces.js';
 
 const { app, databaseUrl } = await buildTestApp(t, {}, { backgroundWorkers: false });
 const { a, b, memberA, memberB } = await crmWorkspaces(app);
@@ -187,4 +187,17 @@ t.test('record writes go on while an index is being built', async (t) => {
     json(found).results.map((row: { name: string }) => row.name),
     ['During'],
   );
+});
+
+t.test("a deleted workspace's field indexes are dropped by their jobs", async (t) => {
+  const organization = await app.db.organization.create({ data: { name: 'Short-lived', slug: 'short-lived' } });
+  const owner = await createUser(app, { membership: { organizationId: organization.id, role: 'owner' } });
+  const doomed = workspace(app, organization.id);
+  const fields = [await define(doomed, owner, 'seats', 'number'), await define(doomed, owner, 'renewal', 'date')];
+  await runJobs();
+  for (const field of fields) t.ok((await indexes()).get(customFieldIndexName(field.id))?.valid, 'built');
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/v1/organizations/${doomed.id}/`, headers: owner.headers })).statusCode, 204);
+  t.equal(await runJobs(), 2, "a job per deleted field's index");
+  for (const field of fields) t.notOk((await indexes()).has(customFieldIndexName(field.id)), 'dropped');
+  t.ok((await indexes()).get(customFieldIndexName(seats.id))?.valid, "the other workspace's indexes stay");
 });
