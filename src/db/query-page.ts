@@ -52,6 +52,16 @@ export const withId = (table: string, keys: readonly OrderKey[]): OrderKey[] => 
 ];
 
 /**
+ * The default order of a query page, newest first (`created_at` descending, then `id`): what a custom field's recency
+ * index is keyed by before its value (src/modules/custom-fields/index-job.ts).
+ */
+export const RECENCY_ORDER = 'created_at DESC, id DESC';
+
+/** Whether a page's order (`keys`, the id left out) is `RECENCY_ORDER`. */
+export const inRecencyOrder = (table: string, keys: readonly OrderKey[]) =>
+  keys.length === 1 && keys[0]?.sql === `${table}.created_at` && keys[0].descending;
+
+/**
  * What every match holds that an index finds, so that the page can be read from the index's candidates instead of in
  * its order (see `candidatePageStatement`): a term of the GIN index of `search_text` (the query's `search`, or a
  * `contains` on a field search_text holds; which index condition serves it depends on its characters, see
@@ -124,6 +134,37 @@ export function boundedPageStatement(
   const text =
     `SELECT ${spec.readList}, ${keyColumns} FROM (SELECT * FROM ${spec.table} WHERE ${base.join(' AND ')} ORDER BY ${order} ` +
     `LIMIT ${parameter(bound, 'int')}) AS ${spec.table} WHERE ${filters.join(' AND ') || 'true'} ORDER BY ${order} LIMIT ${limit}`;
+  return { text, values, types: pageTypes };
+}
+
+/**
+ * The same page in `RECENCY_ORDER` read among the workspace's `bound` newest rows (after the cursor) only, with the
+ * range `condition` of a custom field, whose recency index serves it: the walk goes newest first and checks the value
+ * in each index entry, so only matches are read from the table, and it stops at the `bound`-th row's `created_at`,
+ * which an index-only read of the newest rows finds. Complete when it holds `limit + 1` rows (the rows walked are a
+ * prefix of the order), inconclusive otherwise. What a common range reads, for a fraction of a row walk's cost.
+ */
+export function recentPageStatement(
+  organizationId: string,
+  spec: PageTable<unknown, string>,
+  request: QueryPageRequest,
+  condition: PageCondition,
+  bound: number,
+): pg.QueryConfig {
+  const values: unknown[] = [organizationId];
+  const parameter = (value: unknown, type: string) => `$${values.push(value)}::${type}`;
+  const { where, order, keyColumns, limit } = pageParts(spec, request, parameter);
+  const { table } = spec;
+  const [at, id] = request.after ?? [];
+  // The cursor again as a row comparison, which bounds an index scan (pageParts' form, alternatives joined by OR, is
+  // only a filter); the recency order's keys are never empty.
+  const position = at && id ? `(${parameter(at, 'timestamptz')}, ${parameter(id, 'uuid')})` : undefined;
+  const newest =
+    `(SELECT min(created_at) FROM (SELECT created_at FROM ${table} WHERE organization_id = $1` +
+    `${position ? ` AND (created_at, id) < ${position}` : ''} ORDER BY ${RECENCY_ORDER} LIMIT ${parameter(bound, 'int')}) AS newest)`;
+  const conditions = [...where, `(${condition(parameter)})`, `${table}.created_at >= ${newest}`];
+  if (position) conditions.push(`(${table}.created_at, ${table}.id) < ${position}`);
+  const text = `SELECT ${spec.readList}, ${keyColumns} FROM ${table} WHERE ${conditions.join(' AND ')} ORDER BY ${order} LIMIT ${limit}`;
   return { text, values, types: pageTypes };
 }
 

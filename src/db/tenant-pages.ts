@@ -7,8 +7,10 @@ import { listQuery, type PageFilter } from './page-query.js';
 import {
   boundedPageStatement,
   candidatePageStatement,
+  inRecencyOrder,
   keyedRows,
   queryPageStatement,
+  recentPageStatement,
   withId,
   type KeyedRow,
   type QueryPageRequest,
@@ -68,10 +70,16 @@ export function scopePages(pool: pg.Pool, organizationId: string) {
     /** A query page (POST …/query/): `limit + 1` rows when more follow, each with its order keys for the cursor. */
     async query<Row>(spec: PageTable<unknown, string>, request: QueryPageRequest): Promise<KeyedRow<Row>[]> {
       const keyCount = withId(spec.table, request.keys).length;
-      if (request.indexed && 'condition' in request.indexed) {
+      const range = request.indexed && 'condition' in request.indexed ? request.indexed.condition : undefined;
+      const recent = range && inRecencyOrder(spec.table, request.keys);
+      if (range) {
         // A range: its matches are read in order first, as far as a page of a common range reaches (its candidates
-        // would all be read to count them: the range's index holds expressions, so its scan visits every row).
-        const { rows } = await pool.query<Record<string, unknown>>(boundedPageStatement(organizationId, spec, request, RANGE_WALK));
+        // would all be read to count them: the range's index holds expressions, so its scan visits every row). In the
+        // default order the field's recency index walks the newest rows without reading them from the table.
+        const statement = recent
+          ? recentPageStatement(organizationId, spec, request, range, RANGE_WALK)
+          : boundedPageStatement(organizationId, spec, request, RANGE_WALK);
+        const { rows } = await pool.query<Record<string, unknown>>(statement);
         if (rows.length > request.limit) return keyedRows<Row>(rows, keyCount);
       }
       if (request.indexed) {
@@ -88,7 +96,10 @@ export function scopePages(pool: pg.Pool, organizationId: string) {
           return keyedRows<Row>(hits, keyCount);
         }
       }
-      const { rows } = await pool.query<Record<string, unknown>>(queryPageStatement(organizationId, spec, request));
+      // A common range whose matches lie far from the newest rows: in the default order, the range's condition in the
+      // indexed form lets the recency index check each entry's value before the row is read.
+      const ordered = recent ? { ...request, conditions: [...request.conditions, range] } : request;
+      const { rows } = await pool.query<Record<string, unknown>>(queryPageStatement(organizationId, spec, ordered));
       return keyedRows<Row>(rows, keyCount);
     },
     /**
