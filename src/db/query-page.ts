@@ -14,10 +14,13 @@ export interface OrderKey {
   /** The collation the key compares in (text keys): a cursor's value compares in it too. */
   collation?: string;
   /**
-   * Never null: ordered without `NULLS LAST`, so that a descending key is its index's order (an index's DESC puts nulls
-   * first, and PostgreSQL does not know that a NOT NULL column has none).
+   * Never null, or null only on rows an earlier key (an `emptyFlag`) already puts last: ordered without `NULLS LAST`,
+   * so that a descending key is its index's order (an index's DESC puts nulls first, and PostgreSQL does not know that
+   * a NOT NULL column has none).
    */
   filled?: boolean;
+  /** True when the value is empty (a field's first key: empty values last, whatever the direction). */
+  emptyFlag?: boolean;
 }
 
 export interface QueryPageRequest {
@@ -104,16 +107,42 @@ function pageParts(spec: PageTable<unknown, string>, request: QueryPageRequest, 
       })`,
     );
   }
-  const order = keys.map((key) => `${key.sql} ${key.descending ? 'DESC' : 'ASC'}${key.filled ? '' : ' NULLS LAST'}`).join(', ');
+  const order = orderBy(keys);
   const keyColumns = keys.map((key, i) => `to_json(${key.sql}) #>> '{}' AS query_key_${i}`).join(', ');
-  return { base, filters, where: [...base, ...filters], order, keyColumns, limit: parameter(request.limit + 1, 'int') };
+  return { base, filters, where: [...base, ...filters], keys, order, keyColumns, limit: parameter(request.limit + 1, 'int') };
+}
+
+/** The keys as an ORDER BY list. */
+const orderBy = (keys: readonly OrderKey[]) =>
+  keys.map((key) => `${key.sql} ${key.descending ? 'DESC' : 'ASC'}${key.filled ? '' : ' NULLS LAST'}`).join(', ');
+
+/**
+ * The first `limit` rows of `where` in the keys' order, as one read, or as two when the order is a field's empty flag then a
+ * descending value that an index holds (`filled` past the flag): its filled rows, then its empty ones, each read in
+ * the rest of the order. A field's index holds
+ * its flag and value ascending (empty values last); a descending sort wants the flag ascending and the value
+ * descending, which no single scan of it gives, but each part is a backward scan of it: a page, not a sort of the
+ * workspace. `null` when one read serves.
+ */
+function splitByEmptyFlag(table: string, where: readonly string[], keys: readonly OrderKey[], limit: string) {
+  const [flag, value] = keys;
+  if (!flag?.emptyFlag || !value?.descending || !value.filled) return null;
+  // `IS TRUE`/`IS FALSE` keeps the flag a constant of the index's first column to PostgreSQL (`= false` would become
+  // `IS NOT NULL` of the value), so that the rest of the order is the index's, backward.
+  const part = (empty: boolean) =>
+    `(SELECT * FROM ${table} WHERE ${[...where, `${flag.sql} IS ${empty ? 'TRUE' : 'FALSE'}`].join(' AND ')} ` +
+    `ORDER BY ${orderBy(keys.slice(1))} LIMIT ${limit})`;
+  return `(${part(false)} UNION ALL ${part(true)})`;
 }
 
 export function queryPageStatement(organizationId: string, spec: PageTable<unknown, string>, request: QueryPageRequest): pg.QueryConfig {
   const values: unknown[] = [organizationId];
   const parameter = (value: unknown, type: string) => `$${values.push(value)}::${type}`;
-  const { where, order, keyColumns, limit } = pageParts(spec, request, parameter);
-  const text = `SELECT ${spec.readList}, ${keyColumns} FROM ${spec.table} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${limit}`;
+  const { where, keys, order, keyColumns, limit } = pageParts(spec, request, parameter);
+  const parts = splitByEmptyFlag(spec.table, where, keys, limit);
+  const text = parts
+    ? `SELECT ${spec.readList}, ${keyColumns} FROM ${parts} AS ${spec.table} ORDER BY ${order} LIMIT ${limit}`
+    : `SELECT ${spec.readList}, ${keyColumns} FROM ${spec.table} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ${limit}`;
   return { text, values, types: pageTypes };
 }
 
@@ -130,10 +159,15 @@ export function boundedPageStatement(
 ): pg.QueryConfig {
   const values: unknown[] = [organizationId];
   const parameter = (value: unknown, type: string) => `$${values.push(value)}::${type}`;
-  const { base, filters, order, keyColumns, limit } = pageParts(spec, request, parameter);
+  const { base, filters, keys, order, keyColumns, limit } = pageParts(spec, request, parameter);
+  const walked = parameter(bound, 'int');
+  const parts = splitByEmptyFlag(spec.table, base, keys, walked);
+  const rows = parts
+    ? `SELECT * FROM ${parts} AS ${spec.table} ORDER BY ${order} LIMIT ${walked}`
+    : `SELECT * FROM ${spec.table} WHERE ${base.join(' AND ')} ORDER BY ${order} LIMIT ${walked}`;
   const text =
-    `SELECT ${spec.readList}, ${keyColumns} FROM (SELECT * FROM ${spec.table} WHERE ${base.join(' AND ')} ORDER BY ${order} ` +
-    `LIMIT ${parameter(bound, 'int')}) AS ${spec.table} WHERE ${filters.join(' AND ') || 'true'} ORDER BY ${order} LIMIT ${limit}`;
+    `SELECT ${spec.readList}, ${keyColumns} FROM (${rows}) AS ${spec.table} ` +
+    `WHERE ${filters.join(' AND ') || 'true'} ORDER BY ${order} LIMIT ${limit}`;
   return { text, values, types: pageTypes };
 }
 

@@ -53,14 +53,16 @@ export function sortKeys(field: ResolvedField, descending: boolean): OrderKey[] 
     return [{ sql: collation ? `(${sql} COLLATE "${collation}")` : sql, type: SQL_TYPES[spec.type], descending, collation, filled: true }];
   }
   const empty = spec.type === 'text' ? `(coalesce(${sql}, '') = '')` : `(${sql} IS NULL)`;
-  const flag: OrderKey = { sql: empty, type: 'boolean', descending: false };
+  const flag: OrderKey = { sql: empty, type: 'boolean', descending: false, emptyFlag: true };
   if (spec.type === 'text')
     return [flag, { sql: `(nullif(${sql}, '') COLLATE "${NATURAL_COLLATION}")`, type: 'text', descending, collation: NATURAL_COLLATION }];
   if (spec.type === 'enum') {
     const values = (spec.values ?? []).map((value) => `'${value.replaceAll("'", "''")}'`).join(', ');
     return [flag, { sql: `array_position(ARRAY[${values}]::text[], ${sql})`, type: 'int', descending }];
   }
-  return [flag, { sql, type: SQL_TYPES[spec.type], descending }];
+  // Filled as far as the order goes (the flag puts empty values last): descending, it is the backward scan of a
+  // custom field's value index (see splitByEmptyFlag in src/db/query-page.ts).
+  return [flag, { sql, type: SQL_TYPES[spec.type], descending, ...(field.indexSql ? { filled: true } : {}) }];
 }
 
 const RANGES: ReadonlySet<string> = new Set(['lt', 'lte', 'gt', 'gte']);

@@ -171,6 +171,44 @@ t.test('ranges and ascending sorts read the index, with the same answers', async
   );
   t.match(sorted.plan, `Index Scan using ${customFieldIndexName(seats.id)}`, 'the sort reads its index');
   t.notMatch(sorted.plan, /Sort/, 'read in the index order');
+  // Descending, empty values still last: the filled rows, then the empty ones, each a backward scan of the index.
+  const descending = await page({ sort: [{ field: 'custom.seats', direction: 'desc' }], limit: 3 }, true);
+  t.same(
+    descending.results.map((row) => row.custom_fields.seats),
+    [5000, 4999, 4998],
+  );
+  t.match(descending.plan, `Index Scan Backward using ${customFieldIndexName(seats.id)} on`, 'a page of the index, read backward');
+  for (const name of ['No seats 1', 'No seats 2']) await created(a.call(memberA, 'POST', 'companies/', { name }));
+  const edge = {
+    or: [
+      { field: 'custom.seats', op: 'lte', value: 2 },
+      { field: 'custom.seats', op: 'is_empty' },
+    ],
+  };
+  const { rows: expected } = await app.pg.query<{ id: string }>(
+    `SELECT id FROM companies WHERE organization_id = $1 AND archived_at IS NULL
+       AND ((custom_fields ->> 'seats')::numeric <= 2 OR custom_fields ->> 'seats' IS NULL)
+     ORDER BY (custom_fields ->> 'seats') IS NULL, (custom_fields ->> 'seats')::numeric DESC, id DESC`,
+    [a.id],
+  );
+  t.ok(expected.length > 3, 'filled and empty rows both match');
+  const walked: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const next = await page({
+      filter: edge,
+      sort: [{ field: 'custom.seats', direction: 'desc' }],
+      limit: 2,
+      ...(cursor ? { cursor } : {}),
+    });
+    walked.push(...next.results.map((row) => (row as unknown as { id: string }).id));
+    cursor = next.next_cursor;
+  } while (cursor);
+  t.same(
+    walked,
+    expected.map((row) => row.id),
+    'every page in order, across the filled and the empty rows',
+  );
   const dates = await page({ filter: between('renewal', '2026-01-02', '2026-01-03'), limit: 50 });
   t.equal(dates.results.length, 10, 'n % 1000 in 1..2: five rows each');
   t.match(dates.plan, `using ${customFieldIndexName(renewal.id)} on`, 'the date range reads its index');
