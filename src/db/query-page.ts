@@ -19,7 +19,7 @@ export interface OrderKey {
    * a NOT NULL column has none).
    */
   filled?: boolean;
-  /** True when the value is empty (a field's first key: empty values last, whatever the direction). */
+  /** A field's empty flag (true when its value is empty): the field's first key, empty values last either way. */
   emptyFlag?: boolean;
 }
 
@@ -117,12 +117,11 @@ const orderBy = (keys: readonly OrderKey[]) =>
   keys.map((key) => `${key.sql} ${key.descending ? 'DESC' : 'ASC'}${key.filled ? '' : ' NULLS LAST'}`).join(', ');
 
 /**
- * The first `limit` rows of `where` in the keys' order, as one read, or as two when the order is a field's empty flag then a
+ * The first `limit` rows of `where` in the keys' order as two reads, when the order is a field's empty flag then a
  * descending value that an index holds (`filled` past the flag): its filled rows, then its empty ones, each read in
- * the rest of the order. A field's index holds
- * its flag and value ascending (empty values last); a descending sort wants the flag ascending and the value
- * descending, which no single scan of it gives, but each part is a backward scan of it: a page, not a sort of the
- * workspace. `null` when one read serves.
+ * the rest of the order. A field's value index holds its flag and value ascending (empty values last); a descending
+ * sort wants the flag ascending and the value descending, which no single scan of it gives, but each part is a
+ * backward scan of it: a page, not a sort of the workspace. `null` when one read serves.
  */
 function splitByEmptyFlag(table: string, where: readonly string[], keys: readonly OrderKey[], limit: string) {
   const [flag, value] = keys;
