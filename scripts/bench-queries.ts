@@ -374,6 +374,7 @@ async function main(): Promise<void> {
         }),
       },
       { name: 'sort by custom number', ...query('companies', { sort: [{ field: 'custom.seats' }] }) },
+      { name: 'sort by custom number, descending', ...query('companies', { sort: [{ field: 'custom.seats', direction: 'desc' }] }) },
       { name: 'company list (reference)', path: `${org}/companies/?limit=${FULL_PAGE}` },
     ];
     const only = process.env.BENCH_ONLY?.split(',').filter(Boolean);
