@@ -134,9 +134,15 @@ function splitByEmptyFlag(table: string, where: readonly string[], keys: readonl
   return `(${part(false)} UNION ALL ${part(true)})`;
 }
 
-export function queryPageStatement(organizationId: string, spec: PageTable<unknown, string>, request: QueryPageRequest): pg.QueryConfig {
+/** A statement's values, the workspace first (`$1`), and `parameter`, which adds one and returns its typed placeholder. */
+function statementValues(organizationId: string) {
   const values: unknown[] = [organizationId];
   const parameter = (value: unknown, type: string) => `$${values.push(value)}::${type}`;
+  return { values, parameter };
+}
+
+export function queryPageStatement(organizationId: string, spec: PageTable<unknown, string>, request: QueryPageRequest): pg.QueryConfig {
+  const { values, parameter } = statementValues(organizationId);
   const { where, keys, order, keyColumns, limit } = pageParts(spec, request, parameter);
   const parts = splitByEmptyFlag(spec.table, where, keys, limit);
   const text = parts
@@ -156,8 +162,7 @@ export function boundedPageStatement(
   request: QueryPageRequest,
   bound: number,
 ): pg.QueryConfig {
-  const values: unknown[] = [organizationId];
-  const parameter = (value: unknown, type: string) => `$${values.push(value)}::${type}`;
+  const { values, parameter } = statementValues(organizationId);
   const { base, filters, keys, order, keyColumns, limit } = pageParts(spec, request, parameter);
   const walked = parameter(bound, 'int');
   const parts = splitByEmptyFlag(spec.table, base, keys, walked);
@@ -184,8 +189,7 @@ export function recentPageStatement(
   condition: PageCondition,
   bound: number,
 ): pg.QueryConfig {
-  const values: unknown[] = [organizationId];
-  const parameter = (value: unknown, type: string) => `$${values.push(value)}::${type}`;
+  const { values, parameter } = statementValues(organizationId);
   const { where, order, keyColumns, limit } = pageParts(spec, request, parameter);
   const { table } = spec;
   const [at, id] = request.after ?? [];
@@ -215,8 +219,7 @@ export function candidatePageStatement(
   term: IndexedTerm,
   cap: number,
 ): pg.QueryConfig {
-  const values: unknown[] = [organizationId];
-  const parameter = (value: unknown, type: string) => `$${values.push(value)}::${type}`;
+  const { values, parameter } = statementValues(organizationId);
   // A term's candidates come from a GIN bitmap, a range's from its b-tree (whose key holds expressions, so its scan
   // visits each row: reading ids first and rows after would visit them twice).
   const candidates = 'text' in term ? candidatesOf(term.text, parameter(term.text, 'text')) : term.condition(parameter);
