@@ -60,6 +60,13 @@ export const withId = (table: string, keys: readonly OrderKey[]): OrderKey[] => 
  */
 export const RECENCY_ORDER = 'created_at DESC, id DESC';
 
+/**
+ * The sample of a record table that its `<table>_recency_sample_idx` holds: one row in `RECENCY_SAMPLE.every` (the id's
+ * last byte, random in every id we give), in its workspace's creation order (migration `recency_sample`). Where the
+ * n-th newest row lies is read from about n / every of its entries.
+ */
+export const RECENCY_SAMPLE = { condition: 'get_byte(uuid_send(id), 15) < 4', every: 64 } as const;
+
 /** Whether a page's order (`keys`, the id left out) is `RECENCY_ORDER`. */
 export const inRecencyOrder = (table: string, keys: readonly OrderKey[]) =>
   keys.length === 1 && keys[0]?.sql === `${table}.created_at` && keys[0].descending;
@@ -176,11 +183,13 @@ export function boundedPageStatement(
 }
 
 /**
- * The same page in `RECENCY_ORDER` read among the workspace's `bound` newest rows (after the cursor) only, with the
- * range `condition` of a custom field, whose recency index serves it: the walk goes newest first and checks the value
- * in each index entry, so only matches are read from the table, and it stops at the `bound`-th row's `created_at`,
- * which an index-only read of the newest rows finds. Complete when it holds `limit + 1` rows (the rows walked are a
- * prefix of the order), inconclusive otherwise. What a common range reads, for a fraction of a row walk's cost.
+ * The same page in `RECENCY_ORDER` read among about the workspace's `bound` newest rows (after the cursor) only, with
+ * the range `condition` of a custom field, whose recency index serves it: the walk goes newest first and checks the
+ * value in each index entry, so only matches are read from the table, and it stops at the `created_at` of about the
+ * `bound`-th row, which the table's `RECENCY_SAMPLE` gives (no bound when the sample holds fewer rows: a small
+ * workspace is walked whole). Complete when it holds `limit + 1` rows (the rows at or after any `created_at` are a
+ * prefix of the order, so any bound keeps the page exact), inconclusive otherwise. What a common range reads, for a
+ * fraction of a row walk's cost.
  */
 export function recentPageStatement(
   organizationId: string,
@@ -196,9 +205,11 @@ export function recentPageStatement(
   // The cursor again as a row comparison, which bounds an index scan (pageParts' form, alternatives joined by OR, is
   // only a filter); the recency order's keys are never empty.
   const position = at && id ? `(${parameter(at, 'timestamptz')}, ${parameter(id, 'uuid')})` : undefined;
+  const sampled = parameter(Math.ceil(bound / RECENCY_SAMPLE.every), 'int');
   const newest =
-    `(SELECT min(created_at) FROM (SELECT created_at FROM ${table} WHERE organization_id = $1` +
-    `${position ? ` AND (created_at, id) < ${position}` : ''} ORDER BY ${RECENCY_ORDER} LIMIT ${parameter(bound, 'int')}) AS newest)`;
+    `(SELECT CASE WHEN count(*) < ${sampled} THEN '-infinity' ELSE min(created_at) END FROM (SELECT created_at FROM ${table} ` +
+    `WHERE organization_id = $1 AND ${RECENCY_SAMPLE.condition}${position ? ` AND created_at <= ${parameter(at, 'timestamptz')}` : ''} ` +
+    `ORDER BY created_at DESC LIMIT ${sampled}) AS newest)`;
   const conditions = [...where, `(${condition(parameter)})`, `${table}.created_at >= ${newest}`];
   if (position) conditions.push(`(${table}.created_at, ${table}.id) < ${position}`);
   const text = `SELECT ${spec.readList}, ${keyColumns} FROM ${table} WHERE ${conditions.join(' AND ')} ORDER BY ${order} LIMIT ${limit}`;

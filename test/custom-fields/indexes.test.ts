@@ -217,6 +217,70 @@ t.test('ranges and ascending sorts read the index, with the same answers', async
   t.match(instants.plan, `using ${customFieldIndexName(signed.id)} on`, 'the datetime range reads its index');
 });
 
+t.test("a range in the default order walks about the 8,000 newest rows, found from the table's sample", async (t) => {
+  const organization = await app.db.organization.create({ data: { name: 'Aged', slug: 'aged-companies' } });
+  const owner = await createUser(app, { membership: { organizationId: organization.id, role: 'owner' } });
+  const aged = workspace(app, organization.id);
+  await define(aged, owner, 'age', 'number');
+  // 20,000 rows a second apart, each with its age in seconds: the newest rows hold the smallest values.
+  await app.pg.query(
+    `INSERT INTO companies (id, organization_id, name, custom_fields, created_at, updated_at)
+     SELECT gen_random_uuid(), $1, 'Aged ' || n, jsonb_build_object('age', n), now() - make_interval(secs => n), now()
+     FROM generate_series(1, 20000) AS n`,
+    [aged.id],
+  );
+  await app.pg.query('ANALYZE companies');
+  await runJobs();
+  const sent: pg.QueryConfig[] = [];
+  const pool = app.serving.pool as unknown as { query: (...args: unknown[]) => unknown };
+  const query = pool.query.bind(pool);
+  pool.query = (config: unknown, ...rest: unknown[]) => {
+    const statement = config as pg.QueryConfig;
+    if (typeof statement?.text === 'string' && statement.text.includes('query_key_')) sent.push({ ...statement });
+    return query(config, ...rest);
+  };
+  t.teardown(() => {
+    pool.query = query;
+  });
+  const read = async (from: number, to: number) => {
+    sent.length = 0;
+    const filter = {
+      and: [
+        { field: 'custom.age', op: 'gte', value: from },
+        { field: 'custom.age', op: 'lte', value: to },
+      ],
+    };
+    const res = await aged.call(owner, 'POST', 'companies/query/', { filter, limit: 50 });
+    t.equal(res.statusCode, 200, res.body);
+    const ages = (json(res) as { results: Array<{ custom_fields: { age: number } }> }).results.map((row) => row.custom_fields.age);
+    return { ages, statements: [...sent] };
+  };
+  const upTo = (first: number, count: number) => Array.from({ length: count }, (_, i) => first + i);
+
+  const newest = await read(1, 2000);
+  t.same(newest.ages, upTo(1, 50));
+  t.equal(newest.statements.length, 1, 'the walk among the newest rows found the page');
+  // Its bound comes from the sample, 125 index entries, not from 8,000 rows of the table.
+  await serving.query('BEGIN');
+  await serving.query(`SELECT set_config('app.organization_id', $1, true)`, [aged.id]);
+  await serving.query('SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off');
+  const { rows } = await serving.query(`EXPLAIN (COSTS OFF) ${newest.statements[0]!.text}`, newest.statements[0]!.values);
+  await serving.query('ROLLBACK');
+  t.match(
+    rows.map((row: { 'QUERY PLAN': string }) => row['QUERY PLAN']).join('\n'),
+    /Index Only Scan Backward using companies_recency_sample_idx/,
+  );
+
+  // Matches only among the oldest rows: the walk stops at about the 8,000th newest row and finds none, and the
+  // candidates (past 3,000) give way to a read in order. Without the bound the walk would have found them.
+  const oldest = await read(15001, 20000);
+  t.same(oldest.ages, upTo(15001, 50), 'the same page');
+  t.equal(oldest.statements.length, 3, 'the bounded walk, the counted candidates, the ordered read');
+  const rare = await read(19001, 19010);
+  t.same(rare.ages, upTo(19001, 10));
+  t.equal(rare.statements.length, 2, 'the bounded walk, then the few candidates');
+});
+
 t.test('archive drops the index, restore builds it again; an invalid one is rebuilt', async (t) => {
   t.equal((await a.call(adminA, 'DELETE', `custom-fields/${mrr.id}/`)).statusCode, 204);
   await runJobs();
