@@ -9,7 +9,7 @@ import { outboxTasks } from './email/outbox.js';
 import { createRunDispatcher } from './jobs/run-dispatcher.js';
 import { executeRun } from './modules/automations/run-queue.js';
 import { importTasks } from './modules/imports/import-job.js';
-import { customFieldIndexTasks } from './modules/custom-fields/index-job.js';
+import { CUSTOM_FIELD_INDEX_CRON_ITEMS, customFieldIndexTasks } from './modules/custom-fields/index-job.js';
 import { EVENT_CRON_ITEMS, eventTasks } from './modules/events/retention.js';
 import { threadConnection } from './modules/imports/import-thread.js';
 
@@ -63,12 +63,14 @@ export function startJobWorkers(app: FastifyInstance): void {
   app.addHook('onReady', async () => runs.start());
   app.addHook('preClose', async () => runs.close());
   // Imports on a runner of their own, one at a time per process: a long file never holds emails or automations back.
-  // Custom fields' index builds go there too: long, rare, and never urgent (a range reads without its index meanwhile).
+  // Custom fields' index builds go there too: long, rare, and never urgent (a range reads without its index meanwhile);
+  // so does their sweep, which queues the builds of fields whose workspace grew past the size that needs them.
   keepJobRunner(app, {
     label: 'import',
     liveness,
     concurrency: 1,
     quietMs: QUIET_MS,
+    cronItems: CUSTOM_FIELD_INDEX_CRON_ITEMS,
     taskList: { ...importTasks({ db, pool: app.pg, connection: threadConnection(config) }), ...customFieldIndexTasks({ pool: app.pg }) },
   });
 }

@@ -11,7 +11,8 @@ import type pg from 'pg';
 export const customFieldDefinitionsStatement = (organizationId: string, object: string): pg.QueryConfig => ({
   name: 'crm-custom-field-definitions',
   text:
-    'SELECT id, key, label, type, required, options, description, archived_at, xmin::text AS version FROM custom_field_definitions ' +
+    'SELECT id, key, label, type, required, options, description, archived_at, indexed_at, xmin::text AS version ' +
+    'FROM custom_field_definitions ' +
     'WHERE organization_id = $1 AND object = $2 ORDER BY position, created_at',
   values: [organizationId, object],
 });

@@ -9,6 +9,7 @@ import {
   customFieldIndexName,
   customFieldIndexTasks,
   customFieldRecencyIndexName,
+  queueResizedCustomFieldIndexes,
   syncCustomFieldIndex,
 } from '../../src/modules/custom-fields/index-job.js';
 import { buildTestApp, json } from '../helpers/app.js';
@@ -24,7 +25,8 @@ const serving = new pg.Client({ connectionString: servingRoleUrl(databaseUrl) })
 await serving.connect();
 t.teardown(() => serving.end());
 
-const runJobs = () => runDueJobs(databaseUrl, customFieldIndexTasks({ pool: app.pg }));
+// Every workspace here is small: the tests of the indexes themselves build them whatever the size.
+const runJobs = (minRecords = 0) => runDueJobs(databaseUrl, customFieldIndexTasks({ pool: app.pg, minRecords }));
 const define = (ws: typeof a, admin: typeof adminA, key: string, type: string) =>
   created<{ id: string }>(ws.call(admin, 'POST', 'custom-fields/', { object: 'company', key, label: key, type }));
 
@@ -279,6 +281,68 @@ t.test("a range in the default order walks about the 8,000 newest rows, found fr
   const rare = await read(19001, 19010);
   t.same(rare.ages, upTo(19001, 10));
   t.equal(rare.statements.length, 2, 'the bounded walk, then the few candidates');
+});
+
+t.test('a field gets its indexes once its workspace is large enough, and loses them when it shrinks', async (t) => {
+  const minRecords = 100;
+  const organization = await app.db.organization.create({ data: { name: 'Growing', slug: 'growing-companies' } });
+  const owner = await createUser(app, { membership: { organizationId: organization.id, role: 'owner' } });
+  const growing = workspace(app, organization.id);
+  const score = await define(growing, owner, 'score', 'number');
+  const add = (from: number, to: number) =>
+    app.pg.query(
+      `INSERT INTO companies (id, organization_id, name, custom_fields, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, 'Growing ' || n, jsonb_build_object('score', n), now() - make_interval(secs => n), now()
+       FROM generate_series($2::int, $3::int) AS n`,
+      [growing.id, from, to],
+    );
+  const sent: string[] = [];
+  const pool = app.serving.pool as unknown as { query: (...args: unknown[]) => unknown };
+  const query = pool.query.bind(pool);
+  pool.query = (config: unknown, ...rest: unknown[]) => {
+    const text = (config as pg.QueryConfig)?.text;
+    if (typeof text === 'string' && text.includes('query_key_')) sent.push(text);
+    return query(config, ...rest);
+  };
+  t.teardown(() => {
+    pool.query = query;
+  });
+  /** The lowest three scores, and whether the page's statement read them through the index's function. */
+  const lowest = async () => {
+    sent.length = 0;
+    const res = await growing.call(owner, 'POST', 'companies/query/', { sort: [{ field: 'custom.score' }], limit: 3 });
+    t.equal(res.statusCode, 200, res.body);
+    const scores = (json(res) as { results: Array<{ custom_fields: { score: number } }> }).results.map((row) => row.custom_fields.score);
+    return { scores, throughIndex: sent.some((text) => text.includes('crm_custom_number(')) };
+  };
+  const state = async () => {
+    const present = await indexes();
+    return {
+      indexes: [customFieldIndexName(score.id), customFieldRecencyIndexName(score.id)].map((name) => present.get(name)?.valid ?? false),
+      indexed: (await app.db.customFieldDefinition.findUniqueOrThrow({ where: { id: score.id } })).indexedAt !== null,
+    };
+  };
+
+  await add(1, 60);
+  await runJobs(minRecords);
+  t.same(await state(), { indexes: [false, false], indexed: false }, '60 records: no index');
+  t.same(await lowest(), { scores: [1, 2, 3], throughIndex: false }, 'the cast reads them, not the function');
+  t.equal(await queueResizedCustomFieldIndexes({ pool: app.pg, minRecords }), 0, 'nothing to do at 60');
+
+  await add(61, 120);
+  t.equal(await queueResizedCustomFieldIndexes({ pool: app.pg, minRecords }), 1, 'the sweep sees it grow past 100');
+  t.equal(await runJobs(minRecords), 1);
+  t.same(await state(), { indexes: [true, true], indexed: true }, '120 records: both indexes, and the mark');
+  t.same(await lowest(), { scores: [1, 2, 3], throughIndex: true }, 'the page reads the index');
+
+  // Kept down to half of the size, so that a workspace near it does not build and drop them in turn.
+  await app.pg.query(`DELETE FROM companies WHERE organization_id = $1 AND (custom_fields ->> 'score')::int > 60`, [growing.id]);
+  t.equal(await queueResizedCustomFieldIndexes({ pool: app.pg, minRecords }), 0, 'kept at 60');
+  await app.pg.query(`DELETE FROM companies WHERE organization_id = $1 AND (custom_fields ->> 'score')::int > 40`, [growing.id]);
+  t.equal(await queueResizedCustomFieldIndexes({ pool: app.pg, minRecords }), 1, 'dropped below 50');
+  t.equal(await runJobs(minRecords), 1);
+  t.same(await state(), { indexes: [false, false], indexed: false }, 'the mark cleared, the indexes dropped');
+  t.same(await lowest(), { scores: [1, 2, 3], throughIndex: false });
 });
 
 t.test('archive drops the index, restore builds it again; an invalid one is rebuilt', async (t) => {

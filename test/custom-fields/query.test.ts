@@ -119,6 +119,7 @@ t.test('operators and values a type does not take, unknown and archived fields a
     type: row.type as 'text',
     options: [],
     archived: row.archivedAt !== null,
+    indexed: row.indexedAt !== null,
   }));
   t.ok(isArchivedCustomField('custom.retired', { own: fields }), 'the hook tells an archived field');
   t.notOk(isArchivedCustomField('custom.code', { own: fields }));

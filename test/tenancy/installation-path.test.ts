@@ -28,7 +28,8 @@ const USES: Record<string, string> = {
   'plugins/tenancy.ts': "sign-in's memberships lookup and API key authentication, before any workspace is known",
   'services.ts': "the change feed's LISTEN connection (notifications only; the events are read on the serving pool)",
   'server.ts': 'migrations, the job queue schema, the serving role, the start-up banner',
-  'workers.ts': "the email and import workers and their liveness locks, the automation run dispatcher's claims across workspaces",
+  'workers.ts':
+    "the email and import workers and their liveness locks, the custom fields' index jobs and their sweep, the automation run dispatcher's claims across workspaces",
 };
 
 async function sourceFiles(dir: string): Promise<string[]> {

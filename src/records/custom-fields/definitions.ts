@@ -61,6 +61,8 @@ export interface CustomField {
   options: CustomFieldOption[];
   description: string | null;
   archived: boolean;
+  /** Whether its own indexes exist (`indexed_at`, set by its job): queries then compile to their function. */
+  indexed: boolean;
 }
 
 /** The records table of each record type (fixed names, never from a request). */
@@ -82,6 +84,8 @@ export interface DefinitionRow {
   description: string | null;
   archivedAt?: Date | null;
   archived_at?: Date | string | null;
+  indexedAt?: Date | null;
+  indexed_at?: Date | string | null;
 }
 
 export const toCustomField = (row: DefinitionRow): CustomField => ({
@@ -93,6 +97,7 @@ export const toCustomField = (row: DefinitionRow): CustomField => ({
   options: Array.isArray(row.options) ? (row.options as CustomFieldOption[]) : [],
   description: row.description,
   archived: (row.archivedAt ?? row.archived_at ?? null) !== null,
+  indexed: (row.indexedAt ?? row.indexed_at ?? null) !== null,
 });
 
 /** Every field of `object` in this workspace, archived ones too, in their order. */

@@ -76,7 +76,8 @@ export function withCustomFieldResolver(base: FieldResolver, table: string, cust
         spec: customFieldSpec(field),
         sql: customFieldSql(table, field),
         json: { column: `${table}.custom_fields`, key: field.key },
-        indexSql: customFieldIndexSql(table, field),
+        // Only while its indexes exist: without them the function costs a plpgsql call per row where the cast does not.
+        ...(field.indexed ? { indexSql: customFieldIndexSql(table, field) } : {}),
       };
     }
     if (name.startsWith(COMPANY_CUSTOM_PREFIX) && custom.company) {
