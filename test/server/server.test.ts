@@ -11,6 +11,10 @@ import { startMailbox } from '../helpers/mailbox.js';
 import { startWebhookTarget } from '../automations/webhook-target.js';
 import { killGroup, startServer, stop } from '../helpers/server.js';
 
+// Five server starts, each migrating an empty database (two of them an embedded cluster), beside another file of
+// server starts (tap runs two files at once): more than the default 240 s on a loaded 2-core CI machine.
+t.setTimeout(600_000);
+
 t.test('npm start on DATABASE_URL: ready, serves the API and the docs, exits 0 on SIGTERM', async (t) => {
   const database = await createTestDatabase({ empty: true });
   t.teardown(() => database.drop());
