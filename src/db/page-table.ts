@@ -2,6 +2,7 @@
 // their timestamps become API text.
 import pg from 'pg';
 import type { SortKeyType } from '../lib/pagination.js';
+import { CUSTOM_FIELDS, rawCustomFieldsSql } from './custom-field-shape.js';
 
 export const IDENTIFIER = /^[a-z][a-z0-9_]*$/;
 
@@ -12,8 +13,13 @@ export interface PageTable<Row, Filter extends string> {
   readonly columns: readonly string[];
   /** The API fields with the timestamps formatted by the database: for writes, whose automation payload is built in SQL. */
   readonly selectList: string;
-  /** The same fields with the timestamps as UTC `timestamp`s, formatted by `pageTypes` (cheaper: see `isoFromTimestamp`). */
+  /**
+   * The same fields with the timestamps as UTC `timestamp`s, formatted by `pageTypes` (cheaper: see `isoFromTimestamp`),
+   * and the custom fields as stored, with their definitions' stamp: a reader shapes them (`shapeCustomFields`).
+   */
   readonly readList: string;
+  /** The record type whose custom fields `custom_fields` holds, if any. */
+  readonly customObject?: string;
   readonly filterColumns: readonly Filter[];
   /** The orders a list offers by API name (`sort`), each the columns it sorts by before `id`, with their types. */
   readonly sorts: Readonly<Record<string, readonly SortKey[]>>;
@@ -23,11 +29,11 @@ export interface PageTable<Row, Filter extends string> {
   readonly row?: Row;
 }
 
-/** The jsonb column of a record's custom field values (keyed by field key), which writes merge rather than replace. */
-export const CUSTOM_FIELDS = 'custom_fields';
+export { CUSTOM_FIELDS };
 
 /**
- * The custom fields of a row of `table` as the API shows them: every active field of the workspace's `object`, null
+ * The custom fields of a row of `table` as the API shows them (what a write's answer and event payload, built in SQL,
+ * carry; reads shape them in the process instead: `shapeCustomFields`): every active field of the workspace's `object`, null
  * where the row holds no value, without archived fields' values (kept for a restore). The workspace's template and
  * archived keys are read once per statement (uncorrelated subqueries of `$1`, the workspace every statement reading
  * or writing records binds first: migration custom_fields_per_statement), not once per row.
@@ -81,13 +87,15 @@ export function pageTable<Row extends { id: string; created_at: string }, Filter
   const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`;
   const utc = (column: string) => `${column} AT TIME ZONE 'UTC' AS ${column}`;
   const expressions = Object.entries(computed).map(([name, expression]) => `${expression} AS ${name}`);
-  const read = (column: string) =>
+  const shaped = (column: string) =>
     column === CUSTOM_FIELDS && customObject ? `${customFieldsSql(table, customObject)} AS ${CUSTOM_FIELDS}` : column;
+  const raw = (column: string) => (column === CUSTOM_FIELDS && customObject ? rawCustomFieldsSql(table, customObject) : column);
   return {
     table,
     columns,
-    selectList: [...columns.map(read), ...expressions, iso('created_at'), iso('updated_at')].join(', '),
-    readList: [...columns.map(read), ...expressions, utc('created_at'), utc('updated_at')].join(', '),
+    selectList: [...columns.map(shaped), ...expressions, iso('created_at'), iso('updated_at')].join(', '),
+    readList: [...columns.map(raw), ...expressions, utc('created_at'), utc('updated_at')].join(', '),
+    ...(customObject ? { customObject } : {}),
     filterColumns,
     sorts: allSorts,
     computed: Object.keys(computed),

@@ -18,6 +18,7 @@ import {
 import { pageTypes, type PageTable } from './page-table.js';
 import { csvCopy, type ExportFilter } from './csv-export.js';
 import { customFieldDefinitionsStatement } from './custom-field-definitions.js';
+import { shapeCustomFields } from './custom-field-shape.js';
 import { readWithIndexedPlan, searchPage } from './search-planner.js';
 import { changesQuery, SYNC_HORIZON, type ChangeFilter, type DeletionRow, type SyncPosition } from './sync-changes.js';
 
@@ -36,13 +37,16 @@ const RANGE_WALK = 8000;
 
 /** The page reader a tenant-scoped service receives: it can only read rows of `organizationId`. */
 export function scopePages(pool: pg.Pool, organizationId: string) {
+  /** The rows of a read of `spec`'s read list, their custom fields shaped as the API shows them. */
+  const shaped = <Row extends object>(spec: PageTable<unknown, string>, rows: Row[]): Promise<Row[]> =>
+    shapeCustomFields(pool, organizationId, spec, rows);
   return {
     /** Changes for an incremental sync (see `changesQuery`), each with its `sync_xid` for the cursor. */
     async changes<Row extends pg.QueryResultRow, Filter extends string>(
       spec: PageTable<Row, Filter>,
       filter: ChangeFilter<Filter>,
     ): Promise<Array<Row & { sync_xid: string }>> {
-      return (await pool.query<Row & { sync_xid: string }>(changesQuery(organizationId, spec, filter))).rows;
+      return shaped(spec, (await pool.query<Row & { sync_xid: string }>(changesQuery(organizationId, spec, filter))).rows);
     },
     /** Deleted CRM records (tombstones kept 30 days), in the sync's order, below the same horizon. */
     async deletions(filter: { since: Date; after?: SyncPosition; limit: number; recordType?: string }): Promise<DeletionRow[]> {
@@ -64,8 +68,8 @@ export function scopePages(pool: pg.Pool, organizationId: string) {
       spec: PageTable<Row, Filter>,
       filter: PageFilter<Filter>,
     ): Promise<Row[]> {
-      if (filter.search) return searchPage(pool, organizationId, spec, filter);
-      return (await pool.query<Row>(listQuery(organizationId, spec, filter))).rows;
+      if (filter.search) return shaped(spec, await searchPage(pool, organizationId, spec, filter));
+      return shaped(spec, (await pool.query<Row>(listQuery(organizationId, spec, filter))).rows);
     },
     /** A query page (POST …/query/): `limit + 1` rows when more follow, each with its order keys for the cursor. */
     async query<Row>(spec: PageTable<unknown, string>, request: QueryPageRequest): Promise<KeyedRow<Row>[]> {
@@ -80,7 +84,7 @@ export function scopePages(pool: pg.Pool, organizationId: string) {
           ? recentPageStatement(organizationId, spec, request, range, RANGE_WALK)
           : boundedPageStatement(organizationId, spec, request, RANGE_WALK);
         const { rows } = await pool.query<Record<string, unknown>>(statement);
-        if (rows.length > request.limit) return keyedRows<Row>(rows, keyCount);
+        if (rows.length > request.limit) return keyedRows<Row>(await shaped(spec, rows), keyCount);
       }
       if (request.indexed) {
         // A rare term or range: its few candidates from the index hold the whole page, whatever the order (an ordered
@@ -93,14 +97,14 @@ export function scopePages(pool: pg.Pool, organizationId: string) {
             : (await pool.query<Record<string, unknown>>(statement)).rows;
         if (Number(rows[0]?.query_candidates) <= QUERY_CANDIDATES) {
           const hits = rows.filter((row) => row.query_hit === true).map(({ query_candidates: _n, query_hit: _hit, ...row }) => row);
-          return keyedRows<Row>(hits, keyCount);
+          return keyedRows<Row>(await shaped(spec, hits), keyCount);
         }
       }
       // A common range whose matches lie far from the newest rows: in the default order, the range's condition in the
       // indexed form lets the recency index check each entry's value before the row is read.
       const ordered = recent ? { ...request, conditions: [...request.conditions, range] } : request;
       const { rows } = await pool.query<Record<string, unknown>>(queryPageStatement(organizationId, spec, ordered));
-      return keyedRows<Row>(rows, keyCount);
+      return keyedRows<Row>(await shaped(spec, rows), keyCount);
     },
     /**
      * The saved view `id` of this workspace if `viewer` (a user id; null for an API key) sees it: a workspace view, or

@@ -8,6 +8,7 @@ import type pg from 'pg';
 import type { CrmEventName } from '../lib/crm-events.js';
 import { WAKE_RUNS_SQL } from '../jobs/automation-runs.js';
 import { CUSTOM_FIELDS, pageTypes, type PageTable } from './page-table.js';
+import { shapeCustomFields } from './custom-field-shape.js';
 import { customFieldDefinitionsStatement, definitionsStampSql } from './custom-field-definitions.js';
 
 /** Column values of a write: undefined leaves a column alone (its default on insert), null clears it. */
@@ -220,13 +221,11 @@ export function scopeWrites(pool: Queryable, organizationId: string) {
     async customFieldDefinitions(object: string): Promise<Record<string, unknown>[]> {
       return (await pool.query<Record<string, unknown>>(customFieldDefinitionsStatement(organizationId, object))).rows;
     },
-    /**
-     * One record in API shape as its list shows it (custom fields shaped in the same statement), or undefined: the
-     * kernel's single-record read, on the writer's connection so that a batch's transaction reads its own writes.
-     */
+    /** One record as its list shows it, or undefined: on the writer's connection (a batch reads its own writes). */
     async one<Row extends pg.QueryResultRow>(spec: PageTable<Row, string>, id: string): Promise<Row | undefined> {
       const text = `SELECT ${spec.readList} FROM ${spec.table} WHERE organization_id = $1 AND id = $2`;
-      return (await pool.query<Row>({ ...statement(text, [organizationId, id]), types: pageTypes })).rows[0];
+      const { rows } = await pool.query<Row>({ ...statement(text, [organizationId, id]), types: pageTypes });
+      return (await shapeCustomFields(pool, organizationId, spec, rows))[0];
     },
     /** Inserts the record and queues its event; answers it in API shape. */
     async insert<Row extends pg.QueryResultRow>(

@@ -280,3 +280,56 @@ t.test('a create is checked against the definitions as they are, whatever this p
   t.match(json(missing).errors['custom_fields.elsewhere'], [/required/]);
   await app.db.customFieldDefinition.updateMany({ where: { organizationId: a.id, key: 'elsewhere' }, data: { required: false } });
 });
+
+t.test('a read shows the definitions as they are, whatever this process shaped its last reads by', async (t) => {
+  // Reads return the stored values with the definitions' stamp; the process shapes them (db/custom-field-shape.ts).
+  const shown = await define('company', 'shown_code', 'text');
+  const answer = await created(a.call(memberA, 'POST', 'companies/', { name: 'Shown', custom_fields: { shown_code: 'kept' } }));
+  const reads = async () => {
+    const listed = json<Array<{ id: string; custom_fields: Record<string, unknown> }>>(
+      await a.call(viewerA, 'GET', 'companies/?limit=100'),
+    );
+    const queried = json<{ results: Array<{ id: string; custom_fields: Record<string, unknown> }> }>(
+      await a.call(viewerA, 'POST', 'companies/query/', { filter: { field: 'name', op: 'eq', value: 'Shown' } }),
+    );
+    return [
+      listed.find((row) => row.id === answer.id)!.custom_fields,
+      queried.results.find((row) => row.id === answer.id)!.custom_fields,
+      json(await a.call(viewerA, 'GET', `companies/${answer.id}/`)).custom_fields as Record<string, unknown>,
+    ];
+  };
+  for (const values of await reads()) {
+    t.equal(values.shown_code, 'kept');
+    // The keys in the order the write's answer (shaped by the database) has them: jsonb's.
+    t.same(Object.keys(values), Object.keys(answer.custom_fields), 'the same keys in the same order as the write answered');
+  }
+  // Another process archives the field: the next reads hide its value without this process being told.
+  await app.db.customFieldDefinition.update({ where: { id: shown.id }, data: { archivedAt: new Date() } });
+  for (const values of await reads()) t.notOk('shown_code' in values, 'an archived field is hidden at once');
+  // And restores it, and creates another: both show at once, the new one empty.
+  await app.db.customFieldDefinition.update({ where: { id: shown.id }, data: { archivedAt: null } });
+  await app.db.customFieldDefinition.create({
+    data: { organizationId: a.id, object: 'company', key: 'shown_later', label: 'Later', type: 'number' },
+  });
+  for (const values of await reads()) {
+    t.equal(values.shown_code, 'kept', 'a restored field shows its kept value');
+    t.equal(values.shown_later, null, 'a new field shows, empty');
+  }
+  // A field named as an Object.prototype member, and a stored key of no definition: shown as the database shapes them.
+  await define('company', 'constructor', 'number');
+  await app.pg.query(`UPDATE companies SET custom_fields = custom_fields || '{"orphan_key": "x"}' WHERE id = $1`, [answer.id]);
+  const { rows } = await app.pg.query<{ values: Record<string, unknown> }>(
+    `SELECT crm_custom_field_template(organization_id, 'company') || (custom_fields - crm_custom_field_archived(organization_id, 'company'))
+       AS values FROM companies WHERE id = $1`,
+    [answer.id],
+  );
+  for (const values of await reads()) {
+    t.equal(values.constructor, null, 'a field named constructor, empty');
+    t.equal(values.orphan_key, 'x');
+    t.same(Object.entries(values), Object.entries(rows[0]!.values), "the database's own shaping, in its order");
+  }
+  await app.db.customFieldDefinition.updateMany({
+    where: { organizationId: a.id, key: { in: ['shown_later', 'constructor'] } },
+    data: { archivedAt: new Date() },
+  });
+});
