@@ -147,8 +147,12 @@ t.test('only the author, an owner or an admin changes or deletes a note; If-Matc
   t.equal(byAdmin.statusCode, 200, byAdmin.body);
   t.equal((await a.call(admin, 'DELETE', `notes/${note.id}/`)).statusCode, 204);
   t.equal((await a.call(memberA, 'GET', `notes/${note.id}/`)).statusCode, 404);
-  const deletions = json<Array<{ record_type: string; id: string }>>(
-    await a.call(viewerA, 'GET', `deletions/?record_type=note&since=${encodeURIComponent(note.created_at)}`),
+  const deletions = await whenSynced(
+    async () =>
+      json<Array<{ record_type: string; id: string }>>(
+        await a.call(viewerA, 'GET', `deletions/?record_type=note&since=${encodeURIComponent(note.created_at)}`),
+      ),
+    (answer) => answer.some((d) => d.id === note.id),
   );
   t.ok(
     deletions.some((d) => d.id === note.id),

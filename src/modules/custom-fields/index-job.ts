@@ -69,13 +69,17 @@ export interface CustomFieldIndexDeps {
   minRecords?: number;
 }
 
-/** How many records of `table` the workspace holds, counted up to `cap` only (an index read of at most `cap` entries). */
+/**
+ * How many records of `table` the workspace `organization` (SQL) holds, as SQL, counted up to `cap` (SQL) only: an
+ * index read of at most `cap` entries.
+ */
+const recordsUpToSql = (table: string, organization: string, cap: string) =>
+  `(SELECT count(*)::int FROM (SELECT FROM ${table} AS r WHERE r.organization_id = ${organization} LIMIT ${cap}) AS counted)`;
+
+/** How many records of `table` the workspace holds, counted up to `cap` only. */
 async function recordsUpTo(pool: pg.Pool, table: string, organizationId: string, cap: number): Promise<number> {
   if (cap <= 0) return 0;
-  const { rows } = await pool.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM (SELECT FROM ${table} WHERE organization_id = $1 LIMIT $2) AS counted`,
-    [organizationId, cap],
-  );
+  const { rows } = await pool.query<{ n: number }>(`SELECT ${recordsUpToSql(table, '$1', '$2')} AS n`, [organizationId, cap]);
   return rows[0]?.n ?? 0;
 }
 
@@ -130,8 +134,7 @@ export async function queueResizedCustomFieldIndexes(deps: CustomFieldIndexDeps)
   const half = Math.ceil(minRecords / 2);
   let queued = 0;
   for (const [object, table] of Object.entries(CUSTOM_OBJECT_TABLES)) {
-    const counted = (cap: string) =>
-      `(SELECT count(*) FROM (SELECT FROM ${table} AS r WHERE r.organization_id = d.organization_id LIMIT ${cap}) AS counted)`;
+    const counted = (cap: string) => recordsUpToSql(table, 'd.organization_id', cap);
     const { rowCount } = await deps.pool.query(
       `SELECT crm_add_job($1::text, json_build_object('id', d.id), $1 || ':' || d.id, $2::int)
        FROM custom_field_definitions AS d
