@@ -30,8 +30,8 @@ const KEPT = 1000;
 const shapes = new Map<string, Shape>();
 
 /**
- * jsonb's order of object keys (shorter first, then byte by byte), which the API's `custom_fields` has always had:
- * the answers, and ETags computed from them, stay as they were when the database shaped them.
+ * jsonb's order of object keys (shorter first, then byte by byte), which the API's `custom_fields` has always had and
+ * writes, shaped by the database, still answer with: a record reads the same from a write and from a list.
  */
 function jsonbKeyOrder(a: string, b: string): number {
   return Buffer.byteLength(a) - Buffer.byteLength(b) || Buffer.compare(Buffer.from(a), Buffer.from(b));

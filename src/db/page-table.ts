@@ -32,9 +32,9 @@ export interface PageTable<Row, Filter extends string> {
 export { CUSTOM_FIELDS };
 
 /**
- * The custom fields of a row of `table` as the API shows them (what a write's answer and event payload, built in SQL,
- * carry; reads shape them in the process instead: `shapeCustomFields`): every active field of the workspace's `object`, null
- * where the row holds no value, without archived fields' values (kept for a restore). The workspace's template and
+ * The custom fields of a row of `table` as the API shows them, as a write's answer and event payload (built in SQL)
+ * carry them; reads shape them in the process instead (`shapeCustomFields`). Every active field of the workspace's
+ * `object`, null where the row holds no value, without archived fields' values (kept for a restore). The workspace's template and
  * archived keys are read once per statement (uncorrelated subqueries of `$1`, the workspace every statement reading
  * or writing records binds first: migration custom_fields_per_statement), not once per row.
  */
