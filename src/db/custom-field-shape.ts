@@ -1,6 +1,7 @@
 // The custom fields of records a read statement returns raw, shaped as the API shows them by this process from the
 // definitions the statement names by their stamp: the shaping in SQL rebuilt each row's jsonb twice.
 import type pg from 'pg';
+import { keepBounded } from '../lib/bounded-map.js';
 import { customFieldDefinitionsStatement, definitionsStamp, definitionsStampSql } from './custom-field-definitions.js';
 
 /** The jsonb column of a record's custom field values (keyed by field key), which writes merge rather than replace. */
@@ -97,9 +98,7 @@ export async function shapeCustomFields<Row extends object>(
       const definitions = (await pool.query<Record<string, unknown>>(customFieldDefinitionsStatement(organizationId, object))).rows;
       shape = shapeOf(definitionsStamp(definitions), definitions);
       read = true;
-      shapes.delete(key);
-      shapes.set(key, shape);
-      if (shapes.size > KEPT) shapes.delete(shapes.keys().next().value as string);
+      keepBounded(shapes, key, shape, KEPT);
     }
     const values = row[CUSTOM_FIELDS];
     if (values !== null && typeof values === 'object') row[CUSTOM_FIELDS] = shaped(shape, values as Record<string, unknown>);

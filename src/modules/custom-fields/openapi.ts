@@ -2,6 +2,7 @@
 // bodies) replaced by the workspace's active fields as typed properties, so a client generated from it names them.
 import { createHash } from 'node:crypto';
 import type { TenantDb } from '../../db/tenant-scope.js';
+import { keepBounded } from '../../lib/bounded-map.js';
 import {
   CUSTOM_OBJECTS,
   DECIMAL_PATTERN,
@@ -137,9 +138,7 @@ export async function workspaceDocumentText(db: TenantDb, organizationId: string
   const fields = Object.fromEntries(CUSTOM_OBJECTS.map((object) => [object, [] as CustomField[]])) as Record<CustomObject, CustomField[]>;
   for (const row of rows) fields[row.object as CustomObject]?.push(toCustomField(row));
   const text = JSON.stringify(workspaceDocument(staticDocument(), fields));
-  cache.delete(organizationId);
-  cache.set(organizationId, { signature, text });
-  // The oldest entry goes first (a Map keeps insertion order; a hit above is re-inserted on rebuild only).
-  if (cache.size > CACHED_WORKSPACES) cache.delete(cache.keys().next().value as string);
+  // A hit above is re-inserted on rebuild only: the oldest build goes first.
+  keepBounded(cache, organizationId, { signature, text }, CACHED_WORKSPACES);
   return text;
 }

@@ -2,6 +2,7 @@
 // written only while they are still the workspace's, which the insert's own statement decides (their stamp), so a
 // create with values is one statement, not a definitions read and an insert.
 import { definitionsStamp } from '../../db/custom-field-definitions.js';
+import { keepBounded } from '../../lib/bounded-map.js';
 import { customFieldsOfRows, type CustomField, type CustomObject, type DefinitionsReader } from './definitions.js';
 
 /** A record type's definitions as read, and their stamp (db/custom-field-definitions.ts). */
@@ -26,8 +27,6 @@ export async function readDefinitions(reader: DefinitionsReader, organizationId:
   const rows = await reader.customFieldDefinitions(object);
   const definitions = { fields: customFieldsOfRows(rows), stamp: definitionsStamp(rows) };
   const key = keyOf(organizationId, object);
-  kept.delete(key);
-  kept.set(key, definitions);
-  if (kept.size > KEPT) kept.delete(kept.keys().next().value as string);
+  keepBounded(kept, key, definitions, KEPT);
   return definitions;
 }
